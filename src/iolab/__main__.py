@@ -1,0 +1,3 @@
+from iolab.cli.main import run
+
+run()

@@ -1,0 +1,1 @@
+"""Thin typer commands, one module per command group."""

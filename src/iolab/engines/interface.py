@@ -1,0 +1,94 @@
+"""The Engine protocol: provision a fresh instance on a layout, run it, and remove what it made.
+
+Lifecycle: ``provision()`` creates the instance's files on the layout (nothing runs yet),
+``start()`` starts it (a server on a private unix socket only; nothing for embedded engines),
+``connect()`` hands out DB-API connections, ``stop()`` stops it and ``destroy()`` removes exactly
+what ``provision()`` created. Use :func:`running` to get all of that with guaranteed clean-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where an engine's files go.
+
+    ``data_dirs``: one or more directories for data files; ``files``: how many data files (or
+    tablespaces, partitions, attached databases) to spread round-robin over ``data_dirs``;
+    ``wal_dir``: where the WAL / redo log goes (None: the engine's default, beside the data);
+    ``temp_dir``: where temporary files go (None: default); ``settings``: engine settings by name.
+    """
+
+    data_dirs: tuple[Path, ...]
+    files: int = 1
+    wal_dir: Path | None = None
+    temp_dir: Path | None = None
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+    def data_dir_for(self, index: int) -> Path:
+        """The data directory of data file ``index`` (0-based), round-robin."""
+        return self.data_dirs[index % len(self.data_dirs)]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What an engine placed where, by role. Every path here was created by the engine."""
+
+    data: tuple[Path, ...]  # one per data file / tablespace / partition / attached database
+    wal: Path | None
+    temp: Path | None
+    log: Path | None  # the server log, kept with the run
+    created: tuple[Path, ...]  # every top-level path provision() created, removed by destroy()
+
+
+class Engine(Protocol):
+    name: ClassVar[str]
+
+    @property
+    def layout(self) -> Layout: ...
+
+    def provision(self) -> Placement:
+        """Create a fresh instance on the layout. Refuses directories holding foreign files."""
+        ...
+
+    def start(self) -> None:
+        """Start the server (unix socket in a private directory only) and wait until it accepts."""
+        ...
+
+    def connect(self) -> Any:
+        """A new DB-API 2 connection to the instance's benchmark database."""
+        ...
+
+    def version(self) -> str: ...
+
+    def effective_settings(self) -> dict[str, str]:
+        """The settings in force, as the engine reports them (not just what was asked)."""
+        ...
+
+    def stop(self) -> None:
+        """Stop the server if it runs; safe to call twice."""
+        ...
+
+    def destroy(self) -> None:
+        """Remove what provision() created, nothing else; safe to call twice."""
+        ...
+
+
+@contextmanager
+def running(engine: Engine) -> Iterator[Placement]:
+    """Provision and start an engine; stop and destroy it however the block ends."""
+    try:
+        placement = engine.provision()
+        engine.start()
+        yield placement
+    finally:
+        try:
+            engine.stop()
+        finally:
+            engine.destroy()

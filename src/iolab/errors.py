@@ -1,0 +1,47 @@
+"""The errors iolab reports to people, and the exit codes they map to.
+
+The core raises these; the CLI prints ``error: <message>`` on one line and exits with ``exit_code``.
+Anything else escaping the core is a bug and is shown as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class IolabError(Exception):
+    """An error meant for the user, with a message that says what to do."""
+
+    exit_code = 1
+
+
+class BadInput(IolabError):
+    """Input that cannot be used: names the field, the value given and what is allowed."""
+
+    exit_code = 2
+
+    def __init__(self, field: str, value: object, allowed: str) -> None:
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{field}: {value!r} is not allowed; {allowed}")
+
+    @classmethod
+    def choice(cls, field: str, value: object, choices: Iterable[str]) -> BadInput:
+        return cls(field, value, "choose one of: " + ", ".join(choices))
+
+
+class MissingTool(IolabError):
+    """A program or package iolab needs is not installed; says how to get it."""
+
+    exit_code = 2
+
+    def __init__(self, tool: str, how: str) -> None:
+        self.tool = tool
+        super().__init__(f"{tool} is not installed; {how}")
+
+
+class RunFailed(IolabError):
+    """A workload run could not finish (a tool failed, a server died, the disk filled)."""
+
+    exit_code = 1

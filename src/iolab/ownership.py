@@ -1,0 +1,70 @@
+"""Names that mark what iolab created, so that it removes only its own leftovers.
+
+Everything iolab creates inside a user's directory (a disk test file, an engine's instance
+directory) is named ``.iolab-<kind>-<pid>-<token>``. A later run on the same directory removes
+such entries whose creating process is gone (killed before it could clean up), and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+
+_PATTERN = re.compile(
+    r"^\.iolab-(?P<kind>[a-z0-9]+)-(?P<pid>\d+)-(?P<boot>[0-9a-f]{8})-[0-9a-f]{8}$"
+)
+
+
+def _boot_tag() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]
+    except OSError:
+        return "00000000"
+
+
+def owned_name(kind: str) -> str:
+    """A fresh name for something of ``kind`` this process creates."""
+    if not re.fullmatch(r"[a-z0-9]+", kind):
+        raise ValueError(f"kind must be lowercase letters and digits: {kind!r}")
+    return f".iolab-{kind}-{os.getpid()}-{_boot_tag()}-{secrets.token_hex(4)}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_orphan(path: Path, kind: str) -> bool:
+    """True for an entry named by :func:`owned_name` whose creating process is gone."""
+    m = _PATTERN.match(path.name)
+    if not m or m.group("kind") != kind:
+        return False
+    if m.group("boot") != _boot_tag():
+        return True  # created before the last reboot
+    pid = int(m.group("pid"))
+    return pid != os.getpid() and not _alive(pid)
+
+
+def reap(directory: Path, kind: str) -> list[Path]:
+    """Remove the orphans of ``kind`` in ``directory``; returns what was removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if is_orphan(entry, kind):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry)
+    return removed

@@ -1,0 +1,89 @@
+"""What runs produce: the typed records the workloads return and the store keeps.
+
+Experiment -> Cell (resolved parameters, named by a hash) -> Run (one repetition). Only runs whose
+status is ``done`` enter statistics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, NewType
+
+RunId = NewType("RunId", int)
+ExperimentId = NewType("ExperimentId", int)
+CellId = NewType("CellId", str)
+EnvId = NewType("EnvId", str)
+
+
+class RunStatus(StrEnum):
+    PLANNED = "planned"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    ABORTED = "aborted"
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def content_hash(value: Any, length: int = 16) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
+
+
+def cell_id(params: dict[str, Any]) -> CellId:
+    """A cell is named by a hash of its resolved configuration."""
+    return CellId(content_hash(params, 12))
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Latency of one kind of operation, in microseconds."""
+
+    mean: float
+    p50: float
+    p99: float
+    p999: float
+
+
+@dataclass(frozen=True)
+class DiskPass:
+    """One fio invocation of one disk test.
+
+    ``mbps`` is decimal megabytes per second (10^6 bytes/s), as CrystalDiskMark prints.
+    ``sync`` is the fdatasync latency for tests that sync after each write (commit latency).
+    ``device_bytes`` is what /proc/diskstats saw reach the device during the pass (None where
+    there is no block device).
+    """
+
+    test: str
+    rw: str
+    bs: int
+    qd: int
+    threads: int
+    pass_no: int  # 0 is the discarded warm-up pass
+    seconds: float
+    mbps: float
+    iops: float
+    lat: Latency
+    sync: Latency | None = None
+    io_bytes: int = 0
+    device_bytes: int | None = None
+
+    @property
+    def discarded(self) -> bool:
+        return self.pass_no == 0
+
+
+@dataclass
+class RunOutcome:
+    """Everything a finished (or interrupted) run hands to the store in one transaction."""
+
+    status: RunStatus
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    disk_passes: list[DiskPass] = field(default_factory=list)

@@ -1,0 +1,5 @@
+"""The SQLite results database."""
+
+from iolab.store.database import RunRecord, Store, default_path, open_store
+
+__all__ = ["RunRecord", "Store", "default_path", "open_store"]

@@ -1,0 +1,272 @@
+"""The results database: one SQLite file, WAL mode, one transaction per finished run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from iolab.errors import BadInput, IolabError
+from iolab.results import (
+    CellId,
+    DiskPass,
+    EnvId,
+    ExperimentId,
+    Latency,
+    RunId,
+    RunOutcome,
+    RunStatus,
+    canonical_json,
+    content_hash,
+)
+from iolab.store import migrate
+
+DEFAULT_PATH = Path("iolab.db")
+ENV_VAR = "IOLAB_RESULTS"
+
+
+def default_path() -> Path:
+    return Path(os.environ.get(ENV_VAR) or DEFAULT_PATH)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: RunId
+    experiment_id: ExperimentId
+    experiment: str
+    cell_id: CellId
+    workload: str
+    params: dict[str, Any]
+    repetition: int
+    status: RunStatus
+    started_at: str | None
+    ended_at: str | None
+    env_id: EnvId | None
+    error: str | None
+    summary: dict[str, Any]
+
+
+class Store:
+    """Access to one results database. Open with :func:`open_store`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.conn:
+            self.conn.execute("BEGIN IMMEDIATE")
+            yield self.conn
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def save_environment(self, snapshot: dict[str, Any]) -> EnvId:
+        env_id = EnvId(content_hash(snapshot))
+        with self.transaction() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO environments (id, captured_at, data) VALUES (?, ?, ?)",
+                (env_id, _now(), canonical_json(snapshot)),
+            )
+        return env_id
+
+    def create_experiment(self, name: str, kind: str, config: dict[str, Any]) -> ExperimentId:
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO experiments (name, kind, config, created_at) VALUES (?, ?, ?, ?)",
+                (name, kind, canonical_json(config), _now()),
+            )
+        return ExperimentId(int(cur.lastrowid or 0))
+
+    def ensure_cell(
+        self, experiment: ExperimentId, cell: CellId, workload: str, params: dict[str, Any]
+    ) -> None:
+        with self.transaction() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO cells (experiment_id, id, workload, params) "
+                "VALUES (?, ?, ?, ?)",
+                (experiment, cell, workload, canonical_json(params)),
+            )
+
+    def start_run(
+        self, experiment: ExperimentId, cell: CellId, repetition: int, env: EnvId | None
+    ) -> RunId:
+        """Record a run as running, committed at once, so a crash leaves a trace to reap."""
+        with self.transaction() as c:
+            cur = c.execute(
+                "INSERT INTO runs (experiment_id, cell_id, repetition, status, started_at, env_id,"
+                " pid, boot_id) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+                (experiment, cell, repetition, _now(), env, os.getpid(), _boot_id()),
+            )
+        return RunId(int(cur.lastrowid or 0))
+
+    def finish_run(self, run: RunId, outcome: RunOutcome) -> None:
+        """Store a run's results and final status in one transaction."""
+        with self.transaction() as c:
+            c.executemany(
+                "INSERT INTO disk_passes (run_id, test, rw, bs, qd, threads, pass, seconds, mbps,"
+                " iops, lat_mean_us, lat_p50_us, lat_p99_us, lat_p999_us, sync_mean_us,"
+                " sync_p50_us, sync_p99_us, sync_p999_us, io_bytes, device_bytes)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [_disk_row(run, p) for p in outcome.disk_passes],
+            )
+            c.execute(
+                "UPDATE runs SET status = ?, ended_at = ?, error = ?, summary = ? WHERE id = ?",
+                (outcome.status.value, _now(), outcome.error, canonical_json(outcome.summary), run),
+            )
+
+    def reap_stale(self) -> int:
+        """Mark runs left 'running' by a process that is gone as aborted; returns how many."""
+        boot = _boot_id()
+        stale = []
+        for run_id, pid, run_boot in self.conn.execute(
+            "SELECT id, pid, boot_id FROM runs WHERE status = 'running'"
+        ):
+            alive = run_boot == boot and pid is not None and _pid_alive(int(pid))
+            if not alive:
+                stale.append(run_id)
+        if stale:
+            with self.transaction() as c:
+                c.executemany(
+                    "UPDATE runs SET status = 'aborted', ended_at = ?, "
+                    "error = 'interrupted: the iolab process running it is gone' WHERE id = ?",
+                    [(_now(), r) for r in stale],
+                )
+        return len(stale)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    _RUN_SELECT = (
+        "SELECT r.id, r.experiment_id, e.name, r.cell_id, c.workload, c.params, r.repetition,"
+        " r.status, r.started_at, r.ended_at, r.env_id, r.error, r.summary"
+        " FROM runs r JOIN experiments e ON e.id = r.experiment_id"
+        " JOIN cells c ON c.experiment_id = r.experiment_id AND c.id = r.cell_id"
+    )
+
+    def runs(self, limit: int | None = None) -> list[RunRecord]:
+        sql = self._RUN_SELECT + " ORDER BY r.id DESC"
+        args: tuple[int, ...] = ()
+        if limit is not None:
+            sql += " LIMIT ?"
+            args = (limit,)
+        return [_run_record(row) for row in self.conn.execute(sql, args)]
+
+    def run(self, run_id: int) -> RunRecord:
+        row = self.conn.execute(self._RUN_SELECT + " WHERE r.id = ?", (run_id,)).fetchone()
+        if row is None:
+            (count,) = self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()
+            allowed = f"runs are numbered 1 to {count}" if count else "the database has no runs yet"
+            raise BadInput("RUN", run_id, f"{allowed} in {self.path} (see `iolab results list`)")
+        return _run_record(row)
+
+    def environment(self, env_id: EnvId) -> dict[str, Any]:
+        row = self.conn.execute("SELECT data FROM environments WHERE id = ?", (env_id,)).fetchone()
+        return dict(json.loads(row[0])) if row else {}
+
+    def disk_passes(self, run_id: RunId) -> list[DiskPass]:
+        rows = self.conn.execute(
+            "SELECT test, rw, bs, qd, threads, pass, seconds, mbps, iops, lat_mean_us, lat_p50_us,"
+            " lat_p99_us, lat_p999_us, sync_mean_us, sync_p50_us, sync_p99_us, sync_p999_us,"
+            " io_bytes, device_bytes FROM disk_passes WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        )
+        out = []
+        for r in rows:
+            sync = None if r[13] is None else Latency(r[13], r[14], r[15], r[16])
+            out.append(
+                DiskPass(
+                    test=r[0], rw=r[1], bs=r[2], qd=r[3], threads=r[4], pass_no=r[5],
+                    seconds=r[6], mbps=r[7], iops=r[8], lat=Latency(r[9], r[10], r[11], r[12]),
+                    sync=sync, io_bytes=r[17], device_bytes=r[18],
+                )
+            )  # fmt: skip
+        return out
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:
+    s = p.sync
+    return (
+        run, p.test, p.rw, p.bs, p.qd, p.threads, p.pass_no, p.seconds, p.mbps, p.iops,
+        p.lat.mean, p.lat.p50, p.lat.p99, p.lat.p999,
+        s.mean if s else None, s.p50 if s else None, s.p99 if s else None, s.p999 if s else None,
+        p.io_bytes, p.device_bytes,
+    )  # fmt: skip
+
+
+def _run_record(row: tuple[Any, ...]) -> RunRecord:
+    return RunRecord(
+        id=RunId(row[0]),
+        experiment_id=ExperimentId(row[1]),
+        experiment=row[2],
+        cell_id=CellId(row[3]),
+        workload=row[4],
+        params=json.loads(row[5]),
+        repetition=row[6],
+        status=RunStatus(row[7]),
+        started_at=row[8],
+        ended_at=row[9],
+        env_id=EnvId(row[10]) if row[10] else None,
+        error=row[11],
+        summary=json.loads(row[12]),
+    )
+
+
+def open_store(path: Path | None = None, *, create: bool = True) -> Store:
+    """Open (and create or migrate) the results database at ``path``."""
+    path = path or default_path()
+    if not create and not path.exists():
+        raise BadInput(
+            "--results",
+            str(path),
+            "no results database there; run a benchmark first or name "
+            f"an existing file with --results or {ENV_VAR}",
+        )
+    if path.exists() and path.is_dir():
+        raise BadInput("--results", str(path), "name a file, not a directory")
+    if not path.parent.exists():
+        raise BadInput("--results", str(path), f"the directory {path.parent} does not exist")
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        migrate.apply(conn, str(path))
+    except sqlite3.DatabaseError as exc:
+        raise IolabError(f"{path} is not a usable iolab results database: {exc}") from exc
+    return Store(conn, path)

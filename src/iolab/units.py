@@ -1,0 +1,82 @@
+"""Parsing and printing of sizes and durations, with errors that name the field."""
+
+from __future__ import annotations
+
+import re
+
+from iolab.errors import BadInput
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+SIZE_HELP = "use a whole number of bytes or a number with a unit: 4k, 512MiB, 1GiB, 10GB"
+DURATION_HELP = "use seconds or a number with a unit: 500ms, 5s, 2m, 1h"
+
+
+def parse_size(text: str | int, field: str) -> int:
+    """Bytes from ``4k``/``4KiB`` (binary), ``4KB`` (decimal, as disk makers count), or ``4096``.
+
+    A bare ``k``/``m``/``g`` suffix means binary units, as in fio and CrystalDiskMark's labels.
+    """
+    if isinstance(text, int):
+        if text <= 0:
+            raise BadInput(field, text, "use a size greater than zero")
+        return text
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise BadInput(field, text, SIZE_HELP)
+    number, prefix, binary, b = m.groups()
+    power = _POWERS[prefix.lower()]
+    decimal = bool(prefix) and bool(b) and not binary
+    base = 1000 if decimal else 1024
+    value = float(number) * base**power
+    if value < 1 or value != int(value):
+        raise BadInput(field, text, "use a whole, positive number of bytes; " + SIZE_HELP)
+    return int(value)
+
+
+def parse_duration(text: str | float, field: str) -> float:
+    """Seconds from ``5``, ``5s``, ``500ms``, ``2m`` or ``1h``."""
+    if isinstance(text, int | float):
+        seconds = float(text)
+    else:
+        m = _DURATION_RE.match(text)
+        if not m:
+            raise BadInput(field, text, DURATION_HELP)
+        number, unit = m.groups()
+        scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[(unit or "s").lower()]
+        seconds = float(number) * scale
+    if seconds < 0:
+        raise BadInput(field, text, "use a duration of zero or more")
+    return seconds
+
+
+def parse_int_list(text: str, field: str, *, minimum: int = 1) -> list[int]:
+    """``1,8,32`` -> [1, 8, 32]; every item at least ``minimum``."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise BadInput(field, text, f"give a comma-separated list of whole numbers >= {minimum}")
+    out = []
+    for item in items:
+        if not item.isdigit() or int(item) < minimum:
+            raise BadInput(field, item, f"use whole numbers >= {minimum}, comma-separated (1,8,32)")
+        out.append(int(item))
+    return out
+
+
+def format_bytes(n: float) -> str:
+    """Binary units for capacities: ``1.0 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def block_label(nbytes: int) -> str:
+    """CrystalDiskMark-style block size label: 4K, 128K, 1M."""
+    if nbytes % (1024 * 1024) == 0:
+        return f"{nbytes // (1024 * 1024)}M"
+    if nbytes % 1024 == 0:
+        return f"{nbytes // 1024}K"
+    return f"{nbytes}B"
