@@ -1,0 +1,38 @@
+"""Shared fixtures. Real programs only: fio, database servers, browsers; nothing mocked."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A temporary directory that an unprivileged server user can enter (mode 0755).
+
+    pytest's tmp_path lives under a 0700 directory of the current user, which a database server
+    running as the ``iolab`` user cannot reach. Removed after the test.
+    """
+    base = Path(tempfile.mkdtemp(prefix="iolab-test-", dir="/var/tmp"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def results_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh results database path, also set as IOLAB_RESULTS for CLI calls."""
+    path = tmp_path / "results.db"
+    monkeypatch.setenv("IOLAB_RESULTS", str(path))
+    return path
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
