@@ -46,8 +46,18 @@ def server_user() -> ServerUser:
             raise IolabError(
                 f"{USER_ENV}={name!r} names no user on this machine; create it or unset it"
             ) from None
-        run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-             "--home-dir", "/nonexistent", name])  # fmt: skip
+        run(
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                "--home-dir",
+                "/nonexistent",
+                name,
+            ]
+        )
         entry = pwd.getpwnam(name)
     if entry.pw_uid == 0:
         raise IolabError(f"{USER_ENV}={name!r} is root; servers must run as an unprivileged user")

@@ -201,11 +201,21 @@ class Store:
             sync = None if r[13] is None else Latency(r[13], r[14], r[15], r[16])
             out.append(
                 DiskPass(
-                    test=r[0], rw=r[1], bs=r[2], qd=r[3], threads=r[4], pass_no=r[5],
-                    seconds=r[6], mbps=r[7], iops=r[8], lat=Latency(r[9], r[10], r[11], r[12]),
-                    sync=sync, io_bytes=r[17], device_bytes=r[18],
+                    test=r[0],
+                    rw=r[1],
+                    bs=r[2],
+                    qd=r[3],
+                    threads=r[4],
+                    pass_no=r[5],
+                    seconds=r[6],
+                    mbps=r[7],
+                    iops=r[8],
+                    lat=Latency(r[9], r[10], r[11], r[12]),
+                    sync=sync,
+                    io_bytes=r[17],
+                    device_bytes=r[18],
                 )
-            )  # fmt: skip
+            )
         return out
 
 
@@ -222,11 +232,27 @@ def _pid_alive(pid: int) -> bool:
 def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:
     s = p.sync
     return (
-        run, p.test, p.rw, p.bs, p.qd, p.threads, p.pass_no, p.seconds, p.mbps, p.iops,
-        p.lat.mean, p.lat.p50, p.lat.p99, p.lat.p999,
-        s.mean if s else None, s.p50 if s else None, s.p99 if s else None, s.p999 if s else None,
-        p.io_bytes, p.device_bytes,
-    )  # fmt: skip
+        run,
+        p.test,
+        p.rw,
+        p.bs,
+        p.qd,
+        p.threads,
+        p.pass_no,
+        p.seconds,
+        p.mbps,
+        p.iops,
+        p.lat.mean,
+        p.lat.p50,
+        p.lat.p99,
+        p.lat.p999,
+        s.mean if s else None,
+        s.p50 if s else None,
+        s.p99 if s else None,
+        s.p999 if s else None,
+        p.io_bytes,
+        p.device_bytes,
+    )
 
 
 def _run_record(row: tuple[Any, ...]) -> RunRecord:

@@ -1,0 +1,1 @@
+"""Statistics over stored results. Pure: no I/O."""

@@ -1,0 +1,58 @@
+"""The ``iolab`` command: wires options to the core and renders what comes back."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+import typer
+
+from iolab import __version__
+from iolab.cli import disk, results
+from iolab.cli.console import stderr
+from iolab.errors import IolabError
+
+app = typer.Typer(
+    name="iolab",
+    help="How storage changes your database: disk profiles, database workloads on the layouts "
+    "under test, and the statistics to tell the difference.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode="markdown",
+)
+app.command("disk")(disk.disk)
+app.add_typer(results.app, name="results")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"iolab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """iolab: how storage changes your database."""
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run() -> None:
+    """Entry point: errors meant for people become one line and an exit code, never a traceback."""
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        app()
+    except IolabError as exc:
+        stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        stderr.print("[yellow]interrupted[/]: cleaned up; finished results are kept")
+        sys.exit(130)

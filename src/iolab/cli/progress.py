@@ -1,0 +1,64 @@
+"""Rendering core events in the terminal: a progress bar, phases and warnings on stderr."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+)
+
+from iolab.cli.console import stderr
+from iolab.events import Event, Measured, Phase, Step, Warning
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class ProgressView:
+    """An EventSink that draws progress on stderr; stdout stays clean for tables and JSON."""
+
+    def __init__(self, console: Console = stderr) -> None:
+        self.console = console
+        self.warnings: list[str] = []
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[left]} left"),
+            console=console,
+            transient=True,
+        )
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> ProgressView:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._progress.stop()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, Phase):
+            self.console.print(f"[dim]{event.text}…[/]")
+        elif isinstance(event, Step):
+            left = _clock(event.seconds_left)
+            if self._task is None:
+                self._task = self._progress.add_task(event.label, total=event.total, left=left)
+            self._progress.update(
+                self._task, completed=event.index - 1, description=event.label, left=left
+            )
+        elif isinstance(event, Warning):
+            self.warnings.append(event.text)
+            self.console.print(f"[yellow]warning:[/] {event.text}")
+        elif isinstance(event, Measured):
+            pass  # the bar moves on the next step; per-pass lines would flood the terminal

@@ -1,0 +1,1 @@
+"""fio: pure job builders, one runner, and JSON parsing. Nothing here knows about databases."""

@@ -1,0 +1,1 @@
+"""Presenting results: terminal tables, JSON documents, HTML. Never recomputes statistics."""

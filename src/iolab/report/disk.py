@@ -1,0 +1,99 @@
+"""Disk results as a CrystalDiskMark-like grid, a detail table, and a JSON document."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from rich.table import Table
+
+from iolab.analysis.disk import SPREAD_LIMIT, DiskTestSummary
+from iolab.results import DiskPass
+
+
+
+def _direction(test: str) -> str:
+    return test.rsplit(" ", 1)[1]
+
+
+def _group(test: str) -> str:
+    return test.rsplit(" ", 1)[0]
+
+
+def grid(summaries: list[DiskTestSummary], title: str) -> Table:
+    """Rows of test groups, a column per direction, best MB/s with the median beneath."""
+    directions: list[str] = []
+    rows: dict[str, dict[str, DiskTestSummary]] = {}
+    for s in summaries:
+        d = _direction(s.test)
+        if d not in directions:
+            directions.append(d)
+        rows.setdefault(_group(s.test), {})[d] = s
+    table = Table(title=title, title_justify="left", show_lines=True)
+    table.add_column("test", style="bold")
+    for d in directions:
+        unit = "commits/s" if d == "fdatasync" else "MB/s"
+        table.add_column(f"{d} {unit}\n(best / median)", justify="right")
+    for group, cells in rows.items():
+        values = []
+        for d in directions:
+            cell = cells.get(d)
+            if cell is None:
+                values.append("")
+            elif cell.median.sync is not None:
+                values.append(f"[bold]{cell.best.iops:,.0f}[/]\n{cell.median.iops:,.0f}")
+            else:
+                values.append(f"[bold cyan]{cell.best.mbps:,.2f}[/]\n{cell.median.mbps:,.2f}")
+        table.add_row(group, *values)
+    return table
+
+
+def _num(x: float) -> str:
+    """Three significant figures for small numbers, thousands separators for large ones."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def details(summaries: list[DiskTestSummary]) -> Table:
+    """Median IOPS and latency per test; for commit tests the fdatasync latency."""
+    table = Table(
+        title="medians over the measured passes; latency in µs (commit tests: fdatasync)",
+        title_justify="left",
+    )
+    table.add_column("test", no_wrap=True)
+    for name in ("MB/s", "IOPS", "mean", "p50", "p99", "p99.9", "spread"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for s in summaries:
+        m = s.median
+        lat = m.sync if m.sync is not None else m.lat
+        spread = f"{100 * s.spread:.0f}%"
+        if s.spread > SPREAD_LIMIT:
+            spread = f"[yellow]{spread}[/]"
+        table.add_row(
+            s.test,
+            _num(m.mbps),
+            _num(m.iops),
+            _num(lat.mean),
+            _num(lat.p50),
+            _num(lat.p99),
+            _num(lat.p999),
+            spread,
+        )
+    return table
+
+
+def summary_json(summaries: list[DiskTestSummary]) -> list[dict[str, Any]]:
+    out = []
+    for s in summaries:
+        doc = asdict(s)
+        if s.commits_per_second is not None:
+            doc["commits_per_second"] = s.commits_per_second
+        out.append(doc)
+    return out
+
+
+def passes_json(passes: list[DiskPass]) -> list[dict[str, Any]]:
+    return [asdict(p) | {"discarded": p.discarded} for p in passes]

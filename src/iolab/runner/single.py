@@ -1,0 +1,59 @@
+"""A single command (``iolab disk``, ``iolab populate``) as a one-cell experiment.
+
+The run is recorded as running before the work starts and finished in one transaction with all
+its results: done, failed (with the reason) or aborted (Ctrl-C), keeping what was measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from iolab.errors import IolabError
+from iolab.results import RunId, RunOutcome, RunStatus, cell_id
+from iolab.store import Store
+from iolab.system.snapshot import capture
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    name: str  # experiment name shown in listings, e.g. "disk /mnt/ssd"
+    workload: str
+    params: dict[str, Any]
+    roles: Mapping[str, Path]  # role -> path, for the environment snapshot
+    versions: Mapping[str, str]
+
+
+def execute(
+    store: Store, spec: CommandRun, body: Callable[[RunOutcome], None]
+) -> tuple[RunId, RunOutcome]:
+    """Record and run ``body``; the outcome is stored however the body ends."""
+    store.reap_stale()
+    env_id = store.save_environment(capture(spec.roles, spec.versions))
+    experiment = store.create_experiment(
+        spec.name, "command", {"workload": spec.workload, **spec.params}
+    )
+    cell = cell_id({"workload": spec.workload, **spec.params})
+    store.ensure_cell(experiment, cell, spec.workload, spec.params)
+    run_id = store.start_run(experiment, cell, 1, env_id)
+    outcome = RunOutcome(RunStatus.RUNNING)
+    try:
+        body(outcome)
+        outcome.status = RunStatus.DONE
+    except KeyboardInterrupt:
+        outcome.status = RunStatus.ABORTED
+        outcome.error = "interrupted"
+        raise
+    except IolabError as exc:
+        outcome.status = RunStatus.FAILED
+        outcome.error = str(exc)
+        raise
+    except Exception as exc:
+        outcome.status = RunStatus.FAILED
+        outcome.error = f"internal error: {exc!r}"
+        raise
+    finally:
+        store.finish_run(run_id, outcome)
+    return run_id, outcome

@@ -1,0 +1,1 @@
+"""Workloads: what is executed and what is measured."""

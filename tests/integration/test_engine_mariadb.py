@@ -1,0 +1,190 @@
+"""The MariaDB engine against a real mariadbd: placement by role, clean-up, and refusals."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from iolab.engines.interface import Layout, running
+from iolab.engines.mariadb import MariaDBEngine
+from iolab.errors import BadInput, RunFailed
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not any(shutil.which(n) or Path("/usr/sbin", n).exists() for n in ("mariadbd", "mysqld")),
+        reason="mariadb-server is not installed",
+    ),
+]
+
+pytest.importorskip("pymysql")
+
+ROWS = 1000
+
+
+def make_dirs(base: Path, *names: str) -> list[Path]:
+    made = []
+    for name in names:
+        path = base / name
+        path.mkdir()
+        path.chmod(0o755)
+        made.append(path)
+    return made
+
+
+def process_gone(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return True
+    return b"mariadbd" not in cmdline and b"mysqld" not in cmdline
+
+
+def test_layout_places_each_role_and_cleans_up(open_tmp: Path) -> None:
+    data0, data1, wal, temp = make_dirs(open_tmp, "data0", "data1", "wal", "temp")
+    mine = data0 / "mine.txt"
+    mine.write_text("not iolab's\n")
+    layout = Layout(
+        data_dirs=(data0, data1),
+        files=2,
+        wal_dir=wal,
+        temp_dir=temp,
+        settings={"innodb-buffer-pool-size": "64M", "innodb_log_file_size": "32M"},
+    )
+    engine = MariaDBEngine(layout)
+
+    with running(engine) as placement:
+        pid = engine.pid
+        assert pid is not None
+        datadir = engine.datadir
+        assert datadir is not None
+        assert datadir.parent == data0
+        assert len(placement.data) == 2
+        assert list(placement.data) == engine.partition_dirs
+
+        parts = ", ".join(
+            f"PARTITION p{i} DATA DIRECTORY = '{d}'" for i, d in enumerate(engine.partition_dirs)
+        )
+        conn = engine.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "CREATE TABLE t (id INT PRIMARY KEY, pad VARCHAR(64)) ENGINE=InnoDB "
+                    f"PARTITION BY HASH (id) ({parts})"
+                )
+                cur.executemany(
+                    "INSERT INTO t VALUES (%s, %s)", [(i, f"row {i}") for i in range(ROWS)]
+                )
+            conn.commit()
+            with conn.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM t")
+                assert cur.fetchone()[0] == ROWS
+                cur.execute(
+                    "SELECT ENGINE FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA = 'iolab' AND TABLE_NAME = 't'"
+                )
+                assert cur.fetchone()[0] == "InnoDB"
+        finally:
+            conn.close()
+
+        # The redo log is in the wal dir's instance directory, not in the datadir.
+        assert placement.wal is not None
+        assert placement.wal.parent == wal
+        assert (placement.wal / "ib_logfile0").is_file()
+        assert not (datadir / "ib_logfile0").exists()
+
+        # Each partition's tablespace is in its own directory, round-robin over the data dirs.
+        for i, part_dir in enumerate(engine.partition_dirs):
+            assert part_dir.parent == layout.data_dir_for(i)
+            ibd = part_dir / "iolab" / f"t#P#p{i}.ibd"
+            assert ibd.is_file(), sorted(part_dir.rglob("*"))
+            assert not (datadir / "iolab" / ibd.name).exists()
+
+        assert placement.temp is not None
+        assert placement.temp.parent == temp
+        assert placement.log is not None
+        assert placement.log.is_file()
+        assert "ready for connections" in engine.log_tail(50)
+
+        settings = engine.effective_settings()
+        assert settings["innodb_buffer_pool_size"] == str(64 * 1024 * 1024)
+        assert settings["innodb_log_file_size"] == str(32 * 1024 * 1024)
+        assert settings["innodb_file_per_table"] == "ON"
+        assert settings["innodb_log_group_home_dir"].rstrip("/") == str(placement.wal)
+        assert settings["tmpdir"].rstrip("/") == str(placement.temp)
+        assert "MariaDB" in engine.version()
+
+    assert process_gone(pid)
+    assert engine.pid is None
+    for path in placement.created:
+        assert not path.exists(), path
+    assert mine.read_text() == "not iolab's\n"
+    assert sorted(p.name for p in open_tmp.rglob("*")) == [
+        "data0",
+        "data1",
+        "mine.txt",
+        "temp",
+        "wal",
+    ]
+    engine.stop()  # both are safe to call twice
+    engine.destroy()
+
+
+def test_unknown_setting_is_refused(open_tmp: Path) -> None:
+    (data,) = make_dirs(open_tmp, "data")
+    layout = Layout(data_dirs=(data,), settings={"innodb_bufer_pool_size": "1G"})
+    with pytest.raises(BadInput) as caught:
+        MariaDBEngine(layout, workdir=open_tmp).provision()
+    message = str(caught.value)
+    assert "--set" in message
+    assert "innodb_bufer_pool_size" in message
+    assert "not a MariaDB server variable" in message
+    assert list(data.iterdir()) == []
+
+
+def test_layout_variables_cannot_be_set(open_tmp: Path) -> None:
+    data, elsewhere = make_dirs(open_tmp, "data", "elsewhere")
+    layout = Layout(data_dirs=(data,), settings={"innodb-data-home-dir": str(elsewhere)})
+    with pytest.raises(BadInput, match="iolab sets innodb_data_home_dir itself"):
+        MariaDBEngine(layout, workdir=open_tmp).provision()
+    assert list(data.iterdir()) == []
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_missing_data_dir_is_refused(open_tmp: Path) -> None:
+    missing = open_tmp / "nowhere"
+    with pytest.raises(BadInput) as caught:
+        MariaDBEngine(Layout(data_dirs=(missing,)), workdir=open_tmp).provision()
+    assert caught.value.field == "--data-dir"
+    assert str(missing) in str(caught.value)
+    assert list(open_tmp.iterdir()) == []
+
+
+def test_invalid_value_fails_with_log_tail_and_leaves_nothing(open_tmp: Path) -> None:
+    data, work = make_dirs(open_tmp, "data", "work")
+    layout = Layout(data_dirs=(data,), settings={"innodb_flush_method": "bogus"})
+    engine = MariaDBEngine(layout, workdir=work)
+    with pytest.raises(RunFailed) as caught, running(engine):
+        pytest.fail("the server must not start")
+    message = str(caught.value)
+    assert "bogus" in message
+    assert "innodb-flush-method" in message
+    assert list(data.iterdir()) == []
+    assert list(work.iterdir()) == []
+
+
+def test_server_that_dies_at_start_fails_with_log_tail(open_tmp: Path) -> None:
+    data, work = make_dirs(open_tmp, "data", "work")
+    missing_sql = open_tmp / "no-such-init.sql"
+    layout = Layout(data_dirs=(data,), settings={"init_file": str(missing_sql)})
+    engine = MariaDBEngine(layout, workdir=work)
+    with pytest.raises(RunFailed) as caught, running(engine):
+        pytest.fail("the server must not start")
+    message = str(caught.value)
+    assert "mariadbd exited" in message
+    assert str(missing_sql) in message
+    assert engine.pid is None
+    assert list(data.iterdir()) == []
+    assert list(work.iterdir()) == []
