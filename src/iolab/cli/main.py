@@ -46,13 +46,20 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
 
 
 def run() -> None:
-    """Entry point: errors meant for people become one line and an exit code, never a traceback."""
+    """Entry point: errors meant for people become one line and an exit code, never a traceback.
+
+    typer renders usage errors itself (exit 2) and turns Ctrl-C into exit 130.
+    """
     signal.signal(signal.SIGTERM, _terminate)
     try:
         app()
     except IolabError as exc:
         stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        stderr.print("[yellow]interrupted[/]: cleaned up; finished results are kept")
-        sys.exit(130)
+    except SystemExit as exc:
+        if exc.code == INTERRUPTED:
+            stderr.print("[yellow]interrupted[/]: cleaned up; finished results are kept")
+        raise
+
+
+INTERRUPTED = 130

@@ -533,11 +533,15 @@ class PostgresEngine:
         return self._connect(DATABASE)
 
     def effective_settings(self) -> dict[str, str]:
-        """Settings not at their default plus a fixed list, in SHOW form (e.g. ``2GB``)."""
+        """Settings not at their default plus a fixed list, in SHOW form (e.g. ``2GB``).
+
+        Connection and transaction state (client_encoding, transaction_isolation) is left out.
+        """
         with self.connect() as conn:
             rows = conn.execute(
                 "SELECT name, current_setting(name) FROM pg_settings "
-                "WHERE (source NOT IN ('default', 'client', 'session')) OR name = ANY(%s) "
+                "WHERE (source NOT IN ('default', 'client', 'session') "
+                "AND name NOT LIKE 'transaction\\_%%') OR name = ANY(%s) "
                 "ORDER BY name",
                 (list(INTERESTING),),
             ).fetchall()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab.errors import IolabError
+from iolab.errors import IolabError, RunFailed
 from iolab.process import require, run, tail
 
 USER_ENV = "IOLAB_SERVER_USER"
@@ -108,6 +108,9 @@ def spawn(
     session keeps Ctrl-C in the terminal away from it: iolab stops it in order instead.
     """
     setpriv = require("setpriv", "install Debian's util-linux package")
+    log.touch()
+    if not user.is_current:  # the server may write this file itself (MariaDB's log-error)
+        os.chown(log, user.uid, user.gid)
     with log.open("ab") as out:
         return subprocess.Popen(
             [setpriv, "--pdeathsig", death_signal, "--", *(str(a) for a in argv)],
@@ -143,7 +146,7 @@ def run_as(
         check=False,
     )
     if proc.returncode != 0:
-        raise IolabError(
+        raise RunFailed(
             f"{Path(str(argv[0])).name} failed (exit {proc.returncode}): "
             f"{tail(proc.stderr or proc.stdout)}"
         )

@@ -11,7 +11,6 @@ from iolab.analysis.disk import SPREAD_LIMIT, DiskTestSummary
 from iolab.results import DiskPass
 
 
-
 def _direction(test: str) -> str:
     return test.rsplit(" ", 1)[1]
 

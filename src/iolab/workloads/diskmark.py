@@ -8,7 +8,7 @@ the block device, so cache speed is never reported as disk speed.
 
 from __future__ import annotations
 
-import os
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from iolab import ownership
-from iolab.errors import BadInput
+from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase, Step, Warning
 from iolab.fio.jobs import MIXED_MODES, DataPattern, FioJob
 from iolab.fio.runner import run_job
@@ -192,8 +192,12 @@ def check_target(options: DiskOptions) -> PathDevice:
         raise BadInput("PATH", str(path), "give an existing directory to test")
     if not path.is_dir():
         raise BadInput("PATH", str(path), "give a directory; iolab creates its test file there")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise BadInput("PATH", str(path), "give a directory you can write to")
+    try:  # os.access says yes to root even on a read-only or immutable directory: really try
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        allowed = f"give a directory you can write to ({exc.strerror})"
+        raise BadInput("PATH", str(path), allowed) from exc
     target = describe(path)
     if options.size > target.free_bytes:
         raise BadInput(
@@ -247,18 +251,25 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
     warned_cache: set[str] = set()
     with test_file(options.path) as path:
         events(Phase(f"writing the {format_bytes(options.size)} test file"))
-        run_job(
-            FioJob(
-                "prepare",
-                path,
-                "write",
-                MiB,
-                options.size,
-                iodepth=8,
-                direct=options.direct,
-                data=options.data,
-            )
+        prepare = FioJob(
+            "prepare",
+            path,
+            "write",
+            MiB,
+            options.size,
+            iodepth=8,
+            direct=options.direct,
+            data=options.data,
         )
+        try:
+            run_job(prepare)
+        except RunFailed as exc:
+            if options.direct and "Invalid argument" in str(exc):
+                raise RunFailed(
+                    f"{target.mount.fstype} at {target.mount.mount_point} refuses direct I/O "
+                    "(O_DIRECT); run with --buffered to measure through the page cache"
+                ) from exc
+            raise
         total_passes = len(tests) * (options.runs + 1)
         done = 0
         start = time.monotonic()
