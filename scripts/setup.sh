@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Sets up what iolab needs on Debian/Ubuntu: system packages (when root) and a virtual environment.
+#   scripts/setup.sh          for running iolab (fio)
+#   scripts/setup.sh --tests  also what the test suite needs (MariaDB server, util-linux)
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want=(fio util-linux)
+if [[ "${1:-}" == "--tests" ]]; then
+    want+=(mariadb-server e2fsprogs)
+fi
+
+missing=()
+for pkg in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "setup: installing Debian packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "setup: missing packages: ${missing[*]}" >&2
+        echo "setup: install them first, e.g.: sudo apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+py=${PYTHON:-python3}
+if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "setup: iolab needs Python 3.11 or newer; found: $("$py" --version 2>&1)" >&2
+    exit 1
+fi
+if [[ ! -x .venv/bin/python ]]; then
+    echo "setup: creating .venv"
+    "$py" -m venv .venv
+fi
+# Reinstall only when the dependencies changed.
+stamp=.venv/.iolab-installed
+digest=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [[ ! -f $stamp || $(cat "$stamp") != "$digest" ]]; then
+    echo "setup: installing Python dependencies into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev]'
+    echo "$digest" > "$stamp"
+fi
