@@ -40,8 +40,7 @@ def test_real_profile_stores_every_pass(tmp_path: Path, results_db: Path) -> Non
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     labels = [t["test"] for t in doc["tests"]]
-    assert labels == ["SEQ1M Q1T1 read", "SEQ1M Q1T1 write", "RND4K Q1T1 read",
-                      "RND4K Q1T1 write"]  # fmt: skip
+    assert labels == ["SEQ1M Q1T1 read", "SEQ1M Q1T1 write", "RND4K Q1T1 read", "RND4K Q1T1 write"]
     for t in doc["tests"]:
         assert t["passes"] == 1
         assert t["median"]["mbps"] > 0
@@ -92,8 +91,21 @@ def test_db_profile_reports_commits(tmp_path: Path, results_db: Path) -> None:
 
 
 def test_sweep_matrix_and_grid_text(tmp_path: Path, results_db: Path) -> None:
-    done = iolab("disk", str(tmp_path), "--profile", "sweep", "--bs", "4k,64k", "--qd", "1,4",
-                 "--rw", "randread", "--rwmix", "70", *QUICK)  # fmt: skip
+    done = iolab(
+        "disk",
+        str(tmp_path),
+        "--profile",
+        "sweep",
+        "--bs",
+        "4k,64k",
+        "--qd",
+        "1,4",
+        "--rw",
+        "randread",
+        "--rwmix",
+        "70",
+        *QUICK,
+    )
     assert done.returncode == 0, done.stderr
     for row in ("RND4K Q1T1", "RND4K Q4T1", "RND64K Q1T1", "RND64K Q4T1"):
         assert row in done.stdout
@@ -114,9 +126,24 @@ def test_tmpfs_is_flagged_as_memory(results_db: Path) -> None:
 
 
 def test_ctrl_c_removes_the_test_file_and_keeps_the_run(tmp_path: Path, results_db: Path) -> None:
-    proc = subprocess.Popen([*IOLAB, "disk", str(tmp_path), "--size", "64MiB", "--runs", "3",
-                             "--duration", "2", "--interval", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            *IOLAB,
+            "disk",
+            str(tmp_path),
+            "--size",
+            "64MiB",
+            "--runs",
+            "3",
+            "--duration",
+            "2",
+            "--interval",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not leftovers(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)

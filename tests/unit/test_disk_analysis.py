@@ -7,9 +7,20 @@ from iolab.results import DiskPass, Latency
 
 
 def _p(n: int, mbps: float, p99: float, test: str = "SEQ1M Q8T1 read") -> DiskPass:
-    return DiskPass(test=test, rw="read", bs=1 << 20, qd=8, threads=1, pass_no=n, seconds=5,
-                    mbps=mbps, iops=mbps / 1.048576, lat=Latency(100, 90, p99, 2 * p99),
-                    io_bytes=1000, device_bytes=1000)  # fmt: skip
+    return DiskPass(
+        test=test,
+        rw="read",
+        bs=1 << 20,
+        qd=8,
+        threads=1,
+        pass_no=n,
+        seconds=5,
+        mbps=mbps,
+        iops=mbps / 1.048576,
+        lat=Latency(100, 90, p99, 2 * p99),
+        io_bytes=1000,
+        device_bytes=1000,
+    )
 
 
 def test_median_and_best_leave_out_the_warmup() -> None:

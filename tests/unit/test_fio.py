@@ -13,14 +13,25 @@ DATA = Path(__file__).parent.parent / "data"
 
 
 def test_command_for_random_read() -> None:
-    job = FioJob("t", Path("/mnt/x/f"), "randread", 4096, 1 << 30, iodepth=32, numjobs=16,
-                 runtime=5)  # fmt: skip
+    job = FioJob(
+        "t", Path("/mnt/x/f"), "randread", 4096, 1 << 30, iodepth=32, numjobs=16, runtime=5
+    )
     args = command(job)
     assert args[0] == "fio"
-    for expected in ("--rw=randread", "--bs=4096", "--iodepth=32", "--numjobs=16",
-                     "--direct=1", "--time_based=1", "--runtime=5", "--output-format=json+",
-                     "--lat_percentiles=1", "--percentile_list=50:99:99.9",
-                     "--filename=/mnt/x/f", "--group_reporting=1"):  # fmt: skip
+    for expected in (
+        "--rw=randread",
+        "--bs=4096",
+        "--iodepth=32",
+        "--numjobs=16",
+        "--direct=1",
+        "--time_based=1",
+        "--runtime=5",
+        "--output-format=json+",
+        "--lat_percentiles=1",
+        "--percentile_list=50:99:99.9",
+        "--filename=/mnt/x/f",
+        "--group_reporting=1",
+    ):
         assert expected in args
     assert not any(a.startswith("--refill_buffers") for a in args)  # reads need no data
 

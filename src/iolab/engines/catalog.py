@@ -1,0 +1,35 @@
+"""The engines iolab can provision, by name: the one place that maps a name to a class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from iolab.engines.interface import Layout
+from iolab.errors import BadInput
+
+ENGINES = ("sqlite", "postgres", "mariadb")
+DEFAULT_ENGINE = "sqlite"  # embedded: nothing to install
+
+
+def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Any:
+    """A fresh, unprovisioned engine of kind ``name`` on ``layout``."""
+    if pg_bin is not None and name != "postgres":
+        raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
+    if name == "postgres":
+        from iolab.engines.postgres import PostgresEngine
+
+        return PostgresEngine(layout, bin_dir=pg_bin)
+    if name == "mariadb":
+        from iolab.engines.mariadb import MariaDBEngine
+
+        return MariaDBEngine(layout)
+    if name == "sqlite":
+        from iolab.engines.sqlite import SQLiteEngine
+
+        return SQLiteEngine(layout)
+    raise BadInput.choice("--engine", name, ENGINES)
+
+
+def is_server(name: str) -> bool:
+    return name in {"postgres", "mariadb"}

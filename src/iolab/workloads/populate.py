@@ -1,0 +1,329 @@
+"""The table-population workload of seeds 000 and 003.
+
+N loaders, each on its own connection, insert their share of the rows into a table with a
+clustered key and a payload sized to fill one page per row, committing every K rows. Measured:
+elapsed time until the last and the first loader finished, each loader's time, rows/s, payload
+MB/s, table size and pages per row, WAL bytes, and the bytes each device of the layout wrote per
+row inserted (write amplification). The run fails unless the table holds exactly the rows
+inserted, with no duplicate key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from iolab.engines import catalog
+from iolab.engines.interface import Layout, Placement, running
+from iolab.engines.loading import KeyKind, LoadMethod, LoadMode, LoadSpec, PopulateDialect
+from iolab.errors import BadInput, RunFailed
+from iolab.events import EventSink, Phase, Step, Warning
+from iolab.results import RunOutcome
+from iolab.system import diskstats
+from iolab.system.devices import describe
+
+STATIC_METHODS: Mapping[str, frozenset[LoadMethod]] = {
+    "postgres": frozenset(LoadMethod),
+    "mariadb": frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW}),
+    "sqlite": frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW}),
+}
+PROGRESS_EVERY = 0.5  # seconds between progress events
+FILL_TOLERANCE = 0.10  # pages per row may exceed the target by this much before it is flagged
+
+
+class LoadCancelled(Exception):
+    """Raised inside a loader's progress callback to stop it (another loader failed, Ctrl-C)."""
+
+
+@dataclass(frozen=True)
+class PopulateOptions:
+    engine: str
+    layout: Layout
+    rows: int | None = None  # either rows or size_bytes
+    size_bytes: int | None = None  # payload bytes in total: rows = size / payload width
+    connections: int = 16
+    commit_every: int = 1
+    method: LoadMethod = LoadMethod.INSERT
+    mode: LoadMode = LoadMode.CLIENT
+    key: KeyKind = KeyKind.SEQUENTIAL
+    batch: int = 100
+    pg_bin: Path | None = None
+
+    def validate(self) -> None:
+        """Refuse what cannot run, before any server starts."""
+        if self.engine not in catalog.ENGINES:
+            raise BadInput.choice("--engine", self.engine, catalog.ENGINES)
+        if self.connections < 1:
+            raise BadInput("--connections", self.connections, "give at least 1 loader connection")
+        if (self.rows is None) == (self.size_bytes is None):
+            raise BadInput("--rows", self.rows, "give either --rows or --bytes, not both")
+        if self.rows is not None and self.rows < self.connections:
+            raise BadInput(
+                "--rows", self.rows, f"give at least one row per connection (>= {self.connections})"
+            )
+        if self.commit_every < 1:
+            raise BadInput("--commit-every", self.commit_every, "give 1 or more rows per commit")
+        if self.batch < 1:
+            raise BadInput("--batch", self.batch, "give 1 or more rows per statement")
+        allowed = STATIC_METHODS[self.engine]
+        if self.method not in allowed:
+            raise BadInput.choice(
+                f"--method (with {self.engine})",
+                self.method.value,
+                sorted(m.value for m in allowed),
+            )
+        if self.mode is LoadMode.SERVER and self.method is LoadMethod.COPY:
+            raise BadInput("--method", "copy", "COPY is a client path; use --mode client")
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "data_dirs": [str(d.resolve()) for d in self.layout.data_dirs],
+            "files": self.layout.files,
+            "wal_dir": str(self.layout.wal_dir.resolve()) if self.layout.wal_dir else None,
+            "temp_dir": str(self.layout.temp_dir.resolve()) if self.layout.temp_dir else None,
+            "settings": dict(self.layout.settings),
+            "rows": self.rows,
+            "size_bytes": self.size_bytes,
+            "connections": self.connections,
+            "commit_every": self.commit_every,
+            "method": self.method.value,
+            "mode": self.mode.value,
+            "key": self.key.value,
+            "batch": self.batch,
+            "pg_bin": str(self.pg_bin) if self.pg_bin else None,
+        }
+
+
+def split(rows: int, parts: int) -> list[int]:
+    """Rows per loader: as even as possible, the first ones taking the remainder."""
+    base, extra = divmod(rows, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+@dataclass
+class _Loader:
+    index: int
+    rows: int
+    conn: Any
+    elapsed: float | None = None
+    error: BaseException | None = None
+    done_rows: int = 0
+
+
+@dataclass
+class _Shared:
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    committed: int = 0
+
+
+def _run_loader(
+    dialect: PopulateDialect,
+    spec: LoadSpec,
+    loader: _Loader,
+    shared: _Shared,
+    start: threading.Barrier,
+) -> None:
+    def progress(n: int) -> None:
+        loader.done_rows += n
+        with shared.lock:
+            shared.committed += n
+        if shared.stop.is_set():
+            raise LoadCancelled
+
+    try:
+        start.wait()
+        t0 = time.perf_counter()
+        dialect.load(loader.conn, spec, loader.rows, progress)
+        loader.elapsed = time.perf_counter() - t0
+    except LoadCancelled:
+        pass
+    except BaseException as exc:
+        loader.error = exc
+        shared.stop.set()
+
+
+def _devices(placement: Placement) -> dict[str, list[str]]:
+    """Block device name -> the roles whose files it holds."""
+    roles: dict[str, list[str]] = {}
+    paths: list[tuple[str, Path | None]] = [("data", p) for p in placement.data]
+    paths += [("wal", placement.wal), ("temp", placement.temp)]
+    for role, path in paths:
+        if path is None:
+            continue
+        dev = describe(path if path.is_dir() else path.parent).device
+        if dev is None:
+            continue
+        kept = roles.setdefault(dev.name, [])
+        if role not in kept:
+            kept.append(role)
+    return roles
+
+
+def _failure(loaders: list[_Loader]) -> str:
+    errors = [ld for ld in loaders if ld.error is not None]
+    first = errors[0]
+    text = (
+        str(first.error).strip().splitlines()[0] if str(first.error).strip() else repr(first.error)
+    )
+    if "No space left" in text or "disk full" in text.lower() or "database or disk is full" in text:
+        return f"disk full: loader {first.index} stopped: {text}"
+    return f"loader {first.index} failed: {text} ({len(errors)} of {len(loaders)} loaders failed)"
+
+
+def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSink) -> None:
+    """Provision the engine on the layout, load, measure, check, and remove the instance."""
+    options.validate()
+    layout = options.layout
+    if catalog.is_server(options.engine) and "max_connections" not in layout.settings:
+        # every loader needs a connection, plus the monitor and some headroom
+        settings = dict(layout.settings)
+        settings["max_connections"] = str(max(100, options.connections + 10))
+        layout = replace(layout, settings=settings)
+    engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
+    events(Phase(f"provisioning {options.engine}"))
+    with running(engine) as placement:
+        dialect: PopulateDialect = engine.populate_dialect()
+        if options.method not in dialect.methods or options.mode not in dialect.modes:
+            raise BadInput(
+                "--method/--mode",
+                f"{options.method}/{options.mode}",
+                f"{options.engine} supports methods "
+                f"{sorted(m.value for m in dialect.methods)} in modes "
+                f"{sorted(m.value for m in dialect.modes)}",
+            )
+        payload = dialect.payload_bytes()
+        rows = (
+            options.rows
+            if options.rows is not None
+            else max(options.connections, (options.size_bytes or 0) // payload)
+        )
+        spec = LoadSpec(
+            options.key, options.method, options.mode, options.commit_every, payload, options.batch
+        )
+        admin = engine.connect()
+        try:
+            dialect.create_table(admin, spec)
+            devices = _devices(placement)
+            events(Phase(f"opening {options.connections} loader connections"))
+            loaders = [
+                _Loader(i, n, engine.connect())
+                for i, n in enumerate(split(rows, options.connections))
+            ]
+            dialect.checkpoint(admin)
+            shared = _Shared()
+            barrier = threading.Barrier(len(loaders) + 1)
+            threads = [
+                threading.Thread(
+                    target=_run_loader,
+                    args=(dialect, spec, ld, shared, barrier),
+                    name=f"loader-{ld.index}",
+                    daemon=True,
+                )
+                for ld in loaders
+            ]
+            for t in threads:
+                t.start()
+            log_before = dialect.log_bytes(admin)
+            disk_before = diskstats.read()
+            barrier.wait()
+            t0 = time.perf_counter()
+            try:
+                while any(t.is_alive() for t in threads):
+                    for t in threads:
+                        t.join(PROGRESS_EVERY / len(threads))
+                    done = shared.committed
+                    elapsed = time.perf_counter() - t0
+                    rate = done / elapsed if elapsed > 0 else 0.0
+                    left = (rows - done) / rate if rate > 0 else 0.0
+                    events(
+                        Step(
+                            f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s",
+                            max(1, done),
+                            rows,
+                            left,
+                        )
+                    )
+            except BaseException:
+                shared.stop.set()
+                raise
+            wall = time.perf_counter() - t0
+            disk_after = diskstats.read()
+            log_after = dialect.log_bytes(admin)
+            if any(ld.error is not None for ld in loaders):
+                raise RunFailed(_failure(loaders))
+            stats = dialect.table_stats(admin)
+        finally:
+            for ld in locals().get("loaders", []):
+                _close(ld.conn)
+            _close(admin)
+        elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
+        device_io = {}
+        for name, roles in devices.items():
+            if name in disk_before and name in disk_after:
+                d = disk_after[name] - disk_before[name]
+                device_io[name] = {
+                    "roles": roles,
+                    "read_bytes": d.read_bytes,
+                    "write_bytes": d.write_bytes,
+                    "write_bytes_per_row": d.write_bytes / rows,
+                    "writes": d.writes,
+                    "write_ms": d.write_ms,
+                }
+        target_ppr = 1.0 / dialect.rows_per_page
+        fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr
+        wal_bytes = (log_after - log_before) if log_before is not None and log_after else None
+        outcome.summary.update(
+            {
+                "engine": options.engine,
+                "engine_version": engine.version(),
+                "rows": rows,
+                "connections": options.connections,
+                "payload_bytes": payload,
+                "elapsed_seconds": max(elapsed_each),
+                "first_finished_seconds": min(elapsed_each),
+                "wall_seconds": wall,
+                "loader_seconds": elapsed_each,
+                "rows_per_second": rows / max(elapsed_each),
+                "payload_mb_per_second": rows * payload / max(elapsed_each) / 1e6,
+                "table_bytes": stats.table_bytes,
+                "total_bytes": stats.total_bytes,
+                "pages": stats.pages,
+                "page_size": stats.page_size,
+                "pages_per_row": stats.pages_per_row,
+                "pages_per_row_target": target_ppr,
+                "fill_ok": fill_ok,
+                "wal_bytes": wal_bytes,
+                "wal_bytes_per_row": wal_bytes / rows if wal_bytes is not None else None,
+                "devices": device_io,
+                "placement": {
+                    "data": [str(p) for p in placement.data],
+                    "wal": str(placement.wal) if placement.wal else None,
+                    "temp": str(placement.temp) if placement.temp else None,
+                },
+                "settings": engine.effective_settings(),
+            }
+        )
+        if stats.rows != rows or stats.distinct_keys != rows:
+            raise RunFailed(
+                f"correctness check failed: expected {rows:,} rows with distinct keys, the table "
+                f"has {stats.rows:,} rows and {stats.distinct_keys:,} distinct keys"
+            )
+        if not fill_ok:
+            events(
+                Warning(
+                    f"rows do not fill pages as intended: {stats.pages_per_row:.2f} pages per row, "
+                    f"expected {target_ppr:.2f}; this run does not measure the seeds' table"
+                )
+            )
+
+
+def _close(conn: Any) -> None:
+    with contextlib.suppress(Exception):  # a connection the server already dropped
+        conn.close()
