@@ -4,7 +4,7 @@ For every test of ``iolab disk --profile default`` (CrystalDiskMark 8: SEQ1M Q8T
 RND4K Q32T1, RND4K Q1T1, each read then write) this runs, on one test file written in full
 beforehand:
 
-* iolab's pass: the FioJob built as ``run_profile`` builds it, run by ``iolab.fio.runner.run_job``
+* iolab's pass: ``diskmark.pass_job`` (the job ``run_profile`` runs), run by ``run_job``
   (wall clock around the call, so fio's start-up and iolab's JSON parsing are included);
 * plain fio: the same test as the command line a person would type, run with subprocess
   (wall clock around the subprocess), MB/s from its JSON ``bw_bytes`` / 10^6.
@@ -37,11 +37,18 @@ from typing import Any
 
 from iolab import ownership
 from iolab.errors import BadInput, IolabError, RunFailed
-from iolab.fio.jobs import DataPattern, FioJob, command
+from iolab.fio.jobs import FioJob, command
 from iolab.fio.runner import fio_path, fio_version, run_job
 from iolab.system.devices import PathDevice
 from iolab.units import format_bytes, parse_duration, parse_size
-from iolab.workloads.diskmark import OWNED_KIND, DiskOptions, DiskTest, check_target
+from iolab.workloads.diskmark import (
+    OWNED_KIND,
+    DiskOptions,
+    DiskTest,
+    check_target,
+    pass_job,
+    prepare_job,
+)
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -52,26 +59,6 @@ FIO_TIMEOUT_EXTRA = 120.0  # seconds beyond the pass length, as iolab's runner a
 
 
 # --- the two ways of running one pass -------------------------------------------------------
-
-
-def iolab_job(test: DiskTest, options: DiskOptions, path: Path, pass_no: int) -> FioJob:
-    """The FioJob of one pass exactly as ``diskmark.run_profile`` builds it (keep in step)."""
-    name = test.label.replace(" ", "_").replace("/", "")
-    return FioJob(
-        name=f"{name}_{pass_no}",
-        filename=path,
-        rw=test.rw,
-        bs=test.bs,
-        size=options.size,
-        iodepth=test.qd,
-        numjobs=test.threads,
-        runtime=options.duration,
-        direct=options.direct,
-        rwmixread=test.rwmixread,
-        fdatasync=1 if test.fdatasync else 0,
-        ioengine="psync" if test.fdatasync else "libaio",
-        data=options.data,
-    )
 
 
 def _fio_amount(nbytes: int) -> str:
@@ -302,7 +289,7 @@ def progress(text: str) -> None:
 
 def lay_out(path: Path, size: int) -> None:
     """Write the whole test file once, as ``run_profile`` does, so no pass sees sparse extents."""
-    prepare = FioJob("prepare", path, "write", MiB, size, iodepth=8, data=DataPattern.RANDOM)
+    prepare = prepare_job(DiskOptions(path=path.parent, size=size), path)
     try:
         run_job(prepare)
     except RunFailed as exc:
@@ -321,13 +308,13 @@ def measure(options: DiskOptions, path: Path, rounds: int) -> list[Comparison]:
     for test in tests:
         plain = plain_fio_command(test, path, options.size, options.duration)
         result = Comparison(
-            test.label, command(iolab_job(test, options, path, 1), fio_path()), plain
+            test.label, command(pass_job(test, options, path, 1), fio_path()), plain
         )
         done += 1
         progress(f"[{done}/{total}] {test.label}: warm-up (iolab, discarded)")
-        run_iolab(iolab_job(test, options, path, 0))
+        run_iolab(pass_job(test, options, path, 0))
         for round_no in range(1, rounds + 1):
-            sample = run_iolab(iolab_job(test, options, path, round_no))
+            sample = run_iolab(pass_job(test, options, path, round_no))
             result.iolab.append(sample)
             done += 1
             progress(

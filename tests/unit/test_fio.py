@@ -33,7 +33,7 @@ def test_command_for_random_read() -> None:
         "--group_reporting=1",
     ):
         assert expected in args
-    assert not any(a.startswith("--refill_buffers") for a in args)  # reads need no data
+    assert not any("buffers" in a for a in args)  # reads need no data
 
 
 def test_command_for_writes_and_commits() -> None:
@@ -41,7 +41,7 @@ def test_command_for_writes_and_commits() -> None:
     assert "--zero_buffers=1" in zero
     assert not any(a.startswith("--time_based") for a in zero)  # size-bound: lays out the file
     rnd = command(FioJob("w", Path("f"), "write", 8192, 1 << 20, fdatasync=1, runtime=0.5))
-    assert "--refill_buffers=1" in rnd
+    assert not any("refill" in a for a in rnd)  # fio's random buffers, scrambled per write
     assert "--fdatasync=1" in rnd
     assert "--runtime=500ms" in rnd
 

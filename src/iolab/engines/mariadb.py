@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from iolab import ownership
 from iolab.engines.interface import Layout, Placement
+from iolab.engines.mariadb_load import MariaDBPopulate
 from iolab.engines.server_process import ServerUser, make_owned_dir, run_as, server_user, spawn
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
 from iolab.process import run, tail
@@ -448,6 +449,11 @@ class MariaDBEngine:
         return pymysql.connect(
             unix_socket=str(self.socket), user="root", database=DATABASE, autocommit=False
         )
+
+    def populate_dialect(self) -> MariaDBPopulate:
+        """The population workload's SQL for this instance (started): its page size, its dirs."""
+        page_size = int(self._query(["SELECT @@innodb_page_size"])[0][0])
+        return MariaDBPopulate(list(self.partition_dirs), page_size)
 
     def version(self) -> str:
         if _alive(self._proc):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from iolab.engines.interface import Layout, Placement
+from iolab.engines.postgres_load import PostgresPopulate
 from iolab.engines.server_process import (
     ServerUser,
     check_reachable,
@@ -531,6 +532,15 @@ class PostgresEngine:
     def connect(self) -> psycopg.Connection[Any]:
         """A new connection to the ``iolab`` database (autocommit is the caller's choice)."""
         return self._connect(DATABASE)
+
+    def populate_dialect(self) -> PostgresPopulate:
+        """The table-population SQL for this running server (its tablespaces and version)."""
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT current_setting('server_version_num'), current_setting('block_size')"
+            ).fetchone()
+        assert row is not None
+        return PostgresPopulate(self.tablespaces, int(row[0]), page_size=int(row[1]))
 
     def effective_settings(self) -> dict[str, str]:
         """Settings not at their default plus a fixed list, in SHOW form (e.g. ``2GB``).

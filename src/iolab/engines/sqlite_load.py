@@ -108,7 +108,8 @@ class SQLitePopulate:
                         self._write(conn, spec, part[start : start + per_commit], batch)
                         conn.execute("COMMIT")
                     except BaseException:
-                        conn.execute("ROLLBACK")
+                        if conn.in_transaction:  # SQLite rolls back by itself on some errors
+                            conn.execute("ROLLBACK")
                         raise
                     if spec.mode is LoadMode.CLIENT:
                         progress(min(per_commit, take - start))

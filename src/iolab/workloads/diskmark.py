@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from iolab import ownership
@@ -208,6 +208,39 @@ def check_target(options: DiskOptions) -> PathDevice:
     return target
 
 
+def pass_job(test: DiskTest, options: DiskOptions, path: Path, pass_no: int) -> FioJob:
+    """The fio job of one pass of ``test`` on the test file ``path``."""
+    return FioJob(
+        name=f"{test.label.replace(' ', '_').replace('/', '')}_{pass_no}",
+        filename=path,
+        rw=test.rw,
+        bs=test.bs,
+        size=options.size,
+        iodepth=test.qd,
+        numjobs=test.threads,
+        runtime=options.duration,
+        direct=options.direct,
+        rwmixread=test.rwmixread,
+        fdatasync=1 if test.fdatasync else 0,
+        ioengine="psync" if test.fdatasync else "libaio",
+        data=options.data,
+    )
+
+
+def prepare_job(options: DiskOptions, path: Path) -> FioJob:
+    """Lay the test file out in full with 1 MiB writes before anything is measured."""
+    return FioJob(
+        "prepare",
+        path,
+        "write",
+        MiB,
+        options.size,
+        iodepth=8,
+        direct=options.direct,
+        data=options.data,
+    )
+
+
 @contextmanager
 def test_file(directory: Path) -> Iterator[Path]:
     """A test file name that iolab owns; the file is removed however the block ends."""
@@ -251,16 +284,7 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
     warned_cache: set[str] = set()
     with test_file(options.path) as path:
         events(Phase(f"writing the {format_bytes(options.size)} test file"))
-        prepare = FioJob(
-            "prepare",
-            path,
-            "write",
-            MiB,
-            options.size,
-            iodepth=8,
-            direct=options.direct,
-            data=options.data,
-        )
+        prepare = prepare_job(options, path)
         try:
             run_job(prepare)
         except RunFailed as exc:
@@ -276,21 +300,6 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
         for index, test in enumerate(tests):
             if index and options.interval:
                 time.sleep(options.interval)
-            job = FioJob(
-                name=test.label.replace(" ", "_").replace("/", ""),
-                filename=path,
-                rw=test.rw,
-                bs=test.bs,
-                size=options.size,
-                iodepth=test.qd,
-                numjobs=test.threads,
-                runtime=options.duration,
-                direct=options.direct,
-                rwmixread=test.rwmixread,
-                fdatasync=1 if test.fdatasync else 0,
-                ioengine="psync" if test.fdatasync else "libaio",
-                data=options.data,
-            )
             for pass_no in range(options.runs + 1):
                 remaining = total_passes - done
                 events(
@@ -302,7 +311,7 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
                     )
                 )
                 before = diskstats.read()
-                summary = run_job(replace(job, name=f"{job.name}_{pass_no}"))
+                summary = run_job(pass_job(test, options, path, pass_no))
                 reached = _device_bytes(device, before, test)
                 result = DiskPass(
                     test=test.label,

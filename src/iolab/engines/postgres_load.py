@@ -1,0 +1,498 @@
+"""PostgreSQL's side of the table-population workload (seeds 000 and 003); see loading.py.
+
+The table is ``iolab_populate (id, payload char(N))`` with a primary key on ``id``, hash
+partitioned over the layout's tablespaces (one partition, and its primary-key index, per data
+file), or a plain table when there is one tablespace. The payload is stored PLAIN (never
+compressed, never moved to a TOAST table) and is wide enough that a heap page holds exactly one
+row: PostgreSQL's heap is not clustered, so "one row per page" is about the heap; the
+primary-key B-tree is a separate, much smaller relation.
+
+Client mode runs the insert loop in iolab over prepared statements (or COPY); server mode runs
+it in a PL/pgSQL procedure, ``iolab_load``, that commits inside its loop, as the seed's T-SQL
+loop does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from iolab.engines.loading import (
+    TABLE,
+    KeyKind,
+    LoadMethod,
+    LoadMode,
+    LoadSpec,
+    Progress,
+    TableStats,
+    key_factory,
+)
+from iolab.errors import BadInput
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg import errors as pg_errors
+
+PAGE_SIZE = 8192
+
+# The heap page and tuple layout the payload width is derived from (64-bit builds):
+PAGE_HEADER = 24  # SizeOfPageHeaderData
+LINE_POINTER = 4  # ItemIdData, one per tuple
+TUPLE_HEADER = 24  # HeapTupleHeader is 23 bytes, MAXALIGNed to 24 (no null bitmap: NOT NULL)
+VARLENA_HEADER = 4  # char(N) is a varlena; N > 126 bytes takes the 4-byte header
+ALIGN = 8  # MAXALIGN: the space a tuple takes on the page is its length rounded up to 8
+KEY_BYTES = {KeyKind.SEQUENTIAL: 8, KeyKind.RANDOM: 16, KeyKind.ORDERED_UUID: 16}
+
+PROCEDURE = "iolab_load"
+UUIDV7_FUNCTION = "iolab_uuidv7"  # for servers before 18, which have no uuidv7()
+PROGRESS_NOTICE = "iolab progress "  # the procedure's NOTICE after a commit: "iolab progress 123"
+PROGRESS_INTERVAL = 0.5  # seconds between the procedure's progress notices
+MAX_PARAMETERS = 65535  # bind parameters in one statement (protocol limit)
+PAYLOAD_CHAR = "a"  # the seed's DEFAULT 'a'; the full width is sent, not left to padding
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def payload_width(page_size: int = PAGE_SIZE) -> int:
+    """The smallest ``char(N)`` width that leaves room for one row per heap page, never two.
+
+    A page of 8192 bytes has a 24-byte header, then line pointers (4 bytes each) growing up and
+    tuples (each MAXALIGNed to 8) growing down. Two tuples of aligned size A fit when
+    24 + 2*4 + 2*A <= 8192, i.e. A <= 4080. So a tuple must be longer than 4080 bytes, which
+    is aligned to at least 4088, to be alone on its page. A tuple is 24 (header) + key + 4
+    (varlena header) + N. The smaller key, bigint (8 bytes), decides: 24 + 8 + 4 + N > 4080
+    gives N >= 4045. With the larger key, uuid (16 bytes), the tuple is 4089 bytes (4096
+    aligned): still one per page, and far below the largest tuple a page takes
+    (8192 - MAXALIGN(24 + 4) = 8160), so it is stored whole on one page.
+    """
+    two_fit = (page_size - PAGE_HEADER - 2 * LINE_POINTER) // 2 // ALIGN * ALIGN
+    smallest_key = min(KEY_BYTES.values())
+    return two_fit + 1 - TUPLE_HEADER - smallest_key - VARLENA_HEADER
+
+
+def max_payload(page_size: int = PAGE_SIZE) -> int:
+    """The widest payload whose tuple (with the larger key) still fits on one page."""
+    largest_tuple = page_size - _align(PAGE_HEADER + LINE_POINTER)  # MaxHeapTupleSize
+    return largest_tuple - TUPLE_HEADER - max(KEY_BYTES.values()) - VARLENA_HEADER
+
+
+def _key_expression(key: KeyKind, server_version_num: int) -> str | None:
+    """The SQL that generates a key in server mode; None when the column default does."""
+    if key is KeyKind.RANDOM:
+        return "gen_random_uuid()"
+    if key is KeyKind.ORDERED_UUID:
+        return "uuidv7()" if server_version_num >= 180000 else f"{UUIDV7_FUNCTION}()"
+    return None
+
+
+# A version-7 UUID (RFC 9562) for servers without uuidv7(): the random bits of a version-4 UUID
+# with its first 48 bits replaced by Unix milliseconds and its version nibble set to 7 (the
+# variant bits of version 4 are already those of version 7).
+_UUIDV7_SQL = f"""
+CREATE FUNCTION {UUIDV7_FUNCTION}() RETURNS uuid
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    ms bigint := floor(extract(epoch FROM clock_timestamp()) * 1000);
+    b bytea := uuid_send(gen_random_uuid());
+BEGIN
+    b := overlay(b PLACING substring(int8send(ms) FROM 3 FOR 6) FROM 1 FOR 6);
+    b := set_byte(b, 6, (get_byte(b, 6) & 15) | 112);
+    RETURN encode(b, 'hex')::uuid;
+END
+$fn$
+"""
+
+# The server-side loader. ``batch`` = 1 inserts one row per INSERT ... VALUES (the insert
+# method); more inserts ``batch`` rows per INSERT ... SELECT (the multirow method). It commits
+# after the statement that brings the uncommitted rows to ``commit_every`` and after the last
+# one, and reports what it committed in a NOTICE at most every ``report_every`` seconds (0:
+# after every commit). COMMIT in the loop needs a CALL outside a transaction block.
+_PROCEDURE_SQL = """
+CREATE PROCEDURE {procedure}(
+    n bigint, commit_every int, batch int DEFAULT 1, report_every float8 DEFAULT 0.5
+)
+LANGUAGE plpgsql AS $proc$
+DECLARE
+    p text := repeat('{char}', {width});
+    gap interval := make_interval(secs => report_every);
+    done bigint := 0;
+    pending bigint := 0;
+    unreported bigint := 0;
+    k int;
+    last_report timestamptz := clock_timestamp();
+BEGIN
+    IF n < 0 OR commit_every < 1 OR batch < 1 THEN
+        RAISE EXCEPTION '{procedure}: need n >= 0, commit_every >= 1, batch >= 1';
+    END IF;
+    WHILE done < n LOOP
+        k := least(batch, n - done);
+        IF k = 1 THEN
+            INSERT INTO {table} ({columns}) VALUES ({row});
+        ELSE
+            INSERT INTO {table} ({columns}) SELECT {row} FROM generate_series(1, k);
+        END IF;
+        done := done + k;
+        pending := pending + k;
+        IF pending >= commit_every OR done = n THEN
+            COMMIT;
+            unreported := unreported + pending;
+            pending := 0;
+            IF clock_timestamp() - last_report >= gap THEN
+                RAISE NOTICE '{notice}%', unreported;
+                unreported := 0;
+                last_report := clock_timestamp();
+            END IF;
+        END IF;
+    END LOOP;
+END
+$proc$
+"""
+
+
+class PostgresPopulate:
+    """The :class:`~iolab.engines.loading.PopulateDialect` of PostgreSQL.
+
+    ``tablespaces`` are the layout's, in data-file order; ``server_version_num`` decides how
+    ordered UUIDs are made in server mode (``uuidv7()`` from 18 on). ``progress_interval`` is
+    how often, in seconds, the server-mode procedure reports progress (0: after every commit).
+
+    Every method works in client mode; server mode has insert and multirow (COPY FROM STDIN
+    needs a client to send the rows: copy with server mode is refused as bad input).
+    """
+
+    rows_per_page = 1
+
+    def __init__(
+        self,
+        tablespaces: list[str],
+        server_version_num: int,
+        *,
+        page_size: int = PAGE_SIZE,
+        progress_interval: float = PROGRESS_INTERVAL,
+    ) -> None:
+        if not tablespaces:
+            raise BadInput("tablespaces", tablespaces, "give at least one tablespace")
+        if progress_interval < 0:
+            raise BadInput("progress_interval", progress_interval, "give 0 seconds or more")
+        self.tablespaces = list(tablespaces)
+        self.server_version_num = server_version_num
+        self.page_size = page_size
+        self.progress_interval = progress_interval
+        self.methods = frozenset(LoadMethod)
+        self.modes = frozenset(LoadMode)
+
+    def payload_bytes(self) -> int:
+        return payload_width(self.page_size)
+
+    # -- the table -------------------------------------------------------------------------------
+
+    def create_table(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> None:
+        """Drop and create the table and the server-mode routines, then commit.
+
+        Partitions: ``iolab_populate_p{i}`` in tablespace ``i`` by hash of the key, each with its
+        primary-key index in the same tablespace (created on the partitions first and attached
+        when the parent's primary key is added). The payload column is made PLAIN on the parent
+        before the partitions exist, so they inherit it (and need no TOAST table).
+        """
+        from psycopg import sql
+
+        self._check(spec)
+        table = sql.Identifier(TABLE)
+        key_type = sql.SQL("bigserial" if spec.key is KeyKind.SEQUENTIAL else "uuid")
+        # From 16 on, STORAGE in CREATE TABLE: a plain table gets no TOAST table at all.
+        plain = " STORAGE PLAIN" if self.server_version_num >= 160000 else ""
+        payload_type = sql.SQL("char({})" + plain + " NOT NULL").format(
+            sql.Literal(spec.payload_bytes)
+        )
+        storage = sql.SQL("ALTER TABLE {} ALTER COLUMN payload SET STORAGE PLAIN").format(table)
+        statements: list[sql.SQL | sql.Composed] = [
+            sql.SQL("DROP PROCEDURE IF EXISTS {}").format(sql.Identifier(PROCEDURE)),
+            sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(table),
+        ]
+        if len(self.tablespaces) == 1:
+            space = sql.Identifier(self.tablespaces[0])
+            statements += [
+                sql.SQL(
+                    "CREATE TABLE {} (id {} NOT NULL, payload {}, "
+                    "PRIMARY KEY (id) USING INDEX TABLESPACE {}) "
+                    "WITH (fillfactor = 100) TABLESPACE {}"
+                ).format(table, key_type, payload_type, space, space),
+                storage,
+            ]
+        else:
+            statements += [
+                sql.SQL(
+                    "CREATE TABLE {} (id {} NOT NULL, payload {}) PARTITION BY HASH (id)"
+                ).format(table, key_type, payload_type),
+                storage,
+            ]
+            modulus = len(self.tablespaces)
+            for i, name in enumerate(self.tablespaces):
+                part = sql.Identifier(f"{TABLE}_p{i}")
+                space = sql.Identifier(name)
+                statements += [
+                    sql.SQL(
+                        "CREATE TABLE {} PARTITION OF {} "
+                        "FOR VALUES WITH (MODULUS {}, REMAINDER {}) "
+                        "WITH (fillfactor = 100) TABLESPACE {}"
+                    ).format(part, table, sql.Literal(modulus), sql.Literal(i), space),
+                    sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (id) USING INDEX TABLESPACE {}").format(
+                        part, space
+                    ),
+                ]
+            statements.append(sql.SQL("ALTER TABLE {} ADD PRIMARY KEY (id)").format(table))
+        statements += self._routines(spec)
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+
+    def _routines(self, spec: LoadSpec) -> list[psycopg.sql.SQL | psycopg.sql.Composed]:
+        """The server-mode procedure (always made, so any mode can load into the table)."""
+        from psycopg import sql
+
+        key = _key_expression(spec.key, self.server_version_num)
+        made: list[sql.SQL | sql.Composed] = []
+        if spec.key is KeyKind.ORDERED_UUID and self.server_version_num < 180000:
+            made += [
+                sql.SQL("DROP FUNCTION IF EXISTS {}()").format(sql.Identifier(UUIDV7_FUNCTION)),
+                sql.SQL(_UUIDV7_SQL),
+            ]
+        text = _PROCEDURE_SQL.format(
+            procedure=PROCEDURE,
+            table=TABLE,
+            columns="payload" if key is None else "id, payload",
+            row="p" if key is None else f"{key}, p",
+            char=PAYLOAD_CHAR,
+            width=spec.payload_bytes,
+            notice=PROGRESS_NOTICE,
+        )
+        made.append(sql.SQL(text))
+        return made
+
+    # -- loading ---------------------------------------------------------------------------------
+
+    def load(
+        self, conn: psycopg.Connection[Any], spec: LoadSpec, count: int, progress: Progress
+    ) -> None:
+        """Insert ``count`` rows as ``spec`` says; see :meth:`_load_client`, :meth:`_load_server`.
+
+        The connection's autocommit setting is changed while loading and restored afterwards.
+        """
+        self._check(spec)
+        if count < 0:
+            raise BadInput("count", count, "give 0 rows or more")
+        if count == 0:
+            return
+        was_autocommit = conn.autocommit
+        try:
+            if spec.mode is LoadMode.SERVER:
+                self._load_server(conn, spec, count, progress)
+            else:
+                self._load_client(conn, spec, count, progress)
+        finally:
+            from psycopg import pq
+
+            if not conn.closed and conn.info.transaction_status == pq.TransactionStatus.IDLE:
+                conn.autocommit = was_autocommit
+
+    def _load_client(
+        self, conn: psycopg.Connection[Any], spec: LoadSpec, count: int, progress: Progress
+    ) -> None:
+        """The loop in iolab: one statement (or COPY) per ``batch`` rows, prepared.
+
+        A commit follows the statement that brings the uncommitted rows to ``commit_every``, and
+        the last statement. When every statement reaches it (``commit_every`` <= rows per
+        statement: always for insert with commit_every 1, the seed's case) the connection runs
+        in autocommit, one implicit transaction per statement, with no BEGIN/COMMIT round trips;
+        otherwise in explicit transactions. For COPY, each chunk of ``batch`` rows is one COPY
+        command, so commits happen at chunk boundaries: the chunk that reaches commit_every.
+        """
+        per_statement = 1 if spec.method is LoadMethod.INSERT else spec.batch
+        autocommit = spec.commit_every <= per_statement
+        conn.autocommit = autocommit
+        write = self._copier(conn, spec) if spec.method is LoadMethod.COPY else None
+        insert = None if write is not None else self._inserter(conn, spec)
+        done = pending = 0
+        try:
+            while done < count:
+                k = min(per_statement, count - done)
+                if write is not None:
+                    write(k)
+                else:
+                    assert insert is not None
+                    insert(k)
+                done += k
+                pending += k
+                if pending >= spec.commit_every or done == count:
+                    if not autocommit:
+                        conn.commit()
+                    progress(pending)
+                    pending = 0
+        except BaseException:
+            if not autocommit and not conn.closed:
+                with contextlib.suppress(Exception):
+                    conn.rollback()
+            raise
+
+    def _inserter(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> Callable[[int], None]:
+        """A function inserting k rows in one prepared INSERT (a statement per distinct k)."""
+        payload = PAYLOAD_CHAR * spec.payload_bytes
+        make_key = key_factory(spec.key)
+        cur = conn.cursor()
+        columns, one = ("payload", "(%s)") if make_key is None else ("id, payload", "(%s, %s)")
+        head = f"INSERT INTO {TABLE} ({columns}) VALUES "
+        queries: dict[int, str] = {}
+
+        def insert(k: int) -> None:
+            query = queries.get(k)
+            if query is None:
+                query = queries[k] = head + ", ".join([one] * k)
+            params: list[object]
+            if make_key is None:
+                params = [payload] * k
+            else:
+                params = []
+                for _ in range(k):
+                    params += (uuid.UUID(bytes=make_key()), payload)
+            cur.execute(query, params, prepare=True)
+
+        return insert
+
+    def _copier(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> Callable[[int], None]:
+        """A function sending k rows in one ``COPY ... FROM STDIN`` (text format)."""
+        line = (PAYLOAD_CHAR * spec.payload_bytes + "\n").encode()
+        make_key = key_factory(spec.key)
+        cur = conn.cursor()
+        columns = "payload" if make_key is None else "id, payload"
+        statement = f"COPY {TABLE} ({columns}) FROM STDIN"
+
+        def write(k: int) -> None:
+            if make_key is None:
+                data = line * k
+            else:
+                data = b"".join(make_key().hex().encode() + b"\t" + line for _ in range(k))
+            with cur.copy(statement) as copy:
+                copy.write(data)
+
+        return write
+
+    def _load_server(
+        self, conn: psycopg.Connection[Any], spec: LoadSpec, count: int, progress: Progress
+    ) -> None:
+        """One ``CALL iolab_load(...)`` for all ``count`` rows, as the seed's loop is one script.
+
+        The procedure commits inside its loop and reports committed rows in NOTICEs (at most
+        every ``progress_interval`` seconds), which reach ``progress`` while the CALL runs; what
+        is left unreported is passed on when it returns. The alternative, a CALL per some
+        thousand rows, would move progress without notices but add a round trip and a new
+        procedure invocation per call, further from the seed's single loop.
+        """
+        from psycopg import sql
+
+        batch = 1 if spec.method is LoadMethod.INSERT else spec.batch
+        conn.autocommit = True  # COMMIT in a procedure needs CALL outside a transaction block
+        reported = 0
+
+        def on_notice(diag: pg_errors.Diagnostic) -> None:
+            nonlocal reported
+            message = diag.message_primary or ""
+            if message.startswith(PROGRESS_NOTICE):
+                rows = int(message.removeprefix(PROGRESS_NOTICE))
+                reported += rows
+                progress(rows)
+
+        conn.add_notice_handler(on_notice)
+        try:
+            conn.execute(
+                sql.SQL("CALL {}({}, {}, {}, {})").format(
+                    sql.Identifier(PROCEDURE),
+                    sql.Literal(count),
+                    sql.Literal(spec.commit_every),
+                    sql.Literal(batch),
+                    sql.Literal(float(self.progress_interval)),
+                )
+            )
+        finally:
+            conn.remove_notice_handler(on_notice)
+        if count > reported:
+            progress(count - reported)
+
+    # -- measuring -------------------------------------------------------------------------------
+
+    def checkpoint(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("CHECKPOINT")
+        conn.commit()
+
+    def log_bytes(self, conn: psycopg.Connection[Any]) -> int | None:
+        """WAL bytes generated since the cluster began: the insert position as a byte count.
+
+        The insert position (``pg_current_wal_insert_lsn``) counts WAL as it is generated; the
+        write position (``pg_current_wal_lsn``) lags it by what is still in WAL buffers.
+        """
+        row = conn.execute("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn").fetchone()
+        conn.commit()
+        assert row is not None
+        return int(row[0])
+
+    def table_stats(self, conn: psycopg.Connection[Any]) -> TableStats:
+        """Counts over the table; sizes over it and its partitions (heap main fork for data)."""
+        from psycopg import sql
+
+        table = sql.Identifier(TABLE)
+        counted = conn.execute(
+            sql.SQL("SELECT count(*), count(DISTINCT id) FROM {}").format(table)
+        ).fetchone()
+        sizes = conn.execute(
+            "SELECT coalesce(sum(pg_relation_size(c.oid, 'main')), 0), "
+            "coalesce(sum(pg_total_relation_size(c.oid)), 0), current_setting('block_size') "
+            "FROM pg_class c WHERE c.oid = %(t)s::regclass OR c.oid IN "
+            "(SELECT inhrelid FROM pg_inherits WHERE inhparent = %(t)s::regclass)",
+            {"t": TABLE},
+        ).fetchone()
+        conn.commit()
+        assert counted is not None
+        assert sizes is not None
+        block_size = int(sizes[2])
+        return TableStats(
+            rows=int(counted[0]),
+            distinct_keys=int(counted[1]),
+            table_bytes=int(sizes[0]),
+            total_bytes=int(sizes[1]),
+            pages=int(sizes[0]) // block_size,
+            page_size=block_size,
+        )
+
+    # -- checks ----------------------------------------------------------------------------------
+
+    def _check(self, spec: LoadSpec) -> None:
+        if spec.commit_every < 1:
+            raise BadInput("commit_every", spec.commit_every, "give 1 row or more")
+        if spec.batch < 1:
+            raise BadInput("batch", spec.batch, "give 1 row or more")
+        widest = max_payload(self.page_size)
+        if not 1 <= spec.payload_bytes <= widest:
+            raise BadInput(
+                "payload_bytes", spec.payload_bytes, f"give 1 to {widest} bytes (one heap page)"
+            )
+        if spec.method is LoadMethod.COPY and spec.mode is LoadMode.SERVER:
+            raise BadInput(
+                "--method",
+                str(spec.method),
+                "COPY FROM STDIN needs the client to send the rows: use --mode client, "
+                "or --method multirow for batches inside the server",
+            )
+        per_row = 1 if spec.key is KeyKind.SEQUENTIAL else 2
+        if (
+            spec.method is LoadMethod.MULTIROW
+            and spec.mode is LoadMode.CLIENT
+            and spec.batch * per_row > MAX_PARAMETERS
+        ):
+            raise BadInput(
+                "batch",
+                spec.batch,
+                f"a multirow INSERT takes at most {MAX_PARAMETERS // per_row} rows with this key",
+            )

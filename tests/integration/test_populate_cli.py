@@ -1,0 +1,249 @@
+"""`iolab populate` end to end on real engines: numbers, placement, faults, clean-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+IOLAB = [sys.executable, "-m", "iolab"]
+
+
+def iolab(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*IOLAB, *args], capture_output=True, text=True, timeout=600, cwd=cwd, check=False
+    )
+
+
+def servers_of(user: str = "iolab") -> list[str]:
+    done = subprocess.run(
+        ["pgrep", "-u", user, "-a", "-f", "postgres|mariadbd"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+def dirs(base: Path, *names: str) -> list[Path]:
+    out = []
+    for n in names:
+        (base / n).mkdir()
+        (base / n).chmod(0o755)
+        out.append(base / n)
+    return out
+
+
+def test_sqlite_two_files_on_two_dirs(open_tmp: Path, results_db: Path) -> None:
+    a, b = dirs(open_tmp, "a", "b")
+    done = iolab(
+        "populate",
+        "--engine",
+        "sqlite",
+        "--data-dir",
+        str(a),
+        "--data-dir",
+        str(b),
+        "--files",
+        "2",
+        "--rows",
+        "600",
+        "--connections",
+        "3",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["status"] == "done"
+    assert doc["rows"] == 600
+    assert doc["pages_per_row"] == pytest.approx(1.0, abs=0.02)
+    assert doc["fill_ok"] is True
+    assert len(doc["loader_seconds"]) == 3
+    assert doc["elapsed_seconds"] >= doc["first_finished_seconds"] > 0
+    assert doc["rows_per_second"] == pytest.approx(600 / doc["elapsed_seconds"])
+    assert doc["table_bytes"] >= 600 * 8192
+    data = doc["placement"]["data"]
+    assert Path(data[0]).parent.parent == a
+    assert Path(data[1]).parent.parent == b
+    assert list(a.iterdir()) == []
+    assert list(b.iterdir()) == []
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["workload"] == "populate"
+    assert run["summary"]["rows"] == 600
+    assert run["params"]["files"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engine", "oracle"], "--engine: 'oracle' is not allowed; choose one of: sqlite"),
+        (["--connections", "0"], "--connections: 0 is not allowed"),
+        (["--rows", "3", "--connections", "4"], "at least one row per connection"),
+        (["--method", "copy"], "--method (with sqlite): 'copy' is not allowed"),
+        (["--key", "guid"], "--key: 'guid' is not allowed"),
+        (["--set", "journal_mode"], "--set: 'journal_mode' is not allowed; write NAME=VALUE"),
+        (["--set", "fsync_everything=1"], "fsync_everything"),
+        (["--commit-every", "0"], "--commit-every: 0 is not allowed"),
+        (["--bytes", "lots"], "--bytes: 'lots' is not allowed"),
+        (["--pg-bin", "/usr/lib"], "--pg-bin goes with --engine postgres"),
+    ],
+)
+def test_bad_input(open_tmp: Path, results_db: Path, args: list[str], message: str) -> None:
+    done = iolab("populate", "--data-dir", str(open_tmp), "--rows", "100", *args)
+    assert done.returncode == 2, done.stdout
+    assert message in done.stderr.replace("\n", " ")
+    assert "Traceback" not in done.stderr
+    assert list(open_tmp.iterdir()) == []
+
+
+def test_missing_data_dir(open_tmp: Path, results_db: Path) -> None:
+    done = iolab(
+        "populate", "--data-dir", str(open_tmp / "nope"), "--rows", "10", "--connections", "2"
+    )
+    assert done.returncode == 2
+    assert "--data-dir" in done.stderr
+    assert "nope" in done.stderr
+
+
+@pytest.fixture
+def tiny_tmpfs(open_tmp: Path) -> Iterator[Path]:
+    mnt = open_tmp / "iolab-full"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tiny tmpfs to fill needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m,mode=0755", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"the kernel refused a tmpfs mount: {done.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_disk_full_fails_the_run_and_touches_nothing_else(
+    tiny_tmpfs: Path, results_db: Path
+) -> None:
+    foreign = tiny_tmpfs / "keep.txt"
+    foreign.write_text("mine")
+    done = iolab(
+        "populate",
+        "--engine",
+        "sqlite",
+        "--data-dir",
+        str(tiny_tmpfs),
+        "--rows",
+        "2000",
+        "--connections",
+        "2",
+        "--commit-every",
+        "100",
+    )
+    assert done.returncode == 1
+    assert "disk full" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert foreign.read_text() == "mine"
+    assert [p.name for p in tiny_tmpfs.iterdir()] == ["keep.txt"]
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["status"] == "failed"
+    assert "disk full" in run["error"]
+
+
+def test_postgres_layout_wal_and_tablespaces(open_tmp: Path, results_db: Path) -> None:
+    d0, d1, wal = dirs(open_tmp, "d0", "d1", "wal")
+    done = iolab(
+        "populate",
+        "--engine",
+        "postgres",
+        "--data-dir",
+        str(d0),
+        "--data-dir",
+        str(d1),
+        "--files",
+        "2",
+        "--wal-dir",
+        str(wal),
+        "--rows",
+        "800",
+        "--connections",
+        "4",
+        "--set",
+        "max_wal_size=2GB",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["rows"] == 800
+    assert doc["pages_per_row"] == pytest.approx(1.0, abs=0.05)
+    assert doc["wal_bytes"] >= 800 * doc["payload_bytes"]  # every row's page went to the WAL
+    assert doc["settings"]["max_wal_size"] == "2GB"
+    assert Path(doc["placement"]["wal"]).parent == wal
+    assert [Path(p).parent for p in doc["placement"]["data"]] == [d0, d1]
+    assert doc["engine_version"].startswith("PostgreSQL 18")
+    for d in (d0, d1, wal):
+        assert list(d.iterdir()) == []
+    assert servers_of() == []
+
+
+def test_postgres_start_failure_shows_the_log(open_tmp: Path, results_db: Path) -> None:
+    done = iolab(
+        "populate",
+        "--engine",
+        "postgres",
+        "--data-dir",
+        str(open_tmp),
+        "--rows",
+        "10",
+        "--set",
+        "shared_buffers=lots",
+    )
+    assert done.returncode == 1
+    assert "shared_buffers" in done.stderr
+    assert list(open_tmp.iterdir()) == []
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["status"] == "failed"
+
+
+def test_ctrl_c_leaves_no_server(open_tmp: Path, results_db: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            *IOLAB,
+            "populate",
+            "--engine",
+            "postgres",
+            "--data-dir",
+            str(open_tmp),
+            "--rows",
+            "200000",
+            "--connections",
+            "4",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not servers_of() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert servers_of(), "the server never started"
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert servers_of() == []
+    assert list(open_tmp.iterdir()) == []
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["status"] == "aborted"
