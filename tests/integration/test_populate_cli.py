@@ -208,6 +208,8 @@ def test_postgres_start_failure_shows_the_log(open_tmp: Path, results_db: Path) 
         "10",
         "--set",
         "shared_buffers=lots",
+        "--connections",
+        "2",
     )
     assert done.returncode == 1
     assert "shared_buffers" in done.stderr

@@ -12,6 +12,7 @@ from iolab.analysis.disk import summarize
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.report import disk as disk_report
+from iolab.report import populate as populate_report
 from iolab.store import RunRecord, open_store
 
 app = typer.Typer(help="List and show stored runs.", no_args_is_help=True)
@@ -86,6 +87,9 @@ def show(
     if summaries:
         out.print(disk_report.grid(summaries, "disk profile"))
         out.print(disk_report.details(summaries))
+    if run.workload == "populate" and run.summary.get("rows"):
+        out.print(populate_report.summary_table(run.summary, "populate"))
+        out.print(populate_report.loaders_line(run.summary))
 
 
 def _print_environment(env: dict[str, Any]) -> None:

@@ -84,8 +84,9 @@ RECORD_OVERHEAD = RECORD_HEADER + PAYLOAD_LENGTH + WIDEST_KEY + SYSTEM_COLUMNS  
 REC_MAX_DATA_SIZE = 16383  # no record is longer in-line, whatever the page size
 
 SERVER_CHUNK = 1000  # rows per CALL in server mode, so that progress is reported as it goes
-CHECKPOINT_TIMEOUT = 120.0  # seconds to wait for the buffer pool to have no dirty page
+CHECKPOINT_STALL = 60.0  # seconds a checkpoint may make no progress before it fails
 CHECKPOINT_POLL = 0.05
+CHECKPOINT_SETTLED_AGE = 4096  # redo bytes past the checkpoint: its own record, a few others
 
 _LSN = re.compile(r"Log sequence number\s+(\d+)")
 
@@ -265,11 +266,15 @@ class MariaDBPopulate:
     def checkpoint(self, conn: Any) -> None:
         """Flush every dirty page of the buffer pool and let InnoDB write a checkpoint.
 
-        ``innodb_max_dirty_pages_pct = 0`` makes the page cleaner flush at full I/O capacity until
-        no page is dirty (it also lowers ``innodb_max_dirty_pages_pct_lwm``); both are restored
-        afterwards. This settles the whole instance (undo and system pages too), where
-        ``FLUSH TABLES ... FOR EXPORT`` would flush one table only and block writes to it.
+        ``innodb_max_dirty_pages_pct = 0`` makes the page cleaner flush until no page is dirty
+        (MariaDB lowers ``innodb_max_dirty_pages_pct_lwm`` with it); both are restored when the
+        buffer pool has no dirty page, purge has caught up (purge rewrites the DB_TRX_ID of
+        freshly inserted rows, dirtying their pages again) and the checkpoint is within a few
+        bytes of the current LSN. This settles the whole instance, undo and system pages too,
+        where ``FLUSH TABLES ... FOR EXPORT`` flushes one table and leaves those dirty. The page
+        cleaner works in one-second rounds, so this takes a second or a few.
         """
+        conn.commit()  # no read view of ours may hold purge back
         with conn.cursor() as cur:
             cur.execute(
                 "SELECT @@GLOBAL.innodb_max_dirty_pages_pct, "
@@ -278,31 +283,33 @@ class MariaDBPopulate:
             pct, lwm = cur.fetchone()
             try:
                 cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
-                deadline = time.monotonic() + CHECKPOINT_TIMEOUT
-                while True:
-                    dirty = _status(cur, "Innodb_buffer_pool_pages_dirty")
-                    if dirty == 0:
-                        break
-                    if time.monotonic() > deadline:
-                        raise IolabError(
-                            f"InnoDB still had {dirty} dirty pages {CHECKPOINT_TIMEOUT:.0f} s "
-                            "after being asked to flush them all; the disk may be too slow"
-                        )
-                    time.sleep(CHECKPOINT_POLL)
-                self._wait_for_checkpoint(cur)
+                self._wait_until_settled(cur)
             finally:
                 cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = %s", (pct,))
                 cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = %s", (lwm,))
         conn.commit()
 
     @staticmethod
-    def _wait_for_checkpoint(cur: Any) -> None:
-        """Wait (briefly) for the checkpoint to catch up with the flushed pages."""
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
-            age = _status(cur, "Innodb_checkpoint_age")
-            if age is None or age < 4096:
+    def _wait_until_settled(cur: Any) -> None:
+        """Poll until nothing is left to flush; fail after CHECKPOINT_STALL s without progress."""
+        best: tuple[int, int, int] | None = None
+        stalled_since = time.monotonic()
+        while True:
+            dirty = _status(cur, "Innodb_buffer_pool_pages_dirty") or 0
+            history = _status(cur, "Innodb_history_list_length") or 0
+            age = _status(cur, "Innodb_checkpoint_age") or 0
+            if dirty == 0 and history == 0 and age <= CHECKPOINT_SETTLED_AGE:
                 return
+            now = (dirty, history, age)
+            if best is None or now < best:
+                best, stalled_since = now, time.monotonic()
+            elif time.monotonic() - stalled_since > CHECKPOINT_STALL:
+                raise IolabError(
+                    f"InnoDB did not settle: {dirty} dirty pages, a purge backlog of {history} "
+                    f"transactions and a checkpoint age of {age} bytes after "
+                    f"{CHECKPOINT_STALL:.0f} s without progress; is another session holding "
+                    "a transaction open?"
+                )
             time.sleep(CHECKPOINT_POLL)
 
     def log_bytes(self, conn: Any) -> int | None:
