@@ -189,139 +189,152 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
     engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine) as placement:
-        dialect: PopulateDialect = engine.populate_dialect()
-        if options.method not in dialect.methods or options.mode not in dialect.modes:
-            raise BadInput(
-                "--method/--mode",
-                f"{options.method}/{options.mode}",
-                f"{options.engine} supports methods "
-                f"{sorted(m.value for m in dialect.methods)} in modes "
-                f"{sorted(m.value for m in dialect.modes)}",
+        load_and_measure(engine, placement, options, outcome, events)
+
+
+def load_and_measure(
+    engine: Any,
+    placement: Placement,
+    options: PopulateOptions,
+    outcome: RunOutcome,
+    events: EventSink,
+) -> None:
+    """The measured part on an engine that runs: create the table, load, measure, check.
+
+    The table is created afresh, so a benchmark may call this repeatedly on one server.
+    """
+    dialect: PopulateDialect = engine.populate_dialect()
+    if options.method not in dialect.methods or options.mode not in dialect.modes:
+        raise BadInput(
+            "--method/--mode",
+            f"{options.method}/{options.mode}",
+            f"{options.engine} supports methods "
+            f"{sorted(m.value for m in dialect.methods)} in modes "
+            f"{sorted(m.value for m in dialect.modes)}",
+        )
+    payload = dialect.payload_bytes()
+    rows = (
+        options.rows
+        if options.rows is not None
+        else max(options.connections, (options.size_bytes or 0) // payload)
+    )
+    spec = LoadSpec(
+        options.key, options.method, options.mode, options.commit_every, payload, options.batch
+    )
+    admin = engine.connect()
+    loaders: list[_Loader] = []
+    try:
+        dialect.create_table(admin, spec)
+        devices = _devices(placement)
+        events(Phase(f"opening {options.connections} loader connections"))
+        for i, n in enumerate(split(rows, options.connections)):
+            loaders.append(_Loader(i, n, engine.connect()))
+        dialect.checkpoint(admin)
+        shared = _Shared()
+        barrier = threading.Barrier(len(loaders) + 1)
+        threads = [
+            threading.Thread(
+                target=_run_loader,
+                args=(dialect, spec, ld, shared, barrier),
+                name=f"loader-{ld.index}",
+                daemon=True,
             )
-        payload = dialect.payload_bytes()
-        rows = (
-            options.rows
-            if options.rows is not None
-            else max(options.connections, (options.size_bytes or 0) // payload)
-        )
-        spec = LoadSpec(
-            options.key, options.method, options.mode, options.commit_every, payload, options.batch
-        )
-        admin = engine.connect()
+            for ld in loaders
+        ]
+        for t in threads:
+            t.start()
+        log_before = dialect.log_bytes(admin)
+        disk_before = diskstats.read()
+        barrier.wait()
+        t0 = time.perf_counter()
         try:
-            dialect.create_table(admin, spec)
-            devices = _devices(placement)
-            events(Phase(f"opening {options.connections} loader connections"))
-            loaders = [
-                _Loader(i, n, engine.connect())
-                for i, n in enumerate(split(rows, options.connections))
-            ]
-            dialect.checkpoint(admin)
-            shared = _Shared()
-            barrier = threading.Barrier(len(loaders) + 1)
-            threads = [
-                threading.Thread(
-                    target=_run_loader,
-                    args=(dialect, spec, ld, shared, barrier),
-                    name=f"loader-{ld.index}",
-                    daemon=True,
-                )
-                for ld in loaders
-            ]
-            for t in threads:
-                t.start()
-            log_before = dialect.log_bytes(admin)
-            disk_before = diskstats.read()
-            barrier.wait()
-            t0 = time.perf_counter()
-            try:
-                while any(t.is_alive() for t in threads):
-                    for t in threads:
-                        t.join(PROGRESS_EVERY / len(threads))
-                    done = shared.committed
-                    elapsed = time.perf_counter() - t0
-                    rate = done / elapsed if elapsed > 0 else 0.0
-                    left = (rows - done) / rate if rate > 0 else 0.0
-                    events(
-                        Step(
-                            f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s",
-                            max(1, done),
-                            rows,
-                            left,
-                        )
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(PROGRESS_EVERY / len(threads))
+                done = shared.committed
+                elapsed = time.perf_counter() - t0
+                rate = done / elapsed if elapsed > 0 else 0.0
+                left = (rows - done) / rate if rate > 0 else 0.0
+                events(
+                    Step(
+                        f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s",
+                        max(1, done),
+                        rows,
+                        left,
                     )
-            except BaseException:
-                shared.stop.set()
-                raise
-            wall = time.perf_counter() - t0
-            disk_after = diskstats.read()
-            log_after = dialect.log_bytes(admin)
-            if any(ld.error is not None for ld in loaders):
-                raise RunFailed(_failure(loaders))
-            stats = dialect.table_stats(admin)
-        finally:
-            for ld in locals().get("loaders", []):
-                _close(ld.conn)
-            _close(admin)
-        elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
-        device_io = {}
-        for name, roles in devices.items():
-            if name in disk_before and name in disk_after:
-                d = disk_after[name] - disk_before[name]
-                device_io[name] = {
-                    "roles": roles,
-                    "read_bytes": d.read_bytes,
-                    "write_bytes": d.write_bytes,
-                    "write_bytes_per_row": d.write_bytes / rows,
-                    "writes": d.writes,
-                    "write_ms": d.write_ms,
-                }
-        target_ppr = 1.0 / dialect.rows_per_page
-        fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr
-        wal_bytes = (log_after - log_before) if log_before is not None and log_after else None
-        outcome.summary.update(
-            {
-                "engine": options.engine,
-                "engine_version": engine.version(),
-                "rows": rows,
-                "connections": options.connections,
-                "payload_bytes": payload,
-                "elapsed_seconds": max(elapsed_each),
-                "first_finished_seconds": min(elapsed_each),
-                "wall_seconds": wall,
-                "loader_seconds": elapsed_each,
-                "rows_per_second": rows / max(elapsed_each),
-                "payload_mb_per_second": rows * payload / max(elapsed_each) / 1e6,
-                "table_bytes": stats.table_bytes,
-                "total_bytes": stats.total_bytes,
-                "pages": stats.pages,
-                "page_size": stats.page_size,
-                "pages_per_row": stats.pages_per_row,
-                "pages_per_row_target": target_ppr,
-                "fill_ok": fill_ok,
-                "wal_bytes": wal_bytes,
-                "wal_bytes_per_row": wal_bytes / rows if wal_bytes is not None else None,
-                "devices": device_io,
-                "placement": {
-                    "data": [str(p) for p in placement.data],
-                    "wal": str(placement.wal) if placement.wal else None,
-                    "temp": str(placement.temp) if placement.temp else None,
-                },
-                "settings": engine.effective_settings(),
-            }
-        )
-        if stats.rows != rows or stats.distinct_keys != rows:
-            raise RunFailed(
-                f"correctness check failed: expected {rows:,} rows with distinct keys, the table "
-                f"has {stats.rows:,} rows and {stats.distinct_keys:,} distinct keys"
-            )
-        if not fill_ok:
-            events(
-                Warning(
-                    f"rows do not fill pages as intended: {stats.pages_per_row:.2f} pages per row, "
-                    f"expected {target_ppr:.2f}; this run does not measure the seeds' table"
                 )
+        except BaseException:
+            shared.stop.set()
+            raise
+        wall = time.perf_counter() - t0
+        disk_after = diskstats.read()
+        log_after = dialect.log_bytes(admin)
+        if any(ld.error is not None for ld in loaders):
+            raise RunFailed(_failure(loaders))
+        stats = dialect.table_stats(admin)
+    finally:
+        for ld in loaders:
+            _close(ld.conn)
+        _close(admin)
+    elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
+    device_io = {}
+    for name, roles in devices.items():
+        if name in disk_before and name in disk_after:
+            d = disk_after[name] - disk_before[name]
+            device_io[name] = {
+                "roles": roles,
+                "read_bytes": d.read_bytes,
+                "write_bytes": d.write_bytes,
+                "write_bytes_per_row": d.write_bytes / rows,
+                "writes": d.writes,
+                "write_ms": d.write_ms,
+            }
+    target_ppr = 1.0 / dialect.rows_per_page
+    fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr
+    wal_bytes = (log_after - log_before) if log_before is not None and log_after else None
+    outcome.summary.update(
+        {
+            "engine": options.engine,
+            "engine_version": engine.version(),
+            "rows": rows,
+            "connections": options.connections,
+            "payload_bytes": payload,
+            "elapsed_seconds": max(elapsed_each),
+            "first_finished_seconds": min(elapsed_each),
+            "wall_seconds": wall,
+            "loader_seconds": elapsed_each,
+            "rows_per_second": rows / max(elapsed_each),
+            "payload_mb_per_second": rows * payload / max(elapsed_each) / 1e6,
+            "table_bytes": stats.table_bytes,
+            "total_bytes": stats.total_bytes,
+            "pages": stats.pages,
+            "page_size": stats.page_size,
+            "pages_per_row": stats.pages_per_row,
+            "pages_per_row_target": target_ppr,
+            "fill_ok": fill_ok,
+            "wal_bytes": wal_bytes,
+            "wal_bytes_per_row": wal_bytes / rows if wal_bytes is not None else None,
+            "devices": device_io,
+            "placement": {
+                "data": [str(p) for p in placement.data],
+                "wal": str(placement.wal) if placement.wal else None,
+                "temp": str(placement.temp) if placement.temp else None,
+            },
+            "settings": engine.effective_settings(),
+        }
+    )
+    if stats.rows != rows or stats.distinct_keys != rows:
+        raise RunFailed(
+            f"correctness check failed: expected {rows:,} rows with distinct keys, the table "
+            f"has {stats.rows:,} rows and {stats.distinct_keys:,} distinct keys"
+        )
+    if not fill_ok:
+        events(
+            Warning(
+                f"rows do not fill pages as intended: {stats.pages_per_row:.2f} pages per row, "
+                f"expected {target_ppr:.2f}; this run does not measure the seeds' table"
             )
+        )
 
 
 def _close(conn: Any) -> None:
