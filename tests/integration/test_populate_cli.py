@@ -138,12 +138,14 @@ def test_disk_full_fails_the_run_and_touches_nothing_else(
 ) -> None:
     foreign = tiny_tmpfs / "keep.txt"
     foreign.write_text("mine")
+    data = tiny_tmpfs / "data"
+    data.mkdir(mode=0o755)
     done = iolab(
         "populate",
         "--engine",
         "sqlite",
         "--data-dir",
-        str(tiny_tmpfs),
+        str(data),
         "--rows",
         "2000",
         "--connections",
@@ -155,7 +157,8 @@ def test_disk_full_fails_the_run_and_touches_nothing_else(
     assert "disk full" in done.stderr
     assert "Traceback" not in done.stderr
     assert foreign.read_text() == "mine"
-    assert [p.name for p in tiny_tmpfs.iterdir()] == ["keep.txt"]
+    assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["data", "keep.txt"]
+    assert list(data.iterdir()) == []
     (run,) = json.loads(iolab("results", "list", "--json").stdout)
     assert run["status"] == "failed"
     assert "disk full" in run["error"]
@@ -249,3 +252,24 @@ def test_ctrl_c_leaves_no_server(open_tmp: Path, results_db: Path) -> None:
     assert list(open_tmp.iterdir()) == []
     (run,) = json.loads(iolab("results", "list", "--json").stdout)
     assert run["status"] == "aborted"
+
+
+def test_data_dir_with_foreign_files_is_refused(open_tmp: Path, results_db: Path) -> None:
+    (open_tmp / "customers.dat").write_text("someone's data")
+    done = iolab("populate", "--data-dir", str(open_tmp), "--rows", "10", "--connections", "2")
+    assert done.returncode == 2
+    assert "--data-dir" in done.stderr
+    assert "customers.dat" in done.stderr
+    assert (open_tmp / "customers.dat").read_text() == "someone's data"
+    assert not results_db.exists() or json.loads(iolab("results", "list", "--json").stdout) == []
+
+
+def test_default_data_dir_is_a_scratch_dir(results_db: Path) -> None:
+    before = {p.name for p in Path("/var/tmp").iterdir() if p.name.startswith("iolab-populate-")}
+    done = iolab("populate", "--rows", "200", "--connections", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["rows"] == 200
+    assert doc["placement"]["data"][0].startswith("/var/tmp/iolab-populate-")
+    after = {p.name for p in Path("/var/tmp").iterdir() if p.name.startswith("iolab-populate-")}
+    assert after == before  # removed again

@@ -24,7 +24,14 @@ from typing import Any
 import pytest
 
 from iolab.engines.interface import Layout, running
-from iolab.engines.loading import TABLE, KeyKind, LoadMethod, LoadMode, LoadSpec
+from iolab.engines.loading import (
+    TABLE,
+    KeyKind,
+    LoadMethod,
+    LoadMode,
+    LoadSpec,
+    PopulateDialect,
+)
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.mariadb_load import MariaDBPopulate
 from iolab.errors import BadInput
@@ -274,14 +281,38 @@ def test_one_data_dir_holds_the_table_and_checkpoint_settles(open_tmp: Path) -> 
             admin.close()
 
 
+def test_small_pages_hold_two_rows_too(open_tmp: Path) -> None:
+    """The arithmetic is the page size's: 4K pages, bigint and UUID keys."""
+    (data,) = make_dirs(open_tmp, "data")
+    engine = MariaDBEngine(Layout(data_dirs=(data,), settings={"innodb_page_size": "4096"}))
+    with running(engine):
+        dialect = engine.populate_dialect()
+        assert dialect.page_size == 4096
+        assert dialect.payload_bytes() == 1945
+        admin = engine.connect()
+        try:
+            for key, (low, high) in ((KeyKind.SEQUENTIAL, SEQUENTIAL_PPR),
+                                     (KeyKind.RANDOM, SCATTERED_PPR)):  # fmt: skip
+                spec = LoadSpec(key, LoadMethod.MULTIROW, LoadMode.CLIENT, 1,
+                                dialect.payload_bytes(), 10)  # fmt: skip
+                dialect.create_table(admin, spec)
+                run_loaders(engine, dialect, spec, [300, 300])
+                stats = dialect.table_stats(admin)
+                assert stats.rows == stats.distinct_keys == 600
+                assert stats.page_size == 4096
+                assert low <= stats.pages_per_row <= high, (key, stats)
+        finally:
+            admin.close()
+
+
 def test_payload_sizes_for_other_page_sizes() -> None:
     """Two records of the widest row (UUID key) fit in the free space, three never do."""
     for page_size in (4096, 8192, 16384, 32768):
-        dialect = MariaDBPopulate([], page_size)
+        dialect: PopulateDialect = MariaDBPopulate([], page_size)
         free = page_size - 132
         widest = dialect.payload_bytes() + 36
         narrowest = dialect.payload_bytes() + 28
-        assert 2 * widest < free
+        assert 2 * widest + 1 <= free
         assert 3 * narrowest + 2 > free
     with pytest.raises(BadInput, match="64K pages"):
         MariaDBPopulate([], 65536)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, TypeVar
@@ -20,7 +24,7 @@ from iolab.report import populate as populate_report
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.units import parse_size
-from iolab.workloads.populate import PopulateOptions, run_populate
+from iolab.workloads.populate import PopulateOptions, check_dirs, run_populate
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -48,7 +52,11 @@ def populate(
     ] = catalog.DEFAULT_ENGINE,
     data_dir: Annotated[
         list[Path] | None,
-        typer.Option("--data-dir", help="Directory for data files; repeat for several."),
+        typer.Option(
+            "--data-dir",
+            help="Empty directory for data files; repeat for several. Default: a fresh "
+            "directory under /var/tmp, removed afterwards.",
+        ),
     ] = None,
     files: Annotated[
         int,
@@ -98,37 +106,54 @@ def populate(
     runs the loaders, measures elapsed time, rows/s, pages per row, WAL bytes and the bytes each
     device wrote per row, checks the row count, and removes the instance.
     """
-    options = PopulateOptions(
-        engine=engine,
-        layout=Layout(
-            data_dirs=tuple(data_dir or [Path(".")]),
-            files=files,
-            wal_dir=wal_dir,
-            temp_dir=temp_dir,
-            settings=_settings(setting or []),
-        ),
-        rows=rows if rows is not None or size is not None else 10_000,
-        size_bytes=parse_size(size, "--bytes") if size is not None else None,
-        connections=connections,
-        commit_every=commit_every,
-        method=_choice(LoadMethod, method, "--method"),
-        mode=_choice(LoadMode, mode, "--mode"),
-        key=_choice(KeyKind, key, "--key"),
-        batch=batch,
-        pg_bin=pg_bin,
-    )
+    with scratch_dir(not data_dir) as scratch:
+        options = PopulateOptions(
+            engine=engine,
+            layout=Layout(
+                data_dirs=tuple(data_dir or [scratch]),
+                files=files,
+                wal_dir=wal_dir,
+                temp_dir=temp_dir,
+                settings=_settings(setting or []),
+            ),
+            rows=rows if rows is not None or size is not None else 10_000,
+            size_bytes=parse_size(size, "--bytes") if size is not None else None,
+            connections=connections,
+            commit_every=commit_every,
+            method=_choice(LoadMethod, method, "--method"),
+            mode=_choice(LoadMode, mode, "--mode"),
+            key=_choice(KeyKind, key, "--key"),
+            batch=batch,
+            pg_bin=pg_bin,
+        )
+        _run(options, results, as_json)
+
+
+@contextmanager
+def scratch_dir(wanted: bool) -> Iterator[Path]:
+    """Without --data-dir, a fresh directory under /var/tmp that iolab creates and removes."""
+    if not wanted:
+        yield Path(".")
+        return
+    path = Path(tempfile.mkdtemp(prefix="iolab-populate-", dir="/var/tmp"))
+    path.chmod(0o755)  # the server user must enter it
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     options.validate()
-    roles = {f"data{i}": d for i, d in enumerate(options.layout.data_dirs)}
-    if wal_dir:
-        roles["wal"] = wal_dir
-    if temp_dir:
-        roles["temp"] = temp_dir
-    for role, path in roles.items():
-        if not path.is_dir():
-            field = "--data-dir" if role.startswith("data") else f"--{role}-dir"
-            raise BadInput(field, str(path), "give an existing directory")
+    check_dirs(options.layout)
+    layout = options.layout
+    roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
+    if layout.wal_dir:
+        roles["wal"] = layout.wal_dir
+    if layout.temp_dir:
+        roles["temp"] = layout.temp_dir
     spec = CommandRun(
-        name=f"populate {engine}",
+        name=f"populate {options.engine}",
         workload="populate",
         params=options.params(),
         roles=roles,
@@ -138,16 +163,12 @@ def populate(
         run_id, outcome = execute(store, spec, lambda o: run_populate(options, o, view))
     s = outcome.summary
     if as_json:
-        print(
-            json.dumps(
-                {"run": run_id, "status": outcome.status.value, **s, "warnings": view.warnings},
-                indent=2,
-            )
-        )
+        doc = {"run": run_id, "status": outcome.status.value, **s, "warnings": view.warnings}
+        print(json.dumps(doc, indent=2))
         return
     title = (
-        f"populate · {engine} {s.get('engine_version', '')} · {options.key.value} keys · "
-        f"{options.method.value}/{options.mode.value} · commit every {options.commit_every}"
+        f"populate · {options.engine} {s.get('engine_version', '')} · {options.key.value} keys"
+        f" · {options.method.value}/{options.mode.value} · commit every {options.commit_every}"
     )
     out.print(populate_report.summary_table(s, title))
     out.print(populate_report.loaders_line(s))

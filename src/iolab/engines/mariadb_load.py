@@ -23,10 +23,10 @@ Page arithmetic (``payload_bytes``), for a page of P bytes (P = 16384 by default
   + 2-byte length of the payload (a column longer than 255 bytes holding more than 127) + the key
   (8 or 16 bytes) + DB_TRX_ID 6 + DB_ROLL_PTR 7 + N payload bytes: R = N + 36 with a UUID key,
   N + 28 with a bigint;
-- two records fit when R < F / 2 (InnoDB moves long columns off-page from a record of half the
-  free space or more, and keeps one more byte for the page directory on the second insert):
-  R <= 8125 on 16K pages, so N = 8125 - 36 = 8089 for both key types (a bigint row is 8 bytes
-  shorter: 8117 bytes);
+- two records fit when 2R + 1 <= F (the second insert also reserves a byte towards a further
+  page-directory slot), and a record that long stays in-line (InnoDB moves long columns
+  off-page only from a record of half the free space or more): R <= (F - 1) // 2 = 8125 on 16K
+  pages, so N = 8125 - 36 = 8089 for both key types (a bigint row is 8 bytes shorter: 8117);
 - a third record does not fit: it would need 3R + 2 <= F, that is R <= 5416 on 16K pages, far
   below either row size. InnoDB also reserves 1/16 of a page (1024 bytes on 16K pages) on leaf
   pages of a clustered index filled in ascending (or descending) order, refusing an insert that
@@ -45,6 +45,7 @@ built once per shape); server mode runs the loop in the stored procedure ``iolab
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -124,12 +125,12 @@ class MariaDBPopulate:
     def payload_bytes(self) -> int:
         """Payload width so that two rows, and not three, fit on a clustered-index leaf page.
 
-        The largest record that stays in-line and lets a second one fit is just under half the
-        free space: R < (page - 132) / 2; the payload is R minus the 36 bytes a record with a
-        UUID key adds (see the module docstring): 8089 bytes on 16K pages.
+        The largest record that lets a second one fit is R = (F - 1) // 2 with F = page - 132
+        the free space of an empty page; the payload is R minus the 36 bytes a record with a
+        UUID key adds (see the module docstring): 8089 bytes on 16K pages, 1945 on 4K pages.
         """
         free = self.page_size - PAGE_OVERHEAD
-        record = min((free + 1) // 2 - 1, REC_MAX_DATA_SIZE)
+        record = min((free - 1) // 2, REC_MAX_DATA_SIZE)
         return record - RECORD_OVERHEAD
 
     def _placement(self) -> str:
@@ -228,7 +229,7 @@ class MariaDBPopulate:
                         progress(committed)
             except BaseException:
                 if pending:
-                    conn.rollback()
+                    _rollback(conn)
                 raise
 
     def _load_server(self, conn: Any, spec: LoadSpec, count: int, per_statement: int,
@@ -258,7 +259,7 @@ class MariaDBPopulate:
                     done += rows
                     progress(rows)
             except BaseException:
-                conn.rollback()  # a failed CALL may leave its transaction open
+                _rollback(conn)  # a failed CALL may leave its transaction open
                 raise
 
     # --- measuring -------------------------------------------------------------------------
@@ -361,6 +362,12 @@ class MariaDBPopulate:
             pages=int(leaf_pages),
             page_size=self.page_size,
         )
+
+
+def _rollback(conn: Any) -> None:
+    """Roll back after a failure, keeping the failure's own error if the connection is gone."""
+    with contextlib.suppress(Exception):
+        conn.rollback()
 
 
 def _status(cur: Any, name: str) -> int | None:

@@ -100,6 +100,34 @@ class PopulateOptions:
         }
 
 
+IGNORED_ENTRIES = frozenset({"lost+found"})  # a fresh filesystem's root holds this
+
+
+def check_dirs(layout: Layout) -> None:
+    """Each directory of the layout must exist, be writable and hold nothing but iolab's own
+    entries, so that a run never mixes with (or measures around) someone else's files."""
+    named: list[tuple[str, Path]] = [("--data-dir", d) for d in layout.data_dirs]
+    if layout.wal_dir is not None:
+        named.append(("--wal-dir", layout.wal_dir))
+    if layout.temp_dir is not None:
+        named.append(("--temp-dir", layout.temp_dir))
+    for field_name, path in named:
+        if not path.is_dir():
+            raise BadInput(field_name, str(path), "give an existing directory")
+        foreign = sorted(
+            p.name
+            for p in path.iterdir()
+            if p.name not in IGNORED_ENTRIES and not p.name.startswith(".iolab-")
+        )
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise BadInput(
+                field_name,
+                str(path),
+                f"give an empty directory; it holds files iolab did not create ({shown})",
+            )
+
+
 def split(rows: int, parts: int) -> list[int]:
     """Rows per loader: as even as possible, the first ones taking the remainder."""
     base, extra = divmod(rows, parts)
@@ -179,7 +207,7 @@ def _failure(loaders: list[_Loader]) -> str:
 
 def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSink) -> None:
     """Provision the engine on the layout, load, measure, check, and remove the instance."""
-    options.validate()
+    options.validate()  # callers check the directories first (check_dirs), before recording a run
     layout = options.layout
     if catalog.is_server(options.engine) and "max_connections" not in layout.settings:
         # every loader needs a connection, plus the monitor and some headroom
