@@ -24,9 +24,9 @@ Page arithmetic (``payload_bytes``), for a page of P bytes (P = 16384 by default
   (8 or 16 bytes) + DB_TRX_ID 6 + DB_ROLL_PTR 7 + N payload bytes: R = N + 36 with a UUID key,
   N + 28 with a bigint;
 - two records fit when 2R + 1 <= F (the second insert also reserves a byte towards a further
-  page-directory slot), and a record that long stays in-line (InnoDB moves long columns
-  off-page only from a record of half the free space or more): R <= (F - 1) // 2 = 8125 on 16K
-  pages, so N = 8125 - 36 = 8089 for both key types (a bigint row is 8 bytes shorter: 8117);
+  page-directory slot), and a record that long still stays in-line (InnoDB moves long columns
+  off-page from a record of about half the free space): R <= (F - 1) // 2 = 8125 on 16K pages,
+  so N = 8125 - 36 = 8089 for both key types (a bigint row is 8 bytes shorter: 8117);
 - a third record does not fit: it would need 3R + 2 <= F, that is R <= 5416 on 16K pages, far
   below either row size. InnoDB also reserves 1/16 of a page (1024 bytes on 16K pages) on leaf
   pages of a clustered index filled in ascending (or descending) order, refusing an insert that
@@ -35,8 +35,10 @@ Page arithmetic (``payload_bytes``), for a page of P bytes (P = 16384 by default
 
 Measured with 600 rows on 16K pages: N = 8089 gives 301 leaf pages for both key types (two rows
 per page; the leftmost page keeps one row after the root split), N = 8090 gives 603 (one row per
-page) with UUID keys. 64K pages cannot hold a record of half a page in-line (records stop at
-16383 bytes) and are refused.
+page) with UUID keys, and N = 8098 does with bigint keys. On 4K and 8K pages too the computed N
+is the last width with two rows per page; on 32K pages one byte more moves the payload off-page.
+64K pages cannot hold a record of half a page in-line (records stop at 16383 bytes) and are
+refused.
 
 Loading: client mode runs one ``INSERT`` per statement from Python (pymysql interpolates the
 parameters on the client: there are no server-side prepared statements, and the statement text is
