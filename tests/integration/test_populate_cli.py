@@ -23,14 +23,12 @@ def iolab(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
     )
 
 
-def servers_of(user: str = "iolab") -> list[str]:
+def servers_of(under: Path) -> list[str]:
+    """Database server processes whose command line names a path under ``under``."""
     done = subprocess.run(
-        ["pgrep", "-u", user, "-a", "-f", "postgres|mariadbd"],
-        capture_output=True,
-        text=True,
-        check=False,
+        ["pgrep", "-a", "-f", "postgres|mariadbd"], capture_output=True, text=True, check=False
     )
-    return [line for line in done.stdout.splitlines() if line.strip()]
+    return [line for line in done.stdout.splitlines() if str(under) in line]
 
 
 def dirs(base: Path, *names: str) -> list[Path]:
@@ -197,7 +195,7 @@ def test_postgres_layout_wal_and_tablespaces(open_tmp: Path, results_db: Path) -
     assert doc["engine_version"].startswith("PostgreSQL 18")
     for d in (d0, d1, wal):
         assert list(d.iterdir()) == []
-    assert servers_of() == []
+    assert servers_of(open_tmp) == []
 
 
 def test_postgres_start_failure_shows_the_log(open_tmp: Path, results_db: Path) -> None:
@@ -240,15 +238,15 @@ def test_ctrl_c_leaves_no_server(open_tmp: Path, results_db: Path) -> None:
         text=True,
     )
     deadline = time.monotonic() + 120
-    while not servers_of() and time.monotonic() < deadline:
+    while not servers_of(open_tmp) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert servers_of(), "the server never started"
+    assert servers_of(open_tmp), "the server never started"
     time.sleep(3)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert servers_of() == []
+    assert servers_of(open_tmp) == []
     assert list(open_tmp.iterdir()) == []
     (run,) = json.loads(iolab("results", "list", "--json").stdout)
     assert run["status"] == "aborted"

