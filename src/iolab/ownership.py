@@ -68,3 +68,37 @@ def reap(directory: Path, kind: str) -> list[Path]:
                 entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
+
+
+def can_write(directory: Path) -> str | None:
+    """None if a file can really be created in ``directory``, else the reason it cannot.
+
+    os.access says yes to root even on a read-only mount or an immutable directory: try it.
+    """
+    probe = directory / owned_name("probe")
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    probe.unlink(missing_ok=True)
+    return None
+
+
+def remove(paths: list[Path]) -> list[Path]:
+    """Remove what iolab created (files, directories, symlinks: not their targets), newest first.
+
+    Returns the paths that could not be removed (already gone counts as removed).
+    """
+    left: list[Path] = []
+    for path in reversed(paths):
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            left.append(path)
+    return list(reversed(left))

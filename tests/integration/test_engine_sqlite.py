@@ -353,7 +353,7 @@ def test_missing_directory_is_bad_input(open_tmp: Path, field: str) -> None:
 def test_file_as_data_dir_is_bad_input(open_tmp: Path) -> None:
     plain = open_tmp / "plain"
     plain.write_text("")
-    with pytest.raises(BadInput, match="--data-dir.*not a directory"):
+    with pytest.raises(BadInput, match="--data-dir.*give a directory, not a file"):
         SQLiteEngine(Layout(data_dirs=(plain,))).provision()
 
 

@@ -24,7 +24,7 @@ from iolab.report import populate as populate_report
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.units import parse_size
-from iolab.workloads.populate import PopulateOptions, check_dirs, run_populate
+from iolab.workloads.populate import PopulateOptions, check_layout, run_populate
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -145,7 +145,7 @@ def scratch_dir(wanted: bool) -> Iterator[Path]:
 
 def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     options.validate()
-    check_dirs(options.layout)
+    check_layout(options.layout)
     layout = options.layout
     roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
     if layout.wal_dir:

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from iolab.errors import BadInput
+from iolab.ownership import can_write
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -30,6 +33,15 @@ class Layout:
     wal_dir: Path | None = None
     temp_dir: Path | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+
+    def named_dirs(self) -> list[tuple[str, Path]]:
+        """Every directory of the layout with the option that names it, for messages."""
+        named = [("--data-dir", d) for d in self.data_dirs]
+        if self.wal_dir is not None:
+            named.append(("--wal-dir", self.wal_dir))
+        if self.temp_dir is not None:
+            named.append(("--temp-dir", self.temp_dir))
+        return named
 
     def data_dir_for(self, index: int) -> Path:
         """The data directory of data file ``index`` (0-based), round-robin."""
@@ -78,6 +90,20 @@ class Engine(Protocol):
     def destroy(self) -> None:
         """Remove what provision() created, nothing else; safe to call twice."""
         ...
+
+
+def check_dirs(named: list[tuple[str, Path]]) -> None:
+    """Each directory must exist, be a directory, and really take a new file."""
+    for field_name, directory in named:
+        if not directory.exists():
+            raise BadInput(field_name, str(directory), "give an existing directory")
+        if not directory.is_dir():
+            raise BadInput(field_name, str(directory), "give a directory, not a file")
+        reason = can_write(directory)
+        if reason is not None:
+            raise BadInput(
+                field_name, str(directory), f"give a directory you can write to ({reason})"
+            )
 
 
 @contextmanager

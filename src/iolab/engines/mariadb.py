@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from iolab import ownership
-from iolab.engines.interface import Layout, Placement
+from iolab.engines.interface import Layout, Placement, check_dirs
 from iolab.engines.mariadb_load import MariaDBPopulate
 from iolab.engines.server_process import ServerUser, make_owned_dir, run_as, server_user, spawn
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
@@ -116,13 +116,6 @@ def server_variables(mariadbd: str) -> frozenset[str]:
     if not names:
         raise IolabError(f"could not read the list of server variables from {mariadbd} --help")
     return frozenset(names)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def _pymysql() -> Any:
@@ -226,13 +219,8 @@ class MariaDBEngine:
             dirs.append(("--temp-dir", layout.temp_dir))
         if self._workdir is not None:
             dirs.append(("workdir", self._workdir))
+        check_dirs(dirs)
         for field_name, path in dirs:
-            if not path.exists():
-                raise BadInput(field_name, str(path), "give an existing directory")
-            if not path.is_dir():
-                raise BadInput(field_name, str(path), "give a directory, not a file")
-            if not os.access(path, os.W_OK | os.X_OK):
-                raise BadInput(field_name, str(path), "give a directory you can write to")
             if _UNSAFE_PATH.search(str(path.resolve())):
                 raise BadInput(
                     field_name,
@@ -495,13 +483,7 @@ class MariaDBEngine:
 
     def destroy(self) -> None:
         self.stop()
-        left: list[Path] = []
-        for path in reversed(self._created):
-            _remove(path)
-            if path.exists() or path.is_symlink():
-                left.append(path)
-        self._created = left
-        if left:
-            raise IolabError(
-                "could not remove " + ", ".join(str(p) for p in left) + "; remove them by hand"
-            )
+        self._created = ownership.remove(self._created)
+        if self._created:
+            left = ", ".join(str(p) for p in self._created)
+            raise IolabError(f"could not remove what MariaDB left: {left}; remove it by hand")

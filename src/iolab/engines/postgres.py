@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from iolab.engines.interface import Layout, Placement
+from iolab.engines.interface import Layout, Placement, check_dirs
 from iolab.engines.postgres_load import PostgresPopulate
 from iolab.engines.server_process import (
     ServerUser,
@@ -37,7 +37,7 @@ from iolab.engines.server_process import (
     spawn,
 )
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
-from iolab.ownership import owned_name, reap
+from iolab.ownership import owned_name, reap, remove
 from iolab.process import tail
 
 if TYPE_CHECKING:
@@ -337,13 +337,7 @@ class PostgresEngine:
             dirs.append(("--wal-dir", layout.wal_dir))
         if layout.temp_dir is not None:
             dirs.append(("--temp-dir", layout.temp_dir))
-        for field_name, directory in dirs:
-            if not directory.exists():
-                raise BadInput(field_name, str(directory), "give an existing directory")
-            if not directory.is_dir():
-                raise BadInput(field_name, str(directory), "it is not a directory; give one")
-            if not os.access(directory, os.W_OK | os.X_OK):
-                raise BadInput(field_name, str(directory), "it is not writable; give one that is")
+        check_dirs(dirs)
 
     def _validate_settings(self, layout: Layout, known: set[str]) -> None:
         unchecked: list[str] = []
@@ -588,22 +582,10 @@ class PostgresEngine:
     def destroy(self) -> None:
         """Stop the server if needed, then remove exactly what provision() created."""
         self.stop()
-        failed: list[Path] = []
-        problems: list[str] = []
-        for path in reversed(self._created):
-            try:
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink(missing_ok=True)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                failed.append(path)
-                problems.append(f"{path}: {exc.strerror or exc}")
-        self._created = list(reversed(failed))
-        if problems:
-            raise IolabError("could not remove what PostgreSQL left: " + "; ".join(problems))
+        self._created = remove(self._created)
+        if self._created:
+            left = ", ".join(str(p) for p in self._created)
+            raise IolabError(f"could not remove what PostgreSQL left: {left}; remove it by hand")
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -28,8 +28,6 @@ per-database and to the connection otherwise; ``page_size`` is fixed when a file
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping
@@ -37,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from iolab.engines.interface import Layout, Placement
+from iolab.engines.interface import Layout, Placement, check_dirs
 from iolab.engines.sqlite_load import SQLitePopulate
 from iolab.errors import BadInput, IolabError, RunFailed
-from iolab.ownership import owned_name, reap
+from iolab.ownership import owned_name, reap, remove
 
 # Kinds of what this engine creates (see iolab.ownership).
 KIND_DATA = "sqlite"
@@ -380,13 +378,7 @@ class SQLiteEngine:
         dirs: list[tuple[str, Path]] = [("--data-dir", d) for d in layout.data_dirs]
         if layout.temp_dir is not None:
             dirs.append(("--temp-dir", layout.temp_dir))
-        for field_name, directory in dirs:
-            if not directory.exists():
-                raise BadInput(field_name, str(directory), "give an existing directory")
-            if not directory.is_dir():
-                raise BadInput(field_name, str(directory), "it is not a directory; give one")
-            if not _can_create_in(directory):
-                raise BadInput(field_name, str(directory), "it is not writable; give one that is")
+        check_dirs(dirs)
 
     @staticmethod
     def _attach_limit() -> int:
@@ -574,22 +566,10 @@ class SQLiteEngine:
     def destroy(self) -> None:
         """Stop, then remove exactly what provision() created; safe to call twice."""
         self.stop()
-        failed: list[Path] = []
-        problems: list[str] = []
-        for path in reversed(self._created):
-            try:
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink(missing_ok=True)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                failed.append(path)
-                problems.append(f"{path}: {exc.strerror or exc}")
-        self._created = list(reversed(failed))
-        if problems:
-            raise IolabError("could not remove what SQLite left: " + "; ".join(problems))
+        self._created = remove(self._created)
+        if self._created:
+            left = ", ".join(str(p) for p in self._created)
+            raise IolabError(f"could not remove what SQLite left: {left}; remove it by hand")
 
 
 def _reading(pragma: Pragma, value: object) -> str:
@@ -599,17 +579,3 @@ def _reading(pragma: Pragma, value: object) -> str:
     if pragma.names and isinstance(value, int) and 0 <= value < len(pragma.names):
         return pragma.names[value]
     return str(value).lower() if isinstance(value, str) else str(value)
-
-
-def _can_create_in(directory: Path) -> bool:
-    """Whether a file can really be created in ``directory`` (root ignores permission bits,
-    read-only mounts and full disks do not)."""
-    probe = directory / owned_name(KIND_DATA)
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError:
-        return False
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        probe.unlink()
-    return True

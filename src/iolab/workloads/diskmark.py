@@ -8,7 +8,6 @@ the block device, so cache speed is never reported as disk speed.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -192,12 +191,9 @@ def check_target(options: DiskOptions) -> PathDevice:
         raise BadInput("PATH", str(path), "give an existing directory to test")
     if not path.is_dir():
         raise BadInput("PATH", str(path), "give a directory; iolab creates its test file there")
-    try:  # os.access says yes to root even on a read-only or immutable directory: really try
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        allowed = f"give a directory you can write to ({exc.strerror})"
-        raise BadInput("PATH", str(path), allowed) from exc
+    reason = ownership.can_write(path)
+    if reason is not None:
+        raise BadInput("PATH", str(path), f"give a directory you can write to ({reason})")
     target = describe(path)
     if options.size > target.free_bytes:
         raise BadInput(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.interface import Layout, Placement, running
+from iolab.engines.interface import Layout, Placement, check_dirs, running
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode, LoadSpec, PopulateDialect
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
@@ -103,17 +103,12 @@ class PopulateOptions:
 IGNORED_ENTRIES = frozenset({"lost+found"})  # a fresh filesystem's root holds this
 
 
-def check_dirs(layout: Layout) -> None:
+def check_layout(layout: Layout) -> None:
     """Each directory of the layout must exist, be writable and hold nothing but iolab's own
     entries, so that a run never mixes with (or measures around) someone else's files."""
-    named: list[tuple[str, Path]] = [("--data-dir", d) for d in layout.data_dirs]
-    if layout.wal_dir is not None:
-        named.append(("--wal-dir", layout.wal_dir))
-    if layout.temp_dir is not None:
-        named.append(("--temp-dir", layout.temp_dir))
+    named = layout.named_dirs()
+    check_dirs(named)
     for field_name, path in named:
-        if not path.is_dir():
-            raise BadInput(field_name, str(path), "give an existing directory")
         foreign = sorted(
             p.name
             for p in path.iterdir()
@@ -207,7 +202,7 @@ def _failure(loaders: list[_Loader]) -> str:
 
 def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSink) -> None:
     """Provision the engine on the layout, load, measure, check, and remove the instance."""
-    options.validate()  # callers check the directories first (check_dirs), before recording a run
+    options.validate()  # callers check the directories first (check_layout), before recording a run
     layout = options.layout
     if catalog.is_server(options.engine) and "max_connections" not in layout.settings:
         # every loader needs a connection, plus the monitor and some headroom
