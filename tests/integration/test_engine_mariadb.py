@@ -188,3 +188,19 @@ def test_server_that_dies_at_start_fails_with_log_tail(open_tmp: Path) -> None:
     assert engine.pid is None
     assert list(data.iterdir()) == []
     assert list(work.iterdir()) == []
+
+
+def test_missing_server_binaries_say_how_to_install(
+    open_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import iolab.engines.mariadb as mariadb_module
+    from iolab.errors import MissingTool
+
+    monkeypatch.setenv("PATH", str(open_tmp))
+    monkeypatch.setattr(mariadb_module, "SEARCH_DIRS", (open_tmp,))
+    (data,) = make_dirs(open_tmp, "data")
+    with pytest.raises(MissingTool) as err:
+        MariaDBEngine(Layout(data_dirs=(data,))).provision()
+    assert "mariadb-server is not installed" in str(err.value)
+    assert "apt-get install mariadb-server" in str(err.value)
+    assert list(data.iterdir()) == []
