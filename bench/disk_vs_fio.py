@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shlex
 import shutil
 import statistics
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compare import geometric_mean, json_number, mark, ratio, spread
 from iolab import ownership
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.fio.jobs import FioJob, command
@@ -141,28 +141,6 @@ def run_plain(argv: Sequence[str], duration: float) -> Sample:
 # --- results --------------------------------------------------------------------------------
 
 
-def _ratio(a: float, b: float) -> float:
-    return a / b if b > 0 else math.nan
-
-
-def _spread(values: Sequence[float]) -> float:
-    """(max - min) / median: how much the rounds of one side disagree."""
-    mid = statistics.median(values)
-    return (max(values) - min(values)) / mid if mid > 0 else math.nan
-
-
-def _num(value: float) -> float | None:
-    """JSON has no NaN: an undefined ratio (a side that moved nothing) becomes null."""
-    return value if math.isfinite(value) else None
-
-
-def geometric_mean(values: Sequence[float]) -> float:
-    usable = [v for v in values if v > 0 and math.isfinite(v)]
-    if not usable or len(usable) != len(values):
-        return math.nan
-    return math.exp(statistics.fmean(math.log(v) for v in usable))
-
-
 @dataclass
 class Comparison:
     label: str
@@ -181,11 +159,11 @@ class Comparison:
 
     @property
     def mbps_ratio(self) -> float:
-        return _ratio(self.iolab_mbps, self.fio_mbps)
+        return ratio(self.iolab_mbps, self.fio_mbps)
 
     @property
     def wall_ratio(self) -> float:
-        return _ratio(
+        return ratio(
             statistics.median(s.wall for s in self.iolab),
             statistics.median(s.wall for s in self.fio),
         )
@@ -193,10 +171,10 @@ class Comparison:
     def as_json(self) -> dict[str, object]:
         return {
             "test": self.label,
-            "iolab_mbps_median": _num(self.iolab_mbps),
-            "fio_mbps_median": _num(self.fio_mbps),
-            "mbps_ratio": _num(self.mbps_ratio),
-            "wall_ratio": _num(self.wall_ratio),
+            "iolab_mbps_median": json_number(self.iolab_mbps),
+            "fio_mbps_median": json_number(self.fio_mbps),
+            "mbps_ratio": json_number(self.mbps_ratio),
+            "wall_ratio": json_number(self.wall_ratio),
             "iolab_mbps": [s.mbps for s in self.iolab],
             "fio_mbps": [s.mbps for s in self.fio],
             "iolab_wall_seconds": [s.wall for s in self.iolab],
@@ -231,10 +209,6 @@ def verdict(results: Sequence[Comparison]) -> Verdict:
     )
 
 
-def _mark(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 def render_table(results: Sequence[Comparison], v: Verdict, header: str) -> str:
     lines = [header, ""]
     cols = ("test", "iolab MB/s", "spread", "fio MB/s", "spread", "MB/s ratio", "wall ratio")
@@ -246,9 +220,9 @@ def render_table(results: Sequence[Comparison], v: Verdict, header: str) -> str:
             row.format(
                 r.label,
                 f"{r.iolab_mbps:.1f}",
-                f"{_spread([s.mbps for s in r.iolab]):.0%}",
+                f"{spread([s.mbps for s in r.iolab]):.0%}",
                 f"{r.fio_mbps:.1f}",
-                f"{_spread([s.mbps for s in r.fio]):.0%}",
+                f"{spread([s.mbps for s in r.fio]):.0%}",
                 f"{r.mbps_ratio:.3f}",
                 f"{r.wall_ratio:.3f}",
             )
@@ -258,9 +232,9 @@ def render_table(results: Sequence[Comparison], v: Verdict, header: str) -> str:
         "MB/s: median over rounds; spread: (max - min) / median of a side's rounds; "
         "ratios are iolab / fio.",
         f"geometric mean MB/s ratio: {v.mbps_geomean:.3f}  "
-        f"(target 1.00 +/- {MBPS_TOLERANCE:.2f})  {_mark(v.mbps_pass)}",
+        f"(target 1.00 +/- {MBPS_TOLERANCE:.2f})  {mark(v.mbps_pass)}",
         f"geometric mean wall ratio: {v.wall_geomean:.3f}  "
-        f"(target <= {WALL_LIMIT:.2f})        {_mark(v.wall_pass)}",
+        f"(target <= {WALL_LIMIT:.2f})        {mark(v.wall_pass)}",
         "verdict: "
         + (
             "PASS: iolab adds no measurable overhead over plain fio"
@@ -413,13 +387,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rounds": args.rounds,
             "fio": fio_version(),
             "tests": [r.as_json() for r in results],
-            "mbps_ratio_geomean": _num(v.mbps_geomean),
+            "mbps_ratio_geomean": json_number(v.mbps_geomean),
             "mbps_target": [1.0 - MBPS_TOLERANCE, 1.0 + MBPS_TOLERANCE],
             "mbps_pass": v.mbps_pass,
-            "wall_ratio_geomean": _num(v.wall_geomean),
+            "wall_ratio_geomean": json_number(v.wall_geomean),
             "wall_target_max": WALL_LIMIT,
             "wall_pass": v.wall_pass,
-            "verdict": _mark(v.passed),
+            "verdict": mark(v.passed),
         }
         print(json.dumps(doc, indent=2))
     else:

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
+from compare import json_number, mark, ratio, spread
 from iolab.engines.interface import Layout, running
 from iolab.engines.loading import TABLE, KeyKind, LoadMethod, LoadMode
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
@@ -323,20 +324,6 @@ def check_same_table(iolab: dict[str, Any], pgbench: dict[str, Any]) -> None:
 # --- results --------------------------------------------------------------------------------
 
 
-def _ratio(a: float, b: float) -> float:
-    return a / b if b > 0 else math.nan
-
-
-def _spread(values: Sequence[float]) -> float:
-    """(max - min) / median: how much the rounds of one side disagree."""
-    mid = statistics.median(values)
-    return (max(values) - min(values)) / mid if mid > 0 else math.nan
-
-
-def _num(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 @dataclass
 class Comparison:
     connections: int
@@ -353,19 +340,19 @@ class Comparison:
 
     @property
     def client_ratio(self) -> float:
-        return _ratio(self.median(CLIENT), self.median(PGBENCH))
+        return ratio(self.median(CLIENT), self.median(PGBENCH))
 
     @property
     def client_vs_bound(self) -> float:
-        return _ratio(self.median(CLIENT), self.median(BOUND))
+        return ratio(self.median(CLIENT), self.median(BOUND))
 
     @property
     def server_ratio(self) -> float:
-        return _ratio(self.median(SERVER), self.median(PGBENCH))
+        return ratio(self.median(SERVER), self.median(PGBENCH))
 
     @property
     def server_vs_client(self) -> float:
-        return _ratio(self.median(SERVER), self.median(CLIENT))
+        return ratio(self.median(SERVER), self.median(CLIENT))
 
     @property
     def passed(self) -> bool:
@@ -375,27 +362,23 @@ class Comparison:
         doc: dict[str, object] = {"connections": self.connections, "rows": self.rows}
         for side in SIDES:
             key = side.replace(" ", "_")
-            doc[f"{key}_rows_per_second_median"] = _num(self.median(side))
+            doc[f"{key}_rows_per_second_median"] = json_number(self.median(side))
             doc[f"{key}_rows_per_second"] = [s.rows_per_second for s in self.samples[side]]
             doc[f"{key}_seconds"] = [s.seconds for s in self.samples[side]]
             doc[f"{key}_pages_per_row"] = [s.pages_per_row for s in self.samples[side]]
         for side in (PGBENCH, BOUND):
             key = side.replace(" ", "_")
-            doc[f"{key}_tps_median"] = _num(self.tps(side))
+            doc[f"{key}_tps_median"] = json_number(self.tps(side))
             doc[f"{key}_tps"] = [s.tps for s in self.samples[side]]
             doc[f"{key}_connect_ms"] = [s.connect_ms for s in self.samples[side]]
-        doc["client_vs_pgbench"] = _num(self.client_ratio)
-        doc["client_vs_pgbench_bound"] = _num(self.client_vs_bound)
-        doc["server_vs_pgbench"] = _num(self.server_ratio)
-        doc["server_vs_client"] = _num(self.server_vs_client)
-        doc["verdict"] = _mark(self.passed)
+        doc["client_vs_pgbench"] = json_number(self.client_ratio)
+        doc["client_vs_pgbench_bound"] = json_number(self.client_vs_bound)
+        doc["server_vs_pgbench"] = json_number(self.server_ratio)
+        doc["server_vs_client"] = json_number(self.server_vs_client)
+        doc["verdict"] = mark(self.passed)
         doc["pgbench_command"] = self.pgbench_argv
         doc["pgbench_bound_command"] = self.bound_argv
         return doc
-
-
-def _mark(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
 
 
 def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[str]) -> str:
@@ -427,7 +410,7 @@ def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[s
                 f"{r.median(SERVER):,.0f}",
                 f"{r.server_ratio:.3f}",
                 f"{r.server_vs_client:.3f}",
-                _mark(r.passed),
+                mark(r.passed),
             )
         )
     lines += ["", "pgbench with the payload bound as a parameter, as iolab sends it (no verdict):"]
@@ -441,7 +424,7 @@ def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[s
                 r.connections,
                 f"{r.median(BOUND):,.0f}",
                 f"{r.tps(BOUND):,.0f}",
-                f"{_ratio(r.median(BOUND), r.median(PGBENCH)):.3f}",
+                f"{ratio(r.median(BOUND), r.median(PGBENCH)):.3f}",
                 f"{r.client_vs_bound:.3f}",
             )
         )
@@ -452,7 +435,7 @@ def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[s
             lines.append(
                 f"  C={r.connections:<4} {side:<13} "
                 + " ".join(f"{v:>9,.0f}" for v in values)
-                + f"   spread {_spread(values):.0%}"
+                + f"   spread {spread(values):.0%}"
             )
     passed = all(r.passed for r in results)
     lines += [
@@ -610,7 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pgbench_script": scripts[0],
             "pgbench_bound_script": scripts[1],
             "results": [r.as_json() for r in results],
-            "verdict": _mark(all(r.passed for r in results)),
+            "verdict": mark(all(r.passed for r in results)),
         }
         print(json.dumps(doc, indent=2))
     else:
