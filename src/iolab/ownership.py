@@ -18,11 +18,16 @@ _PATTERN = re.compile(
 )
 
 
-def _boot_tag() -> str:
+def boot_id() -> str:
+    """This boot's id: a pid only names the same process within one boot."""
     try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
-        return "00000000"
+        return ""
+
+
+def _boot_tag() -> str:
+    return (boot_id().replace("-", "") or "0" * 8)[:8]
 
 
 def owned_name(kind: str) -> str:
@@ -32,7 +37,7 @@ def owned_name(kind: str) -> str:
     return f".iolab-{kind}-{os.getpid()}-{_boot_tag()}-{secrets.token_hex(4)}"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -50,7 +55,7 @@ def is_orphan(path: Path, kind: str) -> bool:
     if m.group("boot") != _boot_tag():
         return True  # created before the last reboot
     pid = int(m.group("pid"))
-    return pid != os.getpid() and not _alive(pid)
+    return pid != os.getpid() and not process_alive(pid)
 
 
 def reap(directory: Path, kind: str) -> list[Path]:

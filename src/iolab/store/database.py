@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import BadInput, IolabError
+from iolab.ownership import boot_id, process_alive
 from iolab.results import (
     CellId,
     DiskPass,
@@ -37,13 +38,6 @@ def default_path() -> Path:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
 
 
 @dataclass(frozen=True)
@@ -122,7 +116,7 @@ class Store:
             cur = c.execute(
                 "INSERT INTO runs (experiment_id, cell_id, repetition, status, started_at, env_id,"
                 " pid, boot_id) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-                (experiment, cell, repetition, _now(), env, os.getpid(), _boot_id()),
+                (experiment, cell, repetition, _now(), env, os.getpid(), boot_id()),
             )
         return RunId(int(cur.lastrowid or 0))
 
@@ -143,12 +137,12 @@ class Store:
 
     def reap_stale(self) -> int:
         """Mark runs left 'running' by a process that is gone as aborted; returns how many."""
-        boot = _boot_id()
+        boot = boot_id()
         stale = []
         for run_id, pid, run_boot in self.conn.execute(
             "SELECT id, pid, boot_id FROM runs WHERE status = 'running'"
         ):
-            alive = run_boot == boot and pid is not None and _pid_alive(int(pid))
+            alive = run_boot == boot and pid is not None and process_alive(int(pid))
             if not alive:
                 stale.append(run_id)
         if stale:
@@ -217,16 +211,6 @@ class Store:
                 )
             )
         return out
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:
