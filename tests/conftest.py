@@ -36,3 +36,20 @@ def results_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def make_dirs(base: Path, *names: str) -> list[Path]:
+    """Fresh subdirectories of ``base`` that the server user can enter (mode 0755)."""
+    made = []
+    for name in names:
+        path = base / name
+        path.mkdir()
+        path.chmod(0o755)
+        made.append(path)
+    return made
+
+
+requires_mariadb = pytest.mark.skipif(
+    not any(shutil.which(n) or Path("/usr/sbin", n).exists() for n in ("mariadbd", "mysqld")),
+    reason="mariadb-server is not installed",
+)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -10,28 +9,16 @@ import pytest
 from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.errors import BadInput, RunFailed
+from tests.conftest import make_dirs, requires_mariadb
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(
-        not any(shutil.which(n) or Path("/usr/sbin", n).exists() for n in ("mariadbd", "mysqld")),
-        reason="mariadb-server is not installed",
-    ),
+    requires_mariadb,
 ]
 
 pytest.importorskip("pymysql")
 
 ROWS = 1000
-
-
-def make_dirs(base: Path, *names: str) -> list[Path]:
-    made = []
-    for name in names:
-        path = base / name
-        path.mkdir()
-        path.chmod(0o755)
-        made.append(path)
-    return made
 
 
 def process_gone(pid: int) -> bool:

@@ -19,20 +19,12 @@ from iolab.engines.postgres import PostgresEngine
 from iolab.engines.server_process import server_user
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
 from iolab.ownership import owned_name
-from tests.conftest import is_root
+from tests.conftest import is_root, make_dirs
 
 pytestmark = pytest.mark.integration
 
 SEGMENT = re.compile(r"^[0-9A-F]{24}$")
 DEBIAN_PG15 = Path("/usr/lib/postgresql/15/bin")
-
-
-def make_dirs(base: Path, *names: str) -> list[Path]:
-    made = []
-    for name in names:
-        (base / name).mkdir()
-        made.append(base / name)
-    return made
 
 
 def files_under(path: Path) -> list[Path]:

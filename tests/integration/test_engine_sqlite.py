@@ -14,19 +14,12 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.sqlite import SQLiteConnection, SQLiteEngine
 from iolab.errors import BadInput, IolabError
 from iolab.ownership import owned_name
+from tests.conftest import make_dirs
 
 pytestmark = pytest.mark.integration
 
 ROWS_PER_SCHEMA = 100
 BATCH = 10
-
-
-def make_dirs(base: Path, *names: str) -> list[Path]:
-    made = []
-    for name in names:
-        (base / name).mkdir()
-        made.append(base / name)
-    return made
 
 
 def header_page_size(path: Path) -> int:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import make_dirs
+
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
 
@@ -31,17 +33,8 @@ def servers_of(under: Path) -> list[str]:
     return [line for line in done.stdout.splitlines() if str(under) in line]
 
 
-def dirs(base: Path, *names: str) -> list[Path]:
-    out = []
-    for n in names:
-        (base / n).mkdir()
-        (base / n).chmod(0o755)
-        out.append(base / n)
-    return out
-
-
 def test_sqlite_two_files_on_two_dirs(open_tmp: Path, results_db: Path) -> None:
-    a, b = dirs(open_tmp, "a", "b")
+    a, b = make_dirs(open_tmp, "a", "b")
     done = iolab(
         "populate",
         "--engine",
@@ -163,7 +156,7 @@ def test_disk_full_fails_the_run_and_touches_nothing_else(
 
 
 def test_postgres_layout_wal_and_tablespaces(open_tmp: Path, results_db: Path) -> None:
-    d0, d1, wal = dirs(open_tmp, "d0", "d1", "wal")
+    d0, d1, wal = make_dirs(open_tmp, "d0", "d1", "wal")
     done = iolab(
         "populate",
         "--engine",

@@ -35,13 +35,11 @@ from iolab.engines.loading import (
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.mariadb_load import MariaDBPopulate
 from iolab.errors import BadInput
+from tests.conftest import make_dirs, requires_mariadb
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(
-        not any(shutil.which(n) or Path("/usr/sbin", n).exists() for n in ("mariadbd", "mysqld")),
-        reason="mariadb-server is not installed",
-    ),
+    requires_mariadb,
 ]
 
 pytest.importorskip("pymysql")
@@ -58,16 +56,6 @@ COMBOS = [
     (LoadMethod.INSERT, LoadMode.SERVER, 1, 1),
     (LoadMethod.INSERT, LoadMode.SERVER, 10, 1),
 ]
-
-
-def make_dirs(base: Path, *names: str) -> list[Path]:
-    made = []
-    for name in names:
-        path = base / name
-        path.mkdir()
-        path.chmod(0o755)
-        made.append(path)
-    return made
 
 
 @pytest.fixture(scope="module")
