@@ -15,9 +15,9 @@ per implicit transaction, four ways:
   of the pgbench process (so it includes pgbench's start and its C connections); pgbench's own
   tps (without the initial connection time) is reported beside it;
 * **pgbench bound** (information, no verdict): the same pgbench run with the payload sent by
-  the client as a bound parameter (``-D payload=aaa...`` and ``VALUES (:payload)``), which is
-  what iolab's client mode puts on the wire: 4 KB per row through the socket and the server's
-  char(N) input function, where the script above builds the payload inside the server;
+  the client as a bound parameter (``-D payload=aaa...`` and ``VALUES (:payload)``): what
+  sending 4 KB per row through the socket and the char(N) input function costs. iolab's client
+  mode sends no payload: the column's default, ``repeat('a', N)``, fills it in the server;
 * **iolab server**: ``load_and_measure`` with ``mode=server`` (one ``CALL iolab_load`` per
   connection, the loop and its COMMITs inside the server).
 
@@ -130,16 +130,17 @@ def create_table_sql(dialect: PostgresPopulate) -> list[sql.Composed]:
 
     Same as ``PostgresPopulate.create_table`` for a single data file: a plain (not partitioned)
     table and its primary-key index in the layout's tablespace, fillfactor 100, the payload
-    NOT NULL and PLAIN (in CREATE TABLE from 16 on, so that no TOAST table is made at all).
+    NOT NULL, PLAIN (in CREATE TABLE from 16 on, so that no TOAST table is made at all) and
+    defaulting to the full-width payload.
     """
     table = sql.Identifier(TABLE)
     space = sql.Identifier(dialect.tablespaces[0])
     width = sql.Literal(dialect.payload_bytes())
     # From 16 on, STORAGE in CREATE TABLE (as iolab does): the table gets no TOAST table.
     payload = (
-        "payload char({width}) STORAGE PLAIN NOT NULL"
+        "payload char({width}) STORAGE PLAIN NOT NULL DEFAULT repeat('a', {width})"
         if dialect.server_version_num >= 160000
-        else "payload char({width}) NOT NULL"
+        else "payload char({width}) NOT NULL DEFAULT repeat('a', {width})"
     )
     create = sql.SQL(" ").join(
         [

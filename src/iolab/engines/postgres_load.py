@@ -52,7 +52,7 @@ UUIDV7_FUNCTION = "iolab_uuidv7"  # for servers before 18, which have no uuidv7(
 PROGRESS_NOTICE = "iolab progress "  # the procedure's NOTICE after a commit: "iolab progress 123"
 PROGRESS_INTERVAL = 0.5  # seconds between the procedure's progress notices
 MAX_PARAMETERS = 65535  # bind parameters in one statement (protocol limit)
-PAYLOAD_CHAR = "a"  # the seed's DEFAULT 'a'; the full width is sent, not left to padding
+PAYLOAD_CHAR = "a"  # the payload column defaults to repeat('a', N): full width, not padding
 _STATEMENT_IDS = itertools.count()  # unique names for the statements the libpq path prepares
 
 
@@ -90,6 +90,20 @@ def _key_expression(key: KeyKind, server_version_num: int) -> str | None:
     if key is KeyKind.ORDERED_UUID:
         return "uuidv7()" if server_version_num >= 180000 else f"{UUIDV7_FUNCTION}()"
     return None
+
+
+def _insert_statement(k: int, with_key: bool, placeholder: str) -> str:
+    """An INSERT of k rows in which the payload is the column's default, as in the seed.
+
+    Only the key travels from the client (for UUID keys): the server fills the payload with
+    ``repeat('a', N)``, as pgbench's equivalent script and the seed's ``DEFAULT 'a'`` do.
+    ``placeholder`` is ``%s`` (psycopg) or ``$`` (libpq: ``$1``, ``$2``, ...).
+    """
+    if not with_key:
+        rows = ", ".join(["(DEFAULT)"] * k)
+        return f"INSERT INTO {TABLE} (payload) VALUES {rows}"
+    marks = [f"${i + 1}" if placeholder == "$" else placeholder for i in range(k)]
+    return f"INSERT INTO {TABLE} (id) VALUES " + ", ".join(f"({m})" for m in marks)
 
 
 # A version-7 UUID (RFC 9562) for servers without uuidv7(): the random bits of a version-4 UUID
@@ -208,8 +222,10 @@ class PostgresPopulate:
         key_type = sql.SQL("bigserial" if spec.key is KeyKind.SEQUENTIAL else "uuid")
         # From 16 on, STORAGE in CREATE TABLE: a plain table gets no TOAST table at all.
         plain = " STORAGE PLAIN" if self.server_version_num >= 160000 else ""
-        payload_type = sql.SQL("char({})" + plain + " NOT NULL").format(
-            sql.Literal(spec.payload_bytes)
+        payload_type = sql.SQL("char({})" + plain + " NOT NULL DEFAULT repeat({}, {})").format(
+            sql.Literal(spec.payload_bytes),
+            sql.Literal(PAYLOAD_CHAR),
+            sql.Literal(spec.payload_bytes),
         )
         storage = sql.SQL("ALTER TABLE {} ALTER COLUMN payload SET STORAGE PLAIN").format(table)
         statements: list[sql.SQL | sql.Composed] = [
@@ -347,24 +363,15 @@ class PostgresPopulate:
 
     def _inserter(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> Callable[[int], None]:
         """A function inserting k rows in one prepared INSERT (a statement per distinct k)."""
-        payload = PAYLOAD_CHAR * spec.payload_bytes
         make_key = key_factory(spec.key)
         cur = conn.cursor()
-        columns, one = ("payload", "(%s)") if make_key is None else ("id, payload", "(%s, %s)")
-        head = f"INSERT INTO {TABLE} ({columns}) VALUES "
         queries: dict[int, str] = {}
 
         def insert(k: int) -> None:
             query = queries.get(k)
             if query is None:
-                query = queries[k] = head + ", ".join([one] * k)
-            params: list[object]
-            if make_key is None:
-                params = [payload] * k
-            else:
-                params = []
-                for _ in range(k):
-                    params += (uuid.UUID(bytes=make_key()), payload)
+                query = queries[k] = _insert_statement(k, make_key is not None, "%s")
+            params = [] if make_key is None else [uuid.UUID(bytes=make_key()) for _ in range(k)]
             cur.execute(query, params, prepare=True)
 
         return insert
@@ -374,13 +381,13 @@ class PostgresPopulate:
     ) -> Callable[[int], None]:
         """:meth:`_inserter` for a connection in autocommit, straight through psycopg's libpq.
 
-        Each k gets a statement prepared once; a call is then a PQsendQueryPrepared with the
-        payload encoded once for all, a wait on the socket and the result. The cursor path
-        spends ~10 us of Python per statement on one connection, 40-60 us with 16-64 loader
-        threads (query conversion, adaptation, prepared-statement bookkeeping, and every GIL
-        hand-over of its generator-driven wait); with one row per statement that capped the
-        seed's client mode at 60-75% of pgbench on a 2-CPU machine, where the client's CPU is
-        the server's. This path costs ~20 us a row under the same threads (pgbench: ~14).
+        Each k gets a statement prepared once; a call is then a PQsendQueryPrepared, a wait on
+        the socket and the result. The cursor path spends ~10 us of Python per statement on one
+        connection, 40-60 us with 16-64 loader threads (query conversion, adaptation,
+        prepared-statement bookkeeping, and every GIL hand-over of its generator-driven wait);
+        with one row per statement that capped the seed's client mode at 60-75% of pgbench on a
+        2-CPU machine, where the client's CPU is the server's. This path costs ~20 us a row
+        under the same threads (pgbench: ~14).
 
         There is no BEGIN here (psycopg's cursor sends one when autocommit is off): use it on
         a connection in autocommit only, where each statement is its own transaction.
@@ -390,9 +397,7 @@ class PostgresPopulate:
 
         pgconn = conn.pgconn
         encoding = conn.info.encoding
-        payload = (PAYLOAD_CHAR * spec.payload_bytes).encode()
         make_key = key_factory(spec.key)
-        columns, per_row = ("payload", 1) if make_key is None else ("id, payload", 2)
         prefix = f"iolab_insert_{next(_STATEMENT_IDS)}_"
         names: dict[int, bytes] = {}
         poller = select.poll()
@@ -415,21 +420,12 @@ class PostgresPopulate:
         def insert(k: int) -> None:
             name = names.get(k)
             if name is None:
-                rows = ", ".join(
-                    "(" + ", ".join(f"${i * per_row + j + 1}" for j in range(per_row)) + ")"
-                    for i in range(k)
-                )
                 name = f"{prefix}{k}".encode()
-                pgconn.send_prepare(name, f"INSERT INTO {TABLE} ({columns}) VALUES {rows}".encode())
+                text = _insert_statement(k, make_key is not None, "$")
+                pgconn.send_prepare(name, text.encode())
                 result()
                 names[k] = name
-            params: list[bytes]
-            if make_key is None:
-                params = [payload] * k
-            else:
-                params = []
-                for _ in range(k):
-                    params += (make_key().hex().encode(), payload)
+            params = [] if make_key is None else [make_key().hex().encode() for _ in range(k)]
             pgconn.send_query_prepared(name, params)
             result()
 
@@ -558,14 +554,14 @@ class PostgresPopulate:
                 "COPY FROM STDIN needs the client to send the rows: use --mode client, "
                 "or --method multirow for batches inside the server",
             )
-        per_row = 1 if spec.key is KeyKind.SEQUENTIAL else 2
         if (
             spec.method is LoadMethod.MULTIROW
             and spec.mode is LoadMode.CLIENT
-            and spec.batch * per_row > MAX_PARAMETERS
+            and spec.key is not KeyKind.SEQUENTIAL
+            and spec.batch > MAX_PARAMETERS
         ):
             raise BadInput(
                 "batch",
                 spec.batch,
-                f"a multirow INSERT takes at most {MAX_PARAMETERS // per_row} rows with this key",
+                f"a multirow INSERT takes at most {MAX_PARAMETERS} rows with a UUID key",
             )

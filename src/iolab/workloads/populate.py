@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from iolab.engines import catalog
+from iolab.engines import catalog, external
+from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Layout, Placement, check_dirs, running
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode, LoadSpec, PopulateDialect
 from iolab.errors import BadInput, RunFailed
@@ -33,6 +34,7 @@ STATIC_METHODS: Mapping[str, frozenset[LoadMethod]] = {
     "sqlite": frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW}),
 }
 PROGRESS_EVERY = 0.5  # seconds between progress events
+STOP_TIMEOUT = 10.0  # seconds to wait for loaders to stop before their connections close
 FILL_TOLERANCE = 0.10  # pages per row may exceed the target by this much before it is flagged
 
 
@@ -53,11 +55,18 @@ class PopulateOptions:
     key: KeyKind = KeyKind.SEQUENTIAL
     batch: int = 100
     pg_bin: Path | None = None
+    dsn: ExternalTarget | None = None  # a server iolab does not manage, instead of a layout
 
     def validate(self) -> None:
         """Refuse what cannot run, before any server starts."""
         if self.engine not in catalog.ENGINES:
             raise BadInput.choice("--engine", self.engine, catalog.ENGINES)
+        if self.dsn is not None:
+            if self.engine != self.dsn.engine:
+                raise BadInput(
+                    "--engine", self.engine, f"{self.dsn.engine}, the engine of the --dsn given"
+                )
+            check_external_layout(self.layout, self.pg_bin)
         if self.connections < 1:
             raise BadInput("--connections", self.connections, "give at least 1 loader connection")
         if (self.rows is None) == (self.size_bytes is None):
@@ -97,6 +106,7 @@ class PopulateOptions:
             "key": self.key.value,
             "batch": self.batch,
             "pg_bin": str(self.pg_bin) if self.pg_bin else None,
+            "dsn": self.dsn.redacted if self.dsn else None,  # never the password
         }
 
 
@@ -172,6 +182,32 @@ def _run_loader(
         shared.stop.set()
 
 
+def _stop_loaders(
+    loaders: list[_Loader],
+    threads: list[threading.Thread],
+    barrier: threading.Barrier,
+    shared: _Shared,
+) -> None:
+    """Stop the loaders (Ctrl-C, a failure) and wait for them before their connections close.
+
+    A loader stops at its next commit; a statement in flight (a server-mode CALL holds a whole
+    share) is cancelled through its connection: psycopg's ``cancel()``, sqlite3's
+    ``interrupt()``. MariaDB's loaders end when the server stops.
+    """
+    shared.stop.set()
+    barrier.abort()
+    for ld in loaders:
+        for name in ("cancel", "interrupt"):
+            method = getattr(ld.conn, name, None)
+            if callable(method):
+                with contextlib.suppress(Exception):
+                    method()
+                break
+    deadline = time.monotonic() + STOP_TIMEOUT
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+
+
 def _devices(placement: Placement) -> dict[str, list[str]]:
     """Block device name -> the roles whose files it holds."""
     roles: dict[str, list[str]] = {}
@@ -203,6 +239,12 @@ def _failure(loaders: list[_Loader]) -> str:
 def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSink) -> None:
     """Provision the engine on the layout, load, measure, check, and remove the instance."""
     options.validate()  # callers check the directories first (check_layout), before recording a run
+    if options.dsn is not None:
+        target = external.create(options.dsn)
+        events(Phase(f"connecting to {options.dsn.redacted}"))
+        with running(target) as placement:
+            load_and_measure(target, placement, options, outcome, events)
+        return
     layout = options.layout
     if catalog.is_server(options.engine) and "max_connections" not in layout.settings:
         # every loader needs a connection, plus the monitor and some headroom
@@ -264,13 +306,13 @@ def load_and_measure(
             )
             for ld in loaders
         ]
-        for t in threads:
-            t.start()
-        log_before = dialect.log_bytes(admin)
-        disk_before = diskstats.read()
-        barrier.wait()
-        t0 = time.perf_counter()
         try:
+            for t in threads:
+                t.start()
+            log_before = dialect.log_bytes(admin)
+            disk_before = diskstats.read()
+            barrier.wait()
+            t0 = time.perf_counter()
             while any(t.is_alive() for t in threads):
                 for t in threads:
                     t.join(PROGRESS_EVERY / len(threads))
@@ -287,7 +329,7 @@ def load_and_measure(
                     )
                 )
         except BaseException:
-            shared.stop.set()
+            _stop_loaders(loaders, threads, barrier, shared)
             raise
         wall = time.perf_counter() - t0
         disk_after = diskstats.read()

@@ -1,0 +1,358 @@
+"""A server iolab does not manage, reached through ``--dsn``: PostgreSQL or MariaDB/MySQL.
+
+iolab neither provisions, starts nor stops it, so the layout is the server's own: layout options
+are refused by :func:`check_external_layout`. What iolab creates in the target database (the
+population table, its procedure and function) must not exist beforehand, since iolab never drops
+what it did not create; ``destroy()`` drops exactly those objects. The password of the DSN is
+used to connect and nowhere else: :attr:`ExternalTarget.redacted` is what reaches messages,
+results and logs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
+
+from iolab.engines.interface import Layout, Placement
+from iolab.engines.loading import TABLE
+from iolab.errors import BadInput, IolabError, MissingTool
+
+SCHEMES = {
+    "postgresql": "postgres",
+    "postgres": "postgres",
+    "mysql": "mariadb",
+    "mariadb": "mariadb",
+}
+HOW_TO_GET_DRIVERS = "pip install 'iolab[engines]' (psycopg and pymysql)"
+
+
+@dataclass(frozen=True)
+class ExternalTarget:
+    """A parsed DSN. ``redacted`` is the DSN without its password: the only form ever shown."""
+
+    engine: str  # postgres | mariadb
+    redacted: str
+    dsn: str = field(repr=False)  # with the password, for connecting only
+    user: str | None = None
+    host: str | None = None
+    port: int | None = None
+    database: str | None = None
+    password: str | None = field(default=None, repr=False)
+    unix_socket: str | None = None
+
+
+def parse_dsn(text: str) -> ExternalTarget:
+    """``postgresql://user:pw@host:port/db`` or ``mysql://user:pw@host:port/db``.
+
+    A unix socket: ``postgresql:///db?host=/run/postgresql`` (libpq's form) or
+    ``mysql://user@localhost/db?unix_socket=/run/mysqld/mysqld.sock``.
+    """
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise BadInput("--dsn", _redact_text(text), f"a URL ({exc})") from None
+    engine = SCHEMES.get(parts.scheme.lower())
+    if engine is None:
+        raise BadInput(
+            "--dsn",
+            _redact_text(text),
+            "postgresql://user@host/db or mysql://user@host/db (schemes: "
+            + ", ".join(sorted(SCHEMES))
+            + ")",
+        )
+    netloc = parts.hostname or ""
+    if parts.username:
+        netloc = f"{parts.username}@{netloc}"
+    if port is not None:
+        netloc = f"{netloc}:{port}"
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    database = unquote(parts.path.lstrip("/")) or None
+    query = parse_qs(parts.query)
+    if engine == "mariadb" and not database:
+        raise BadInput("--dsn", redacted, "name the database: mysql://user@host/DATABASE")
+    return ExternalTarget(
+        engine=engine,
+        redacted=redacted,
+        dsn=text.strip(),
+        user=unquote(parts.username) if parts.username else None,
+        host=parts.hostname,
+        port=port,
+        database=database,
+        password=unquote(parts.password) if parts.password else None,
+        unix_socket=query["unix_socket"][0] if "unix_socket" in query else None,
+    )
+
+
+def _redact_text(text: str) -> str:
+    """A DSN that did not parse, with anything between ``:`` and ``@`` after ``//`` hidden."""
+    head, sep, rest = text.partition("//")
+    if not sep or "@" not in rest:
+        return text
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{head}//{user}@{host}"
+
+
+def check_external_layout(layout: Layout, pg_bin: Path | None) -> None:
+    """With ``--dsn`` the server's layout is its own: refuse every layout option given."""
+    given: list[tuple[str, object]] = []
+    if layout.data_dirs:
+        given.append(("--data-dir", ", ".join(str(d) for d in layout.data_dirs)))
+    if layout.files != 1:
+        given.append(("--files", layout.files))
+    if layout.wal_dir is not None:
+        given.append(("--wal-dir", layout.wal_dir))
+    if layout.temp_dir is not None:
+        given.append(("--temp-dir", layout.temp_dir))
+    if layout.settings:
+        given.append(("--set", ", ".join(f"{k}={v}" for k, v in layout.settings.items())))
+    if pg_bin is not None:
+        given.append(("--pg-bin", pg_bin))
+    if given:
+        name, value = given[0]
+        raise BadInput(
+            name,
+            str(value),
+            "nothing: with --dsn iolab does not manage the server, so its layout and settings "
+            "are the server's own (configure them on the server)",
+        )
+
+
+class ExternalPostgres:
+    """A PostgreSQL server reached through a DSN; the Engine protocol without provisioning."""
+
+    name: ClassVar[str] = "postgres"
+
+    def __init__(self, target: ExternalTarget) -> None:
+        self.target = target
+        self._layout = Layout(data_dirs=())
+        self._made = False
+        self._tablespace = "pg_default"
+
+    @property
+    def layout(self) -> Layout:
+        return self._layout
+
+    def connect(self) -> Any:
+        try:
+            import psycopg
+        except ImportError:
+            raise MissingTool("psycopg", HOW_TO_GET_DRIVERS) from None
+        try:
+            return psycopg.connect(self.target.dsn, connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            raise IolabError(
+                f"cannot connect to {self.target.redacted}: {_first_line(exc)}"
+            ) from None
+
+    def provision(self) -> Placement:
+        """Check that the server takes us and holds none of iolab's objects; create nothing."""
+        with self.connect() as conn:
+            found = conn.execute(
+                "SELECT c.relname FROM pg_class c WHERE c.relname = %(t)s "
+                "AND pg_table_is_visible(c.oid) UNION ALL "
+                "SELECT p.proname FROM pg_proc p WHERE p.proname IN ('iolab_load', 'iolab_uuidv7') "
+                "AND pg_function_is_visible(p.oid)",
+                {"t": TABLE},
+            ).fetchall()
+            _refuse_existing([str(r[0]) for r in found], self.target)
+            row = conn.execute(
+                "SELECT coalesce(t.spcname, 'pg_default') FROM pg_database d "
+                "LEFT JOIN pg_tablespace t ON t.oid = d.dattablespace "
+                "WHERE d.datname = current_database()"
+            ).fetchone()
+            self._tablespace = str(row[0]) if row else "pg_default"
+            data, wal = _local_pg_dirs(conn)
+        self._made = True
+        return Placement(data=data, wal=wal, temp=None, log=None, created=())
+
+    def start(self) -> None:
+        """The server runs already."""
+
+    def stop(self) -> None:
+        """iolab does not stop a server it did not start."""
+
+    def destroy(self) -> None:
+        """Drop what the workload created, and only when provision() found none of it before."""
+        if not self._made:
+            return
+        self._made = False
+        with self.connect() as conn:
+            conn.execute("DROP PROCEDURE IF EXISTS iolab_load")
+            conn.execute(f"DROP TABLE IF EXISTS {TABLE} CASCADE")
+            conn.execute("DROP FUNCTION IF EXISTS iolab_uuidv7()")
+
+    def version(self) -> str:
+        with self.connect() as conn:
+            row = conn.execute("SELECT current_setting('server_version')").fetchone()
+        return f"PostgreSQL {row[0]}" if row else "PostgreSQL"
+
+    def effective_settings(self) -> dict[str, str]:
+        from iolab.engines.postgres import INTERESTING
+
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) "
+                "ORDER BY name",
+                (list(INTERESTING),),
+            ).fetchall()
+        return {str(k): str(v) for k, v in rows}
+
+    def populate_dialect(self) -> Any:
+        from iolab.engines.postgres_load import PostgresPopulate
+
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT current_setting('server_version_num'), current_setting('block_size')"
+            ).fetchone()
+        assert row is not None
+        return PostgresPopulate([self._tablespace], int(row[0]), page_size=int(row[1]))
+
+
+class ExternalMariaDB:
+    """A MariaDB/MySQL server reached through a DSN; the Engine protocol without provisioning."""
+
+    name: ClassVar[str] = "mariadb"
+
+    def __init__(self, target: ExternalTarget) -> None:
+        self.target = target
+        self._layout = Layout(data_dirs=())
+        self._made = False
+
+    @property
+    def layout(self) -> Layout:
+        return self._layout
+
+    def connect(self) -> Any:
+        try:
+            import pymysql
+        except ImportError:
+            raise MissingTool("pymysql", HOW_TO_GET_DRIVERS) from None
+        t = self.target
+        kwargs: dict[str, Any] = {
+            "user": t.user or os.environ.get("USER", "root"),
+            "database": t.database,
+            "autocommit": False,
+            "connect_timeout": 10,
+        }
+        if t.password is not None:
+            kwargs["password"] = t.password
+        if t.unix_socket:
+            kwargs["unix_socket"] = t.unix_socket
+        else:
+            kwargs["host"] = t.host or "localhost"
+            kwargs["port"] = t.port or 3306
+        try:
+            return pymysql.connect(**kwargs)
+        except pymysql.MySQLError as exc:
+            raise IolabError(f"cannot connect to {t.redacted}: {_first_line(exc)}") from None
+
+    def _query(self, statement: str, args: Any = None) -> list[tuple[Any, ...]]:
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement, args)
+                return [tuple(r) for r in cur.fetchall()]
+        finally:
+            conn.close()
+
+    def provision(self) -> Placement:
+        from iolab.engines.mariadb_load import PROCEDURE, UUID7_FUNCTION
+
+        found = self._query(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = DATABASE() AND table_name = %s UNION ALL "
+            "SELECT routine_name FROM information_schema.routines "
+            "WHERE routine_schema = DATABASE() AND routine_name IN (%s, %s)",
+            (TABLE, PROCEDURE, UUID7_FUNCTION),
+        )
+        _refuse_existing([str(r[0]) for r in found], self.target)
+        rows = self._query("SELECT @@datadir, @@innodb_log_group_home_dir")
+        datadir, logdir = rows[0] if rows else (None, None)
+        data = tuple(p for p in [_existing(datadir)] if p is not None)
+        wal = _existing(logdir) if logdir not in (None, "", "./") else (data[0] if data else None)
+        self._made = True
+        return Placement(data=data, wal=wal, temp=None, log=None, created=())
+
+    def start(self) -> None:
+        """The server runs already."""
+
+    def stop(self) -> None:
+        """iolab does not stop a server it did not start."""
+
+    def destroy(self) -> None:
+        from iolab.engines.mariadb_load import PROCEDURE, UUID7_FUNCTION
+
+        if not self._made:
+            return
+        self._made = False
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP PROCEDURE IF EXISTS {PROCEDURE}")
+                cur.execute(f"DROP FUNCTION IF EXISTS {UUID7_FUNCTION}")
+                cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        finally:
+            conn.close()
+
+    def version(self) -> str:
+        return str(self._query("SELECT VERSION()")[0][0])
+
+    def effective_settings(self) -> dict[str, str]:
+        from iolab.engines.mariadb import REPORTED_VARIABLES
+
+        rows = self._query("SHOW GLOBAL VARIABLES")
+        return {str(k): str(v) for k, v in rows if str(k) in REPORTED_VARIABLES}
+
+    def populate_dialect(self) -> Any:
+        from iolab.engines.mariadb_load import MariaDBPopulate
+
+        page_size = int(self._query("SELECT @@innodb_page_size")[0][0])
+        return MariaDBPopulate([], page_size)
+
+
+def create(target: ExternalTarget) -> ExternalPostgres | ExternalMariaDB:
+    return ExternalPostgres(target) if target.engine == "postgres" else ExternalMariaDB(target)
+
+
+def _refuse_existing(names: list[str], target: ExternalTarget) -> None:
+    if names:
+        raise IolabError(
+            f"{target.redacted} already holds {', '.join(sorted(set(names)))}; iolab never drops "
+            "what it did not create: drop them yourself (a run killed before it cleaned up "
+            "leaves them) or use another database"
+        )
+
+
+def _existing(path: object) -> Path | None:
+    """A server directory, when this machine can see it (the server is local)."""
+    if not isinstance(path, str) or not path:
+        return None
+    p = Path(path)
+    try:
+        return p.resolve() if p.is_dir() else None
+    except OSError:
+        return None
+
+
+def _local_pg_dirs(conn: Any) -> tuple[tuple[Path, ...], Path | None]:
+    """The data directory and pg_wal of a local server, when we may read data_directory."""
+    try:
+        row = conn.execute("SELECT current_setting('data_directory')").fetchone()
+    except Exception:
+        conn.rollback()
+        return (), None
+    data = _existing(row[0]) if row else None
+    if data is None:
+        return (), None
+    wal = _existing(str(data / "pg_wal"))
+    return (data,), wal
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
