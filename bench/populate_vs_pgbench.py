@@ -31,7 +31,7 @@ be iolab's (columns, storage, tablespace, fillfactor, index, constraints) before
 
 Reported per C: the median rows/s of each side, the ratio iolab client / pgbench (target
 >= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, and iolab
-client / pgbench bound (how much of a gap is iolab rather than the bytes it sends). This is a
+client / pgbench bound (what sending the payload would cost, for information). This is a
 measurement: it exits 0 whatever the verdict (2 on bad input, 1 when it could not run).
 
     .venv/bin/python bench/populate_vs_pgbench.py [--rows 20000] [--connections 16,64]
@@ -414,7 +414,7 @@ def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[s
                 mark(r.passed),
             )
         )
-    lines += ["", "pgbench with the payload bound as a parameter, as iolab sends it (no verdict):"]
+    lines += ["", "pgbench with the payload sent as a bound parameter (no verdict):"]
     bound_cols = ("C", "pgbench bound", "its tps", "bound/pgbench", "client/bound")
     row = "{:>4} {:>13} {:>9} {:>13} {:>12}"
     lines.append(row.format(*bound_cols))
@@ -451,7 +451,7 @@ def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[s
             if passed
             else "FAIL: iolab's client loader is slower than pgbench beyond the target at "
             + ", ".join(f"C={r.connections}" for r in results if not r.passed)
-            + " (check the spread, and client/bound, before blaming iolab)"
+            + " (check the spread before blaming iolab)"
         ),
         "",
         "pgbench script:       " + scripts[0].strip(),
