@@ -42,7 +42,18 @@ class Measured:
     detail: str
 
 
-Event = Phase | Step | Warning | Measured
+@dataclass(frozen=True)
+class ExperimentProgress:
+    """Where a whole experiment is, shown beside the current run's own progress."""
+
+    done: int  # runs finished in this invocation (any status)
+    total: int  # runs planned in this invocation (auto repetitions may add some)
+    failed: int
+    seconds_left: float
+    label: str  # the run starting now: its cell and repetition
+
+
+Event = Phase | Step | Warning | Measured | ExperimentProgress
 EventSink = Callable[[Event], None]
 
 

@@ -14,7 +14,7 @@ from rich.progress import (
 )
 
 from iolab.cli.console import stderr
-from iolab.events import Event, Measured, Phase, Step, Warning
+from iolab.events import Event, ExperimentProgress, Measured, Phase, Step, Warning
 
 
 def _clock(seconds: float) -> str:
@@ -60,5 +60,14 @@ class ProgressView:
         elif isinstance(event, Warning):
             self.warnings.append(event.text)
             self.console.print(f"[yellow]warning:[/] {event.text}")
+        elif isinstance(event, ExperimentProgress):
+            failed = f" · [red]{event.failed} failed[/]" if event.failed else ""
+            self.console.print(
+                f"[bold]run {event.done + 1} of {event.total}[/] · {event.label}{failed}"
+                f" · about {_clock(event.seconds_left)} left"
+            )
+            if self._task is not None:  # the next run starts its own bar
+                self._progress.remove_task(self._task)
+                self._task = None
         elif isinstance(event, Measured):
             pass  # the bar moves on the next step; per-pass lines would flood the terminal

@@ -1,6 +1,7 @@
-"""A single command (``iolab disk``, ``iolab populate``) as a one-cell experiment.
+"""Recording runs: a single command (``iolab disk``, ``iolab populate``) is a one-cell experiment.
 
-The run is recorded as running before the work starts and finished in one transaction with all
+:func:`record` is the one path every run takes, from a single command or an experiment file:
+the run is recorded as running before the work starts and finished in one transaction with all
 its results: done, failed (with the reason) or aborted (Ctrl-C), keeping what was measured.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import IolabError
-from iolab.results import RunId, RunOutcome, RunStatus, cell_id
+from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
 from iolab.store import Store
 from iolab.system.snapshot import capture
 
@@ -26,18 +27,18 @@ class CommandRun:
     versions: Mapping[str, str]
 
 
-def execute(
-    store: Store, spec: CommandRun, body: Callable[[RunOutcome], None]
+def record(
+    store: Store,
+    experiment: ExperimentId,
+    cell: CellId,
+    repetition: int,
+    roles: Mapping[str, Path],
+    versions: Mapping[str, str],
+    body: Callable[[RunOutcome], None],
 ) -> tuple[RunId, RunOutcome]:
-    """Record and run ``body``; the outcome is stored however the body ends."""
-    store.reap_stale()
-    env_id = store.save_environment(capture(spec.roles, spec.versions))
-    experiment = store.create_experiment(
-        spec.name, "command", {"workload": spec.workload, **spec.params}
-    )
-    cell = cell_id({"workload": spec.workload, **spec.params})
-    store.ensure_cell(experiment, cell, spec.workload, spec.params)
-    run_id = store.start_run(experiment, cell, 1, env_id)
+    """Record and run ``body``; the outcome is stored however the body ends, then re-raised."""
+    env_id = store.save_environment(capture(roles, versions))
+    run_id = store.start_run(experiment, cell, repetition, env_id)
     outcome = RunOutcome(RunStatus.RUNNING)
     try:
         body(outcome)
@@ -57,3 +58,16 @@ def execute(
     finally:
         store.finish_run(run_id, outcome)
     return run_id, outcome
+
+
+def execute(
+    store: Store, spec: CommandRun, body: Callable[[RunOutcome], None]
+) -> tuple[RunId, RunOutcome]:
+    """A single command: its own experiment with one cell and one run."""
+    store.reap_stale()
+    experiment = store.create_experiment(
+        spec.name, "command", {"workload": spec.workload, **spec.params}
+    )
+    cell = cell_id({"workload": spec.workload, **spec.params})
+    store.ensure_cell(experiment, cell, spec.workload, spec.params)
+    return record(store, experiment, cell, 1, spec.roles, spec.versions, body)

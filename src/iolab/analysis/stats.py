@@ -1,0 +1,197 @@
+"""Statistics of repeated runs: per-cell summaries and comparisons with confidence intervals.
+
+No dependencies: Student's t distribution comes from the regularized incomplete beta function
+(continued fraction), which is exact to ~1e-10 over the range used here.
+
+Conventions (docs/statistics.md says the same for users):
+
+- A cell's 95% confidence interval of the mean is Student's t interval,
+  ``mean +/- t(0.975, n-1) * sd / sqrt(n)``; it needs n >= 2.
+- Outliers are flagged with Tukey's fences (below Q1 - 1.5 IQR or above Q3 + 1.5 IQR, n >= 4),
+  never dropped.
+- Two cells are compared on the logarithm of the metric (Welch's t-test, unequal variances):
+  the ratio is that of geometric means, its 95% interval is ``exp(diff +/- t * se)``, and the
+  p-value is the test's. The interval contains 1.0 exactly when p >= 0.05, so "significant"
+  and "the interval excludes 1" never disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+WIDE_CV = 0.10  # a coefficient of variation above this is too wide to trust
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_ppf(p: float, df: float) -> float:
+    """The quantile of Student's t: the t with P(T <= t) = p (bisection on :func:`t_cdf`)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if p == 0.5:
+        return 0.0
+    lo, hi = -1.0, 1.0
+    while t_cdf(lo, df) > p:
+        lo *= 2.0
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12 * max(1.0, abs(mid)):
+            break
+    return (lo + hi) / 2.0
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default, 'type 7')."""
+    pos = (len(ordered) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One cell's runs of one metric. Interval fields are None below two runs."""
+
+    n: int
+    mean: float
+    median: float
+    sd: float | None
+    cv: float | None  # sd / mean
+    min: float
+    max: float
+    ci_low: float | None
+    ci_high: float | None
+    outliers: tuple[int, ...]  # indices into the values given, by Tukey's fences
+
+    @property
+    def half_width(self) -> float | None:
+        """The 95% interval's half-width relative to the mean (0.02 = +/- 2%)."""
+        if self.ci_low is None or self.ci_high is None or self.mean == 0:
+            return None
+        return (self.ci_high - self.ci_low) / 2.0 / abs(self.mean)
+
+    @property
+    def too_wide(self) -> bool:
+        return self.cv is not None and self.cv > WIDE_CV
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    """n, mean, median, sd, CV, min, max, the t interval of the mean, and flagged outliers."""
+    if not values:
+        raise ValueError("no values to summarize")
+    n = len(values)
+    ordered = sorted(values)
+    mean = math.fsum(values) / n
+    median = _quantile(ordered, 0.5)
+    sd = cv = low = high = None
+    if n >= 2:
+        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+        cv = sd / abs(mean) if mean else None
+        half = t_ppf(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
+        low, high = mean - half, mean + half
+    outliers: tuple[int, ...] = ()
+    if n >= 4:
+        q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
+        fence = 1.5 * (q3 - q1)
+        outliers = tuple(i for i, v in enumerate(values) if v < q1 - fence or v > q3 + fence)
+    return Summary(n, mean, median, sd, cv, ordered[0], ordered[-1], low, high, outliers)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``a`` against ``b``: ratio of geometric means with its 95% interval, Welch's test."""
+
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n_a: int
+    n_b: int
+
+    @property
+    def significant(self) -> bool:
+        """True when the interval excludes 1.0 (p < 0.05); False when unknown."""
+        return self.p_value is not None and self.p_value < 1.0 - CONFIDENCE
+
+
+def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
+    """Compare two samples of a positive metric (seconds, rows/s); see the module docstring.
+
+    With fewer than two runs on a side, or no spread on both, only the ratio is known.
+    """
+    if not a or not b:
+        raise ValueError("both samples need values")
+    if min(a) <= 0 or min(b) <= 0:
+        raise ValueError("the metric must be positive to compare ratios")
+    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    ma, mb = math.fsum(la) / len(la), math.fsum(lb) / len(lb)
+    diff = ma - mb
+    ratio = math.exp(diff)
+    if len(la) < 2 or len(lb) < 2:
+        return Comparison(ratio, None, None, None, len(a), len(b))
+    va = math.fsum((x - ma) ** 2 for x in la) / (len(la) - 1) / len(la)
+    vb = math.fsum((x - mb) ** 2 for x in lb) / (len(lb) - 1) / len(lb)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        p = 0.0 if diff != 0 else 1.0
+        return Comparison(ratio, ratio, ratio, p, len(a), len(b))
+    df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    t = t_ppf(0.5 + CONFIDENCE / 2, df)
+    p = 2.0 * (1.0 - t_cdf(abs(diff) / se, df))
+    return Comparison(ratio, math.exp(diff - t * se), math.exp(diff + t * se), p, len(a), len(b))

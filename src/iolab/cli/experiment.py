@@ -1,0 +1,155 @@
+"""``iolab plan FILE`` and ``iolab run FILE``: experiment files."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from iolab.analysis.stats import Summary, summarize
+from iolab.cli.console import stdout as out
+from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.progress import ProgressView
+from iolab.config import experiment as config
+from iolab.report import experiment as experiment_report
+from iolab.results import ExperimentId
+from iolab.runner import experiment as runner
+from iolab.store import Store, open_store
+from iolab.store import experiments as store_experiments
+from iolab.store.database import default_path
+
+FileArgument = Annotated[
+    Path, typer.Argument(help="The experiment file (TOML); see docs/experiments.md.")
+]
+
+
+def _clock(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
+def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption = False) -> None:
+    """Print the cells of an experiment file, how many runs are left and how long they should
+    take; nothing runs. Runs already in the results database count (resume)."""
+    experiment = config.load(file)
+    existing = results or default_path()
+    with open_store(existing, create=False) if existing.exists() else nullcontext() as store:
+        p = runner.make_plan(experiment, store)
+    if as_json:
+        doc = {
+            "experiment": experiment.name,
+            "workload": experiment.kind,
+            "cells": [
+                {
+                    "id": c.cell.id,
+                    "label": c.cell.label,
+                    "params": c.cell.params,
+                    "done": c.done,
+                    "to_run": c.remaining,
+                    "seconds_each": c.seconds_each,
+                }
+                for c in p.cells
+            ],
+            "runs": p.runs,
+            "kept": p.kept,
+            "estimated_seconds": p.estimated_seconds,
+            "estimated_max_seconds": p.estimated_max_seconds,
+        }
+        print(json.dumps(doc, indent=2))
+        return
+    e = experiment.spec.experiment
+    reps = (
+        f"auto ({e.min_repetitions}..{e.max_repetitions}, until the 95% CI is within "
+        f"+/-{e.ci_target:.0%})"
+        if p.auto
+        else str(e.repetitions)
+    )
+    title = (
+        f"{experiment.name} · {experiment.kind} · {len(p.cells)} cells x {reps} repetitions"
+        f" · order {e.order}"
+    )
+    rows = [(c.cell, c.done, c.remaining, c.seconds_each) for c in p.cells]
+    out.print(experiment_report.plan_table(rows, title))
+    line = f"{p.runs} runs to do, about {_clock(p.estimated_seconds)}"
+    if p.auto:
+        line += f" (up to {_clock(p.estimated_max_seconds)} if every cell needs the maximum)"
+    if p.kept:
+        line += f"; {p.kept} finished runs are kept"
+    out.print(line)
+    if experiment.baseline is not None:
+        out.print(f"baseline cell: {experiment.baseline.label}")
+
+
+def run(file: FileArgument, results: ResultsOption = None, as_json: JsonOption = False) -> None:
+    """Run an experiment file: every cell of its matrix, repeated, in shuffled order, each run
+    on a fresh instance and committed before the next starts. Run it again to resume: finished
+    runs are kept, interrupted ones run again."""
+    experiment = config.load(file)
+    with open_store(results) as store:
+        with ProgressView() as view:
+            outcome = runner.run(experiment, store, view)
+        rows = _cell_rows(experiment, store, outcome.experiment_id)
+    if as_json:
+        doc: dict[str, Any] = {
+            **outcome.as_json(experiment, store.path),
+            "metric": runner.kind_of(experiment).metric,
+            "cells": [
+                {
+                    "id": cell.id,
+                    "label": cell.label,
+                    "runs": dict(statuses),
+                    "mean": s.mean if s else None,
+                    "ci_low": s.ci_low if s else None,
+                    "ci_high": s.ci_high if s else None,
+                    "cv": s.cv if s else None,
+                }
+                for cell, s, statuses in rows
+            ],
+            "warnings": view.warnings,
+        }
+        print(json.dumps(doc, indent=2))
+        _exit_code(outcome)
+        return
+    kind = runner.kind_of(experiment)
+    title = f"{experiment.name} · {experiment.kind}"
+    if kind.metric is not None:
+        out.print(experiment_report.cells_table(rows, kind.metric_label, title))
+    line = f"{outcome.done} runs done, {outcome.failed} failed"
+    if outcome.kept:
+        line += f", {outcome.kept} kept from before"
+    if outcome.saved_by_auto:
+        line += f"; auto repetitions saved {outcome.saved_by_auto} runs"
+    out.print(line)
+    if outcome.stopped:
+        out.print(f"[red]stopped:[/] {outcome.stopped}")
+    if outcome.skipped_cells:
+        out.print("[yellow]skipped after failures:[/] " + ", ".join(outcome.skipped_cells))
+    out.print(f"[dim]experiment {outcome.experiment_id} in {store.path}[/]")
+    _exit_code(outcome)
+
+
+def _exit_code(outcome: runner.Outcome) -> None:
+    """Exit 1 when the experiment stopped early or gave up on a cell: it is not complete."""
+    if outcome.stopped or outcome.skipped_cells:
+        raise typer.Exit(1)
+
+
+def _cell_rows(
+    experiment: config.Experiment, store: Store, exp_id: ExperimentId
+) -> list[tuple[config.Cell, Summary | None, Counter[str]]]:
+    kind = runner.kind_of(experiment)
+    statuses = store_experiments.status_counts(store, exp_id)
+    rows = []
+    for cell in experiment.cells:
+        values = (
+            store_experiments.metric_values(store, exp_id, cell.id, kind.metric)
+            if kind.metric
+            else []
+        )
+        summary = summarize(values) if values else None
+        rows.append((cell, summary, statuses.get(cell.id) or Counter()))
+    return rows

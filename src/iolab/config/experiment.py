@@ -1,0 +1,339 @@
+"""Experiment files: one TOML file, validated, expanded into cells. No I/O beyond reading it.
+
+The file has ``[experiment]`` (name, repetitions, order, failure policy, timeout),
+``[workload]`` (``kind`` and that workload's parameters), ``[layouts.NAME]`` (data_dirs, files,
+wal_dir, temp_dir, settings), optional ``[isolation]``, ``[hooks]`` and ``[devices.NAME]`` (the
+testbed), and ``[matrix]``: keys naming any workload or layout parameter (``layout`` picks named
+layouts, ``settings.NAME`` one engine setting), each with a list of values. Every combination of
+the matrix values is a cell; a cell is named by the hash of its resolved parameters, so a cell
+whose parameters did not change keeps its runs when the file changes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from iolab.engines import catalog
+from iolab.errors import BadInput
+from iolab.results import CellId, cell_id
+from iolab.units import parse_duration, parse_size
+
+DEVICE_PREFIX = "device:"  # a path on an emulated device of the testbed: device:NAME[/sub/dir]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExperimentSection(_Section):
+    name: str = Field(min_length=1)
+    repetitions: int | Literal["auto"] = Field(default=3)
+    ci_target: float = Field(default=0.02, gt=0, lt=1)
+    min_repetitions: int = Field(default=3, ge=2)
+    max_repetitions: int = Field(default=10, ge=2)
+    order: Literal["shuffled", "sequential"] = "shuffled"
+    seed: int = 0
+    on_failure: Literal["retry", "skip", "stop"] = "skip"
+    retries: int = Field(default=1, ge=0)
+    timeout: str | float | None = None  # per run: seconds or "10min"
+    baseline: dict[str, Any] | None = None  # matrix values naming the baseline cell
+    baseline_every: int = Field(default=0, ge=0)  # re-run the baseline every N runs (drift)
+
+    @field_validator("repetitions")
+    @classmethod
+    def _reps(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError('give 1 or more, or "auto"')
+        return v
+
+    def timeout_seconds(self) -> float | None:
+        if self.timeout is None:
+            return None
+        if isinstance(self.timeout, int | float):
+            return float(self.timeout)
+        return parse_duration(self.timeout, "experiment.timeout")
+
+
+class IsolationSection(_Section):
+    drop_caches: bool = True  # when root: sync and drop the page cache before every run
+    settle_seconds: float = Field(default=1.0, ge=0)  # idle time after the flush, before the run
+    warmup: bool = False  # one discarded run of the first cell before the measured ones
+    cooldown_seconds: float = Field(default=0.0, ge=0)  # idle time after every run
+
+
+class HooksSection(_Section):
+    on_complete: str | None = None  # a shell command; gets the JSON summary on stdin
+    on_failure: str | None = None  # called after every failed run, same input
+
+
+class LayoutSection(_Section):
+    data_dirs: list[str] = Field(min_length=1)
+    files: int = Field(default=1, ge=1)
+    wal_dir: str | None = None
+    temp_dir: str | None = None
+    settings: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+class PopulateWorkload(_Section):
+    kind: Literal["populate"]
+    engine: str = catalog.DEFAULT_ENGINE
+    rows: int | None = Field(default=None, ge=1)
+    bytes: str | None = None
+    connections: int = Field(default=16, ge=1)
+    commit_every: int = Field(default=1, ge=1)
+    method: Literal["insert", "multirow", "copy"] = "insert"
+    mode: Literal["client", "server"] = "client"
+    key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
+    batch: int = Field(default=100, ge=1)
+    pg_bin: str | None = None
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        if v not in catalog.ENGINES:
+            raise ValueError("choose one of: " + ", ".join(catalog.ENGINES))
+        return v
+
+    @field_validator("bytes")
+    @classmethod
+    def _bytes(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_size(v, "bytes")
+        return v
+
+
+class DiskWorkload(_Section):
+    kind: Literal["disk"]
+    profile: str = "default"
+    size: str = "1GiB"
+    runs: int = Field(default=5, ge=1)
+    duration: float = Field(default=5.0, gt=0)
+    interval: float = Field(default=5.0, ge=0)
+    data: Literal["random", "zero"] = "random"
+    direct: bool = True
+    mix: bool = False
+
+
+WORKLOADS: dict[str, type[_Section]] = {"populate": PopulateWorkload, "disk": DiskWorkload}
+LAYOUT_KEYS = ("data_dirs", "files", "wal_dir", "temp_dir")
+
+
+class ExperimentFile(_Section):
+    experiment: ExperimentSection
+    workload: dict[str, Any]
+    layouts: dict[str, LayoutSection] = Field(min_length=1)
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    isolation: IsolationSection = IsolationSection()
+    hooks: HooksSection = HooksSection()
+    devices: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix, resolved: what a run of it does, and its name."""
+
+    id: CellId
+    kind: str
+    label: str  # the matrix values that make it, e.g. "layout=ssd files=4"
+    values: dict[str, Any]  # those matrix values
+    params: dict[str, Any]  # workload parameters plus the resolved layout
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment file and its cells."""
+
+    source: Path
+    spec: ExperimentFile
+    cells: tuple[Cell, ...]
+    baseline: Cell | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.experiment.name
+
+    @property
+    def kind(self) -> str:
+        return self.cells[0].kind
+
+
+def _loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _bad(exc: ValidationError, prefix: str = "") -> BadInput:
+    """The first validation error as a BadInput naming the key path, value and what is allowed."""
+    err = exc.errors()[0]
+    where = _loc([*([prefix] if prefix else []), *err["loc"]])
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        return BadInput(
+            where, err.get("input"), "unknown key; check its spelling in docs/experiments.md"
+        )
+    if err["type"] == "missing":
+        return BadInput(where, None, "this key is required")
+    return BadInput(where, err.get("input"), message)
+
+
+def load(path: Path) -> Experiment:
+    """Read, validate and expand an experiment file; raises BadInput naming the key path."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise BadInput(
+            "EXPERIMENT", str(path), "give an existing experiment file (.toml)"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(str(path), "TOML", f"fix the syntax: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput("EXPERIMENT", str(path), f"give a readable TOML file ({exc})") from None
+    return parse(raw, path)
+
+
+def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
+    try:
+        spec = ExperimentFile.model_validate(raw)
+    except ValidationError as exc:
+        raise _bad(exc) from None
+    kind = spec.workload.get("kind")
+    model = WORKLOADS.get(str(kind)) if kind is not None else None
+    if model is None:
+        raise BadInput.choice("workload.kind", kind, WORKLOADS)
+    try:
+        base = model.model_validate(spec.workload)
+    except ValidationError as exc:
+        raise _bad(exc, "workload") from None
+    e = spec.experiment
+    if e.min_repetitions > e.max_repetitions:
+        raise BadInput(
+            "experiment.min_repetitions", e.min_repetitions, "give at most max_repetitions"
+        )
+    cells = expand(spec, base, model, source.parent)
+    baseline = _baseline(spec, cells)
+    return Experiment(source, spec, tuple(cells), baseline)
+
+
+def _check_matrix(spec: ExperimentFile, model: type[_Section]) -> None:
+    workload_keys = set(model.model_fields) - {"kind"}
+    allowed = sorted(workload_keys | set(LAYOUT_KEYS) | {"layout", "settings.NAME"})
+    for key, values in spec.matrix.items():
+        if not values:
+            raise BadInput(
+                f"matrix.{key}", values, "give at least one value; the matrix expands to nothing"
+            )
+        if key == "layout":
+            for i, name in enumerate(values):
+                if name not in spec.layouts:
+                    raise BadInput.choice(f"matrix.layout[{i}]", name, spec.layouts)
+        elif (
+            key not in workload_keys and key not in LAYOUT_KEYS and not key.startswith("settings.")
+        ):
+            raise BadInput.choice(f"matrix.{key}", key, allowed)
+        if len({repr(v) for v in values}) != len(values):
+            raise BadInput(f"matrix.{key}", values, "give each value once")
+
+
+def expand(spec: ExperimentFile, base: _Section, model: type[_Section], root: Path) -> list[Cell]:
+    """Every combination of the matrix values, resolved and validated, in file order."""
+    _check_matrix(spec, model)
+    if "layout" not in spec.matrix and len(spec.layouts) > 1:
+        raise BadInput(
+            "matrix.layout",
+            None,
+            f"the file names {len(spec.layouts)} layouts ({', '.join(spec.layouts)}): "
+            "say which to run, e.g. layout = [" + ", ".join(f'"{n}"' for n in spec.layouts) + "]",
+        )
+    keys = list(spec.matrix)
+    cells: list[Cell] = []
+    for combo in itertools.product(*(spec.matrix[k] for k in keys)):
+        values = dict(zip(keys, combo, strict=True))
+        layout_name = values.get("layout", next(iter(spec.layouts)))
+        layout = spec.layouts[layout_name].model_dump()
+        workload = base.model_dump()
+        for key, value in values.items():
+            if key == "layout":
+                continue
+            if key.startswith("settings."):
+                layout["settings"] = {**layout["settings"], key.removeprefix("settings."): value}
+            elif key in LAYOUT_KEYS:
+                layout[key] = value
+            else:
+                workload[key] = value
+        where = "matrix (" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
+        try:
+            workload = model.model_validate(workload).model_dump()
+            layout = LayoutSection.model_validate(layout).model_dump()
+        except ValidationError as exc:
+            raise _bad(exc, where) from None
+        layout = _resolve_dirs(layout, f"layouts.{layout_name}", root, spec)
+        params = {**workload, "layout": layout_name, **layout}
+        label = " ".join(f"{k}={_short(v)}" for k, v in values.items()) or layout_name
+        cells.append(Cell(cell_id(params), workload["kind"], label, values, params))
+    return cells
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list):
+        return "+".join(str(v) for v in value)
+    return str(value)
+
+
+def _resolve_dirs(
+    layout: dict[str, Any], where: str, root: Path, spec: ExperimentFile
+) -> dict[str, Any]:
+    """Relative paths are relative to the experiment file; device paths must name a device."""
+
+    def one(text: str | None, key: str) -> str | None:
+        if text is None:
+            return None
+        if text.startswith(DEVICE_PREFIX):
+            name = text.removeprefix(DEVICE_PREFIX).split("/", 1)[0]
+            if name not in spec.devices:
+                raise BadInput(
+                    f"{where}.{key}",
+                    text,
+                    "name a device of the [devices] section"
+                    + (f": {', '.join(spec.devices)}" if spec.devices else " (there is none)"),
+                )
+            return text
+        path = Path(text).expanduser()
+        path = path if path.is_absolute() else root / path
+        if not path.is_dir():
+            raise BadInput(f"{where}.{key}", text, "give an existing directory")
+        return str(path.resolve())
+
+    out = dict(layout)
+    out["data_dirs"] = [one(d, f"data_dirs[{i}]") for i, d in enumerate(layout["data_dirs"])]
+    out["wal_dir"] = one(layout["wal_dir"], "wal_dir")
+    out["temp_dir"] = one(layout["temp_dir"], "temp_dir")
+    out["settings"] = {
+        k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in layout["settings"].items()
+    }
+    return out
+
+
+def _baseline(spec: ExperimentFile, cells: list[Cell]) -> Cell | None:
+    wanted = spec.experiment.baseline
+    if wanted is None:
+        return None
+    for key in wanted:
+        if key not in spec.matrix:
+            raise BadInput.choice(f"experiment.baseline.{key}", key, spec.matrix)
+    found = [c for c in cells if all(c.values.get(k) == v for k, v in wanted.items())]
+    if len(found) != 1:
+        raise BadInput(
+            "experiment.baseline",
+            wanted,
+            f"name exactly one cell by its matrix values ({len(found)} cells match)",
+        )
+    return found[0]

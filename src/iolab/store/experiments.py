@@ -1,0 +1,94 @@
+"""Queries of the experiment runner: find an experiment again, and what its cells have done.
+
+Kept apart from :mod:`iolab.store.database` (runs and their results) so that each module stays
+about one thing; both work on the same :class:`~iolab.store.database.Store`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from iolab.results import CellId, ExperimentId, canonical_json
+from iolab.store.database import Store
+
+KIND = "experiment"  # experiments.kind of experiment files; single commands are 'command'
+
+
+def find_or_create(store: Store, name: str, config: dict[str, Any]) -> tuple[ExperimentId, bool]:
+    """The experiment of this name (its config updated), or a new one; True when it existed."""
+    row = store.conn.execute(
+        "SELECT id FROM experiments WHERE name = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+        (name, KIND),
+    ).fetchone()
+    if row is None:
+        return store.create_experiment(name, KIND, config), False
+    with store.transaction() as c:
+        c.execute(
+            "UPDATE experiments SET config = ? WHERE id = ?", (canonical_json(config), row[0])
+        )
+    return ExperimentId(int(row[0])), True
+
+
+def find(store: Store, name: str) -> ExperimentId | None:
+    row = store.conn.execute(
+        "SELECT id FROM experiments WHERE name = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+        (name, KIND),
+    ).fetchone()
+    return None if row is None else ExperimentId(int(row[0]))
+
+
+def done_counts(store: Store, experiment: ExperimentId) -> Counter[str]:
+    """Finished ('done') runs per cell id."""
+    rows = store.conn.execute(
+        "SELECT cell_id, COUNT(*) FROM runs WHERE experiment_id = ? AND status = 'done' "
+        "GROUP BY cell_id",
+        (experiment,),
+    )
+    return Counter({str(cell): int(n) for cell, n in rows})
+
+
+def next_repetition(store: Store, experiment: ExperimentId, cell: CellId) -> int:
+    (top,) = store.conn.execute(
+        "SELECT COALESCE(MAX(repetition), 0) FROM runs WHERE experiment_id = ? AND cell_id = ?",
+        (experiment, cell),
+    ).fetchone()
+    return int(top) + 1
+
+
+def metric_values(store: Store, experiment: ExperimentId, cell: CellId, key: str) -> list[float]:
+    """One summary number of every done run of a cell, in run order."""
+    rows = store.conn.execute(
+        "SELECT summary FROM runs WHERE experiment_id = ? AND cell_id = ? AND status = 'done' "
+        "ORDER BY id",
+        (experiment, cell),
+    )
+    out = []
+    for (summary,) in rows:
+        value = json.loads(summary).get(key)
+        if isinstance(value, int | float):
+            out.append(float(value))
+    return out
+
+
+def mean_seconds(store: Store, experiment: ExperimentId) -> dict[str, float]:
+    """Mean wall time of done runs per cell (from started/ended stamps): for ETAs."""
+    rows = store.conn.execute(
+        "SELECT cell_id, AVG(julianday(ended_at) - julianday(started_at)) * 86400 FROM runs "
+        "WHERE experiment_id = ? AND status = 'done' GROUP BY cell_id",
+        (experiment,),
+    )
+    return {str(cell): float(s) for cell, s in rows if s is not None}
+
+
+def status_counts(store: Store, experiment: ExperimentId) -> dict[str, Counter[str]]:
+    """Runs per cell id and status."""
+    out: dict[str, Counter[str]] = {}
+    for cell, status, n in store.conn.execute(
+        "SELECT cell_id, status, COUNT(*) FROM runs WHERE experiment_id = ? "
+        "GROUP BY cell_id, status",
+        (experiment,),
+    ):
+        out.setdefault(str(cell), Counter())[str(status)] = int(n)
+    return out

@@ -1,0 +1,224 @@
+"""`iolab run` / `iolab plan` on real engines: cells, repetitions, resume after SIGKILL,
+failure policies, hooks; nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_dirs
+from tests.integration.test_populate_cli import iolab, servers_of
+
+pytestmark = pytest.mark.integration
+
+
+def write(root: Path, text: str) -> Path:
+    path = root / "exp.toml"
+    path.write_text(text)
+    return path
+
+
+def statuses(db: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(db) as conn:
+        return [
+            (str(c), str(s))
+            for c, s in conn.execute("SELECT cell_id, status FROM runs ORDER BY id")
+        ]
+
+
+def test_sqlite_and_postgres_cells_then_a_rerun_keeps_them(
+    open_tmp: Path, results_db: Path
+) -> None:
+    make_dirs(open_tmp, "a", "b")
+    exp = write(
+        open_tmp,
+        """
+[experiment]
+name = "two-engines"
+repetitions = 2
+[workload]
+kind = "populate"
+rows = 240
+connections = 2
+[layouts.one]
+data_dirs = ["a"]
+[layouts.two]
+data_dirs = ["a", "b"]
+files = 2
+[isolation]
+settle_seconds = 0
+[matrix]
+engine = ["sqlite", "postgres"]
+layout = ["one", "two"]
+""",
+    )
+    planned = json.loads(iolab("plan", str(exp), "--json").stdout)
+    assert planned["runs"] == 8
+    assert [c["label"] for c in planned["cells"]] == [
+        "engine=sqlite layout=one",
+        "engine=sqlite layout=two",
+        "engine=postgres layout=one",
+        "engine=postgres layout=two",
+    ]
+    assert not results_db.exists()  # plan writes nothing
+
+    done = iolab("run", str(exp), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["done"], doc["failed"], doc["kept"]) == (8, 0, 0)
+    assert doc["metric"] == "elapsed_seconds"
+    for cell in doc["cells"]:
+        assert cell["runs"] == {"done": 2}
+        assert cell["mean"] > 0
+        assert cell["ci_low"] <= cell["mean"] <= cell["ci_high"]
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    assert len(runs) == 8
+    assert {r["summary"]["rows"] for r in runs} == {240}
+    assert {r["summary"]["engine"] for r in runs} == {"sqlite", "postgres"}
+    two = [r for r in runs if r["params"]["layout"] == "two"]
+    assert all(len(r["summary"]["placement"]["data"]) == 2 for r in two)
+    # nothing left: no server, no file in the layout's directories
+    assert servers_of(open_tmp) == []
+    assert sorted(p.name for p in (open_tmp / "a").iterdir()) == []
+    assert sorted(p.name for p in (open_tmp / "b").iterdir()) == []
+
+    again = iolab("run", str(exp), "--json")
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["done"], json.loads(again.stdout)["kept"]) == (0, 8)
+    # one more repetition: only the new runs happen
+    exp.write_text(exp.read_text().replace("repetitions = 2", "repetitions = 3"))
+    plan_text = iolab("plan", str(exp)).stdout
+    assert "4 runs to do" in plan_text
+    assert "8 finished runs are kept" in plan_text
+
+
+def test_resume_after_sigkill_runs_every_run_exactly_once(open_tmp: Path, results_db: Path) -> None:
+    make_dirs(open_tmp, "a")
+    exp = write(
+        open_tmp,
+        """
+[experiment]
+name = "resume"
+repetitions = 2
+order = "sequential"
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = 40_000
+connections = 2
+[layouts.a]
+data_dirs = ["a"]
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+key = ["sequential", "random"]
+""",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "run", str(exp)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            seen = statuses(results_db) if results_db.exists() else []
+            if [s for _, s in seen].count("done") >= 1 and seen[-1][1] == "running":
+                break
+            assert proc.poll() is None, "the experiment ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("no run was in progress to kill")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    killed = statuses(results_db)
+    assert killed[-1][1] == "running"
+    # the killed run left its files behind (named for iolab and the dead pid)
+    assert any(p.name.startswith(".iolab-") for p in (open_tmp / "a").iterdir())
+
+    done = iolab("run", str(exp), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    after = statuses(results_db)
+    assert [s for _, s in after].count("aborted") == 1
+    for cell in doc["cells"]:
+        assert cell["runs"]["done"] == 2  # exactly the repetitions, none twice
+    assert doc["done"] == 4 - len([s for _, s in killed if s == "done"])
+    assert list((open_tmp / "a").iterdir()) == []  # the leftovers were reaped
+
+
+def test_timeouts_fail_runs_and_the_policy_and_hooks_follow(
+    open_tmp: Path, results_db: Path
+) -> None:
+    make_dirs(open_tmp, "a")
+    failures, complete = open_tmp / "failures.jsonl", open_tmp / "complete.json"
+    text = f"""
+[experiment]
+name = "policy"
+repetitions = 2
+order = "sequential"
+timeout = "1s"
+on_failure = "retry"
+retries = 1
+[workload]
+kind = "populate"
+engine = "sqlite"
+connections = 2
+[layouts.a]
+data_dirs = ["a"]
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[hooks]
+on_failure = "cat >> {failures}"
+on_complete = "cat > {complete}"
+[matrix]
+rows = [100, 5_000_000]
+"""
+    exp = write(open_tmp, text)
+    done = iolab("run", str(exp), "--json")
+    assert done.returncode == 1  # a cell was given up
+    doc = json.loads(done.stdout)
+    assert doc["done"] == 2
+    assert doc["failed"] == 2  # the first try and one retry
+    assert doc["skipped_cells"] == ["rows=5000000"]
+    assert all("timed out after 1 s" in f["error"] for f in doc["failures"])
+    lines = [json.loads(x) for x in failures.read_text().splitlines() if x.strip()]
+    assert [x["cell"] for x in lines] == ["rows=5000000", "rows=5000000"]
+    summary = json.loads(complete.read_text())
+    assert (summary["experiment"], summary["done"], summary["failed"]) == ("policy", 2, 2)
+    assert list((open_tmp / "a").iterdir()) == []
+
+    stop = write(
+        open_tmp,
+        text.replace('on_failure = "retry"', 'on_failure = "stop"')
+        .replace('name = "policy"', 'name = "policy-stop"')
+        .replace("[100, 5_000_000]", "[5_000_000, 100]"),
+    )
+    stopped = iolab("run", str(stop))
+    assert stopped.returncode == 1
+    assert 'stopped: a run of rows=5000000 failed and on_failure = "stop"' in stopped.stdout
+    assert "0 runs done, 1 failed" in stopped.stdout
+
+
+def test_bad_experiment_file_is_one_line(open_tmp: Path, results_db: Path) -> None:
+    exp = write(open_tmp, '[experiment]\nname = "x"\nrepetitons = 3\n')
+    done = iolab("run", str(exp))
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: experiment.repetitons: 3 is not allowed; unknown key")
+    assert "Traceback" not in done.stderr
+    assert not results_db.exists()

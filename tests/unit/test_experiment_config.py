@@ -1,0 +1,173 @@
+"""Experiment files: validation names the key path, the value and what is allowed; expansion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from iolab.config.experiment import load
+from iolab.errors import BadInput
+
+GOOD = """
+[experiment]
+name = "seed-000"
+repetitions = 2
+
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = 1_000
+key = "sequential"
+
+[layouts.scsi]
+data_dirs = ["a"]
+wal_dir = "b"
+[layouts.ssd]
+data_dirs = ["a", "b"]
+settings = { journal_mode = "wal" }
+
+[matrix]
+layout = ["scsi", "ssd"]
+files = [1, 2, 4]
+connections = [16]
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    return tmp_path
+
+
+def write(root: Path, text: str) -> Path:
+    path = root / "exp.toml"
+    path.write_text(text)
+    return path
+
+
+def test_matrix_expands_to_resolved_cells(root: Path) -> None:
+    exp = load(write(root, GOOD))
+    assert exp.name == "seed-000"
+    assert exp.kind == "populate"
+    assert len(exp.cells) == 6
+    first = exp.cells[0]
+    assert first.label == "layout=scsi files=1 connections=16"
+    assert first.params["data_dirs"] == [str(root / "a")]  # relative to the file
+    assert first.params["wal_dir"] == str(root / "b")
+    assert first.params["rows"] == 1000
+    assert exp.cells[3].params["settings"] == {"journal_mode": "wal"}
+    assert len({c.id for c in exp.cells}) == 6
+
+
+def test_cell_ids_survive_an_unrelated_change(root: Path) -> None:
+    before = {c.label: c.id for c in load(write(root, GOOD)).cells}
+    changed = GOOD.replace("files = [1, 2, 4]", "files = [1, 2, 4, 8]").replace(
+        "repetitions = 2", "repetitions = 5"
+    )
+    after = {c.label: c.id for c in load(write(root, changed)).cells}
+    assert all(after[label] == cell for label, cell in before.items())
+    assert len(after) == 8
+
+
+def test_settings_in_the_matrix(root: Path) -> None:
+    text = GOOD.replace(
+        "connections = [16]", 'connections = [16]\n"settings.synchronous" = ["off", "full"]'
+    )
+    cells = load(write(root, text)).cells
+    assert len(cells) == 12
+    assert cells[-1].params["settings"] == {"journal_mode": "wal", "synchronous": "full"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "repetitions = 2",
+            "repetitions = 2\nrepetitons = 3",
+            "experiment.repetitons: 3 is not allowed; unknown key",
+        ),
+        ("rows = 1_000", 'rows = "many"', "workload.rows: 'many' is not allowed"),
+        (
+            'kind = "populate"',
+            'kind = "oltp"',
+            "workload.kind: 'oltp' is not allowed; choose one of: populate, disk",
+        ),
+        (
+            'engine = "sqlite"',
+            'engine = "oracle"',
+            "workload.engine: 'oracle' is not allowed; choose one of: sqlite",
+        ),
+        (
+            'data_dirs = ["a"]',
+            'data_dirs = ["nope"]',
+            "layouts.scsi.data_dirs[0]: 'nope' is not allowed; give an existing directory",
+        ),
+        (
+            "files = [1, 2, 4]",
+            "files = []",
+            "matrix.files: [] is not allowed; give at least one value; the matrix expands to",
+        ),
+        (
+            "files = [1, 2, 4]",
+            "fils = [1, 2]",
+            "matrix.fils: 'fils' is not allowed; choose one of:",
+        ),
+        (
+            'layout = ["scsi", "ssd"]',
+            'layout = ["scsi", "nvme"]',
+            "matrix.layout[1]: 'nvme' is not allowed; choose one of: scsi, ssd",
+        ),
+        (
+            "files = [1, 2, 4]",
+            "files = [1, 0]",
+            "matrix (layout='scsi', files=0, connections=16).files: 0 is not allowed",
+        ),
+        (
+            "connections = [16]",
+            "connections = [16, 16]",
+            "matrix.connections: [16, 16] is not allowed; give each value once",
+        ),
+        (
+            'layout = ["scsi", "ssd"]\n',
+            "",
+            "matrix.layout: None is not allowed; the file names 2 layouts",
+        ),
+        ("repetitions = 2", "repetitions = 0", "experiment.repetitions: 0 is not allowed"),
+        ("repetitions = 2", 'order = "random"', "experiment.order: 'random' is not allowed"),
+        (
+            'wal_dir = "b"',
+            'wal_dir = "device:hdd"',
+            "layouts.scsi.wal_dir: 'device:hdd' is not allowed; name a device of the [devices]",
+        ),
+        (
+            "repetitions = 2",
+            "baseline = { files = 2 }",
+            "experiment.baseline: {'files': 2} is not allowed; name exactly one cell",
+        ),
+    ],
+)
+def test_bad_files_name_the_key(root: Path, old: str, new: str, message: str) -> None:
+    assert old in GOOD
+    with pytest.raises(BadInput) as bad:
+        load(write(root, GOOD.replace(old, new)))
+    assert str(bad.value).startswith(message), str(bad.value)
+
+
+def test_missing_section_and_syntax_errors(root: Path) -> None:
+    with pytest.raises(BadInput, match=r"^workload: None is not allowed; this key is required"):
+        load(write(root, '[experiment]\nname = "x"\n[layouts.a]\ndata_dirs = ["a"]\n'))
+    with pytest.raises(BadInput, match="fix the syntax"):
+        load(write(root, "[experiment\n"))
+    with pytest.raises(BadInput, match="give an existing experiment file"):
+        load(root / "missing.toml")
+
+
+def test_baseline_names_one_cell(root: Path) -> None:
+    text = GOOD.replace(
+        "repetitions = 2", 'repetitions = 2\nbaseline = { layout = "scsi", files = 1 }'
+    )
+    exp = load(write(root, text))
+    assert exp.baseline is not None
+    assert exp.baseline.label == "layout=scsi files=1 connections=16"
