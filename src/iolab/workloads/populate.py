@@ -110,7 +110,7 @@ class PopulateOptions:
         }
 
 
-IGNORED_ENTRIES = frozenset({"lost+found"})  # a fresh filesystem's root holds this
+IGNORED_ENTRIES = frozenset({"lost+found", ".gitkeep"})  # a fresh filesystem; a kept empty dir
 
 
 def check_layout(layout: Layout) -> None:
