@@ -222,3 +222,62 @@ def test_bad_experiment_file_is_one_line(open_tmp: Path, results_db: Path) -> No
     assert done.stderr.startswith("error: experiment.repetitons: 3 is not allowed; unknown key")
     assert "Traceback" not in done.stderr
     assert not results_db.exists()
+
+
+def test_report_compare_and_export_read_the_experiment(open_tmp: Path, results_db: Path) -> None:
+    make_dirs(open_tmp, "a")
+    exp = write(
+        open_tmp,
+        """
+[experiment]
+name = "sizes"
+repetitions = 3
+[workload]
+kind = "populate"
+engine = "sqlite"
+connections = 2
+[layouts.a]
+data_dirs = ["a"]
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+rows = [100, 6000]
+""",
+    )
+    assert iolab("run", str(exp)).returncode == 0
+    done = iolab("report", str(exp), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["metric"] == "elapsed_seconds"
+    assert doc["best"] == "rows=100"
+    (ratio,) = doc["best_vs"]
+    assert ratio["a"] == "rows=100" and ratio["b"] == "rows=6000"
+    assert ratio["significant"] is True
+    assert ratio["speedup"] > 2
+    assert ratio["ci_low"] > 1
+    assert ratio["sentence"].startswith("rows=100 was ")
+    assert [c["n"] for c in doc["cells"]] == [3, 3]
+    text = iolab("report", "sizes").stdout
+    assert "best: rows=100" in text
+    assert "faster than rows=6000" in text
+
+    compared = json.loads(iolab("compare", "sizes:rows=6000", "sizes:rows=100", "--json").stdout)
+    assert compared["speedup"] < 1
+    assert compared["significant"] is True
+    assert len(compared["a_values"]) == 3
+
+    csv_text = iolab("export", "sizes", "--format", "csv").stdout.splitlines()
+    assert csv_text[0].startswith("run,cell,status,rows,")
+    assert len(csv_text) == 7
+    exported = json.loads(iolab("export", "sizes", "--format", "json").stdout)
+    assert sorted({r["rows"] for r in exported}) == [100, 6000]
+    parquet = open_tmp / "runs.parquet"
+    assert iolab("export", "sizes", "--format", "parquet", "-o", str(parquet)).returncode == 0
+    import duckdb
+
+    assert duckdb.sql(f"SELECT count(*) FROM '{parquet}'").fetchall() == [(6,)]
+    bad = iolab("report", "nope")
+    assert bad.returncode == 2
+    assert "EXPERIMENT: 'nope' is not allowed" in bad.stderr
+    assert "sizes" in bad.stderr

@@ -9,7 +9,7 @@ from types import FrameType
 import typer
 
 from iolab import __version__
-from iolab.cli import disk, experiment, populate, results
+from iolab.cli import disk, experiment, populate, report, results
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 
@@ -26,6 +26,9 @@ app.command("disk")(disk.disk)
 app.command("populate")(populate.populate)
 app.command("plan")(experiment.plan)
 app.command("run")(experiment.run)
+app.command("report")(report.report)
+app.command("compare")(report.compare)
+app.command("export")(report.export)
 app.add_typer(results.app, name="results")
 
 

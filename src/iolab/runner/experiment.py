@@ -191,6 +191,7 @@ def run(
     plan = make_plan(experiment, store)
     config = {
         "file": str(experiment.source),
+        "matrix_keys": list(spec.matrix),  # the stored JSON sorts keys; reports keep this order
         **json.loads(spec.model_dump_json()),
     }
     exp_id, _ = store_experiments.find_or_create(store, experiment.name, config)

@@ -92,3 +92,36 @@ def status_counts(store: Store, experiment: ExperimentId) -> dict[str, Counter[s
     ):
         out.setdefault(str(cell), Counter())[str(status)] = int(n)
     return out
+
+
+def config_of(store: Store, experiment: ExperimentId) -> dict[str, Any]:
+    row = store.conn.execute(
+        "SELECT config FROM experiments WHERE id = ?", (experiment,)
+    ).fetchone()
+    return dict(json.loads(row[0])) if row else {}
+
+
+def find_any(store: Store, name: str) -> ExperimentId | None:
+    """An experiment by name, of any kind (newest first)."""
+    row = store.conn.execute(
+        "SELECT id FROM experiments WHERE name = ? ORDER BY id DESC LIMIT 1", (name,)
+    ).fetchone()
+    return None if row is None else ExperimentId(int(row[0]))
+
+
+def cell_runs(
+    store: Store, experiment: ExperimentId
+) -> list[tuple[str, dict[str, Any], list[tuple[int, str, dict[str, Any]]]]]:
+    """Every cell of an experiment with its params and its runs (id, status, summary)."""
+    cells: dict[str, tuple[dict[str, Any], list[tuple[int, str, dict[str, Any]]]]] = {}
+    for cell, params in store.conn.execute(
+        "SELECT id, params FROM cells WHERE experiment_id = ? ORDER BY rowid", (experiment,)
+    ):
+        cells[str(cell)] = (json.loads(params), [])
+    for run_id, cell, status, summary in store.conn.execute(
+        "SELECT id, cell_id, status, summary FROM runs WHERE experiment_id = ? ORDER BY id",
+        (experiment,),
+    ):
+        if str(cell) in cells:
+            cells[str(cell)][1].append((int(run_id), str(status), json.loads(summary)))
+    return [(cell, params, runs) for cell, (params, runs) in cells.items()]

@@ -1,0 +1,236 @@
+"""The sentences an experiment ends with: the best cell, the ratios that matter, the warnings.
+
+Input: each cell's matrix values and the values of its main metric over its finished runs.
+Output: :class:`Findings`, plain data that the terminal and HTML reports render. Differences
+whose 95% interval contains 1.0 are "no significant difference", never a win.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from iolab.analysis.stats import Comparison, Summary, compare, summarize
+
+
+@dataclass(frozen=True)
+class CellData:
+    label: str
+    values: Mapping[str, Any]  # matrix key -> value
+    metric: tuple[float, ...]  # the metric over done runs, in run order
+    failed: int = 0
+
+
+@dataclass(frozen=True)
+class CellStats:
+    cell: CellData
+    summary: Summary | None
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``a`` against ``b`` in "times better": > 1 means a is better, whatever the direction."""
+
+    a: str
+    b: str
+    comparison: Comparison
+    better: float  # how many times better a is than b (speedup); < 1: worse
+    better_low: float | None  # its 95% interval
+    better_high: float | None
+
+    @property
+    def significant(self) -> bool:
+        return self.comparison.significant
+
+
+@dataclass(frozen=True)
+class DimensionGain:
+    """Seed 001's "average gain of X over Y across all tests": one matrix key, two values."""
+
+    key: str
+    a: Any
+    b: Any
+    pairs: tuple[Ratio, ...]  # a vs b with every other key equal
+    mean_better: float  # geometric mean of the pairs' speedups
+
+
+@dataclass
+class Findings:
+    metric: str
+    lower_is_better: bool
+    cells: list[CellStats]
+    best: CellStats | None = None
+    best_vs: list[Ratio] = field(default_factory=list)  # best vs baseline, runner-up, worst
+    dimensions: list[DimensionGain] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def speedup(ratio_of_metric: float, lower_is_better: bool) -> float:
+    """A ratio of the metric (a / b) as "times better": elapsed halves = 2.0x."""
+    return 1.0 / ratio_of_metric if lower_is_better else ratio_of_metric
+
+
+def _ratio(a: CellStats, b: CellStats, lower_is_better: bool) -> Ratio | None:
+    if not a.cell.metric or not b.cell.metric:
+        return None
+    c = compare(a.cell.metric, b.cell.metric)
+    low, high = c.ci_low, c.ci_high
+    if lower_is_better and low is not None and high is not None:
+        low, high = 1.0 / high, 1.0 / low
+    return Ratio(a.cell.label, b.cell.label, c, speedup(c.ratio, lower_is_better), low, high)
+
+
+def analyse(
+    cells: Sequence[CellData],
+    metric: str,
+    lower_is_better: bool,
+    baseline: str | None = None,
+) -> Findings:
+    stats = [CellStats(c, summarize(c.metric) if c.metric else None) for c in cells]
+    findings = Findings(metric, lower_is_better, stats)
+    measured = [s for s in stats if s.summary is not None]
+    if not measured:
+        findings.warnings.append("no finished runs to analyse")
+        return findings
+
+    def key(s: CellStats) -> float:
+        assert s.summary is not None
+        return s.summary.mean if lower_is_better else -s.summary.mean
+
+    ranked = sorted(measured, key=key)
+    best = findings.best = ranked[0]
+    others: list[CellStats] = []
+    base = next((s for s in measured if s.cell.label == baseline), None)
+    if base is not None and base is not best:
+        others.append(base)
+    if len(ranked) > 1 and ranked[1] not in others:
+        others.append(ranked[1])
+    if len(ranked) > 2 and ranked[-1] not in others:
+        others.append(ranked[-1])
+    for other in others:
+        r = _ratio(best, other, lower_is_better)
+        if r is not None:
+            findings.best_vs.append(r)
+    findings.dimensions = _dimensions(measured, lower_is_better)
+    for s in stats:
+        if s.summary is None:
+            continue
+        if s.summary.too_wide and s.summary.cv is not None:
+            findings.warnings.append(
+                f"{s.cell.label}: runs vary by {s.summary.cv:.0%} (CV): too wide to trust; "
+                'add repetitions (or repetitions = "auto"), more rows, or quiet the machine'
+            )
+        if s.summary.outliers:
+            runs = ", ".join(str(i + 1) for i in s.summary.outliers)
+            findings.warnings.append(f"{s.cell.label}: run(s) {runs} are outliers (kept)")
+        if s.summary.n < 2:
+            findings.warnings.append(f"{s.cell.label}: one run only, no confidence interval")
+    for s in stats:
+        if s.cell.failed:
+            findings.warnings.append(f"{s.cell.label}: {s.cell.failed} run(s) failed")
+    return findings
+
+
+def _dimensions(measured: list[CellStats], lower_is_better: bool) -> list[DimensionGain]:
+    """For every matrix key with two or more values: each value against the first, paired on
+    all other keys, and the geometric mean of the speedups."""
+    if not measured:
+        return []
+    keys = list(measured[0].cell.values)
+    out = []
+    for k in keys:
+        values: list[Any] = []
+        for s in measured:
+            v = s.cell.values.get(k)
+            if v not in values:
+                values.append(v)
+        if len(values) < 2:
+            continue
+        first = values[0]
+        for v in values[1:]:
+            pairs = []
+            for a in measured:
+                if a.cell.values.get(k) != v:
+                    continue
+                rest = {kk: vv for kk, vv in a.cell.values.items() if kk != k}
+                for b in measured:
+                    if b.cell.values.get(k) == first and all(
+                        b.cell.values.get(kk) == vv for kk, vv in rest.items()
+                    ):
+                        r = _ratio(a, b, lower_is_better)
+                        if r is not None:
+                            pairs.append(r)
+            if pairs:
+                mean = math.exp(sum(math.log(p.better) for p in pairs) / len(pairs))
+                out.append(DimensionGain(k, v, first, tuple(pairs), mean))
+    return out
+
+
+def sentence(r: Ratio) -> str:
+    """ "A was 1.93x faster than B (95% CI 1.80-2.05x, p = 0.001)" or no significant difference."""
+    c = r.comparison
+    lo, hi = r.better_low, r.better_high
+    if lo is None or hi is None or c.p_value is None:
+        return (
+            f"{r.a} vs {r.b}: {r.better:.2f}x (too few runs for a confidence interval; no verdict)"
+        )
+    if not r.significant:
+        return (
+            f"{r.a} vs {r.b}: no significant difference ({r.better:.2f}x, 95% CI "
+            f"{lo:.2f}-{hi:.2f}x, p = {c.p_value:.2g})"
+        )
+    word = "faster" if r.better > 1 else "slower"
+    times = r.better if r.better > 1 else 1 / r.better
+    lo_t, hi_t = (lo, hi) if r.better > 1 else (1 / hi, 1 / lo)
+    return (
+        f"{r.a} was {times:.2f}x {word} than {r.b} (95% CI {lo_t:.2f}-{hi_t:.2f}x, "
+        f"p = {c.p_value:.2g})"
+    )
+
+
+def gain_sentence(d: DimensionGain) -> str:
+    """Seed 001: "the average gain of X over Y across all tests was 4.25%"."""
+    significant = sum(1 for p in d.pairs if p.significant)
+    gain = (d.mean_better - 1.0) * 100.0
+    return (
+        f"{d.key}={d.a} vs {d.key}={d.b}: average gain {gain:+.1f}% across {len(d.pairs)} "
+        f"paired cell(s), {significant} of them significant"
+    )
+
+
+def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """A cell's matrix values from its resolved parameters (``settings.X`` from the settings)."""
+    out: dict[str, Any] = {}
+    for k in keys:
+        if k.startswith("settings."):
+            out[k] = (params.get("settings") or {}).get(k.removeprefix("settings."))
+        else:
+            out[k] = params.get(k)
+    return out
+
+
+def label_of(values: Mapping[str, Any]) -> str:
+    return " ".join(
+        f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in values.items()
+    )
+
+
+def cells_from_runs(
+    rows: Sequence[tuple[str, Mapping[str, Any], Sequence[tuple[int, str, Mapping[str, Any]]]]],
+    matrix_keys: Sequence[str],
+    metric: str,
+) -> list[CellData]:
+    """Cells with their metric over done runs, from ``(cell id, params, runs)`` rows."""
+    out = []
+    for cell_id, params, runs in rows:
+        values = matrix_values(params, matrix_keys)
+        numbers = tuple(
+            float(s[metric])
+            for _, status, s in runs
+            if status == "done" and isinstance(s.get(metric), int | float)
+        )
+        failed = sum(1 for _, status, _ in runs if status in ("failed", "aborted"))
+        out.append(CellData(label_of(values) or cell_id[:8], values, numbers, failed))
+    return out

@@ -1,0 +1,316 @@
+"""``iolab report``, ``iolab compare`` and ``iolab export``: answers from the results database."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from iolab.analysis.findings import (
+    Ratio,
+    analyse,
+    cells_from_runs,
+    label_of,
+    matrix_values,
+    sentence,
+    speedup,
+)
+from iolab.analysis.stats import compare as compare_samples
+from iolab.cli.console import stdout as out
+from iolab.cli.options import JsonOption, ResultsOption
+from iolab.config import experiment as config
+from iolab.errors import BadInput
+from iolab.report.findings import findings_text
+from iolab.results import ExperimentId
+from iolab.runner.kinds import KINDS
+from iolab.store import Store, open_store
+from iolab.store import experiments as store_experiments
+
+TargetArgument = Annotated[
+    str,
+    typer.Argument(help="An experiment file (.toml) or an experiment's name.", show_default=False),
+]
+
+
+def _experiment(store: Store, target: str) -> ExperimentId:
+    name = target
+    if target.endswith(".toml") and Path(target).exists():
+        name = config.load(Path(target)).name
+    found = store_experiments.find_any(store, name)
+    if found is None:
+        names = [
+            str(r[0])
+            for r in store.conn.execute(
+                "SELECT DISTINCT name FROM experiments WHERE kind = 'experiment' ORDER BY name"
+            )
+        ]
+        raise BadInput(
+            "EXPERIMENT",
+            target,
+            "give an experiment file or name in "
+            + str(store.path)
+            + (": " + ", ".join(names) if names else " (it has no experiment yet)"),
+        )
+    return found
+
+
+def _metric(cfg: dict[str, Any], rows: list[Any]) -> tuple[str, bool]:
+    kind = (cfg.get("workload") or {}).get("kind") or cfg.get("workload")
+    if not isinstance(kind, str) and rows:
+        kind = rows[0][1].get("kind")
+    k = KINDS.get(str(kind))
+    if k is None or k.metric is None:
+        raise BadInput("EXPERIMENT", str(kind), "report works on populate experiments so far")
+    return k.metric, k.lower_is_better
+
+
+def _cells(store: Store, exp: ExperimentId) -> tuple[list[Any], dict[str, Any], str, bool]:
+    cfg = store_experiments.config_of(store, exp)
+    rows = store_experiments.cell_runs(store, exp)
+    metric, lower = _metric(cfg, rows)
+    keys = _matrix_keys(cfg)
+    return cells_from_runs(rows, keys, metric), cfg, metric, lower
+
+
+def _matrix_keys(cfg: dict[str, Any]) -> list[str]:
+    """The matrix keys in the file's order (the stored config's JSON sorts them)."""
+    return list(cfg.get("matrix_keys") or (cfg.get("matrix") or {}).keys())
+
+
+def report(
+    target: TargetArgument,
+    results: ResultsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The findings of an experiment (best cell, the ratios that matter with their 95%
+    confidence intervals, warnings), then every cell's statistics."""
+    with open_store(results, create=False) as store:
+        exp = _experiment(store, target)
+        cells, cfg, metric, lower = _cells(store, exp)
+    baseline = None
+    if (cfg.get("experiment") or {}).get("baseline"):
+        baseline = label_of(
+            matrix_values(
+                {**cfg["experiment"]["baseline"]},
+                [k for k in _matrix_keys(cfg) if k in cfg["experiment"]["baseline"]],
+            )
+        )
+    f = analyse(cells, metric, lower, baseline=_full_label(cells, baseline))
+    if as_json:
+        print(json.dumps(_findings_json(f), indent=2))
+        return
+    name = (cfg.get("experiment") or {}).get("name", target)
+    direction = "lower is better" if lower else "higher is better"
+    out.print(findings_text(f, f"{name} · {metric} ({direction})"))
+
+
+def _full_label(cells: list[Any], partial: str | None) -> str | None:
+    if partial is None:
+        return None
+    wanted = set(partial.split())
+    found = [c.label for c in cells if wanted <= set(c.label.split())]
+    return found[0] if len(found) == 1 else None
+
+
+def _ratio_json(r: Ratio) -> dict[str, Any]:
+    return {
+        "a": r.a,
+        "b": r.b,
+        "speedup": r.better,
+        "ci_low": r.better_low,
+        "ci_high": r.better_high,
+        "p_value": r.comparison.p_value,
+        "significant": r.significant,
+        "sentence": sentence(r),
+    }
+
+
+def _findings_json(f: Any) -> dict[str, Any]:
+    return {
+        "metric": f.metric,
+        "lower_is_better": f.lower_is_better,
+        "best": f.best.cell.label if f.best else None,
+        "best_vs": [_ratio_json(r) for r in f.best_vs],
+        "dimensions": [
+            {
+                "key": d.key,
+                "a": d.a,
+                "b": d.b,
+                "mean_speedup": d.mean_better,
+                "pairs": [_ratio_json(p) for p in d.pairs],
+            }
+            for d in f.dimensions
+        ],
+        "warnings": f.warnings,
+        "cells": [
+            {
+                "label": c.cell.label,
+                "values": dict(c.cell.values),
+                "runs": list(c.cell.metric),
+                "failed": c.cell.failed,
+                **(
+                    {
+                        "n": c.summary.n,
+                        "mean": c.summary.mean,
+                        "median": c.summary.median,
+                        "sd": c.summary.sd,
+                        "cv": c.summary.cv,
+                        "min": c.summary.min,
+                        "max": c.summary.max,
+                        "ci_low": c.summary.ci_low,
+                        "ci_high": c.summary.ci_high,
+                        "outliers": list(c.summary.outliers),
+                    }
+                    if c.summary
+                    else {"n": 0}
+                ),
+            }
+            for c in f.cells
+        ],
+    }
+
+
+_RUNS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def _sample(store: Store, spec: str) -> tuple[str, list[float], str, bool]:
+    """Run ids (``3``, ``3,4,9``, ``3-7``) or ``EXPERIMENT[:CELL]``: the metric's values."""
+    if _RUNS.match(spec):
+        ids: list[int] = []
+        for part in spec.split(","):
+            lo, _, hi = part.partition("-")
+            ids += list(range(int(lo), int(hi or lo) + 1))
+        records = [store.run(i) for i in ids]
+        kinds = {r.workload for r in records}
+        k = KINDS.get(kinds.pop()) if len(kinds) == 1 else None
+        if k is None or k.metric is None:
+            raise BadInput("RUNS", spec, "give runs of one workload with a metric (populate)")
+        values = [
+            float(r.summary[k.metric])
+            for r in records
+            if r.status.value == "done" and isinstance(r.summary.get(k.metric), int | float)
+        ]
+        return f"runs {spec}", values, k.metric, k.lower_is_better
+    name, _, cell = spec.partition(":")
+    exp = _experiment(store, name)
+    cells, _, metric, lower = _cells(store, exp)
+    wanted = set(cell.split())
+    chosen = [c for c in cells if wanted <= set(c.label.split())]
+    if len(chosen) != 1:
+        raise BadInput(
+            "A/B",
+            spec,
+            f"name one of {len(cells)} cells as 'EXPERIMENT:KEY=VALUE ...' ({len(chosen)} "
+            "match), e.g. " + "; ".join(f"'{name}:{c.label}'" for c in cells[:3]),
+        )
+    return f"{name} {chosen[0].label}".strip(), list(chosen[0].metric), metric, lower
+
+
+def compare(
+    a: Annotated[str, typer.Argument(help="Runs (3,4,9 or 3-7) or EXPERIMENT[:CELL].")],
+    b: Annotated[str, typer.Argument(help="The same, to compare against.")],
+    results: ResultsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Two sets of runs side by side: means, the ratio with its 95% interval, significance."""
+    with open_store(results, create=False) as store:
+        la, va, ma, lower = _sample(store, a)
+        lb, vb, mb, _ = _sample(store, b)
+    if ma != mb:
+        raise BadInput("B", b, f"give runs measuring {ma}, as A does (B measures {mb})")
+    if not va or not vb:
+        raise BadInput("A/B", a if not va else b, "give runs that finished (status done)")
+    c = compare_samples(va, vb)
+    low, high = c.ci_low, c.ci_high
+    if lower and low is not None and high is not None:
+        low, high = 1 / high, 1 / low
+    r = Ratio(la, lb, c, speedup(c.ratio, lower), low, high)
+    if as_json:
+        print(
+            json.dumps({"metric": ma, "a_values": va, "b_values": vb, **_ratio_json(r)}, indent=2)
+        )
+        return
+    out.print(
+        f"{ma}: {la}: mean {sum(va) / len(va):,.4g} (n = {len(va)}); "
+        f"{lb}: mean {sum(vb) / len(vb):,.4g} (n = {len(vb)})"
+    )
+    out.print(sentence(r))
+
+
+def export(
+    target: TargetArgument,
+    fmt: Annotated[str, typer.Option("--format", help="csv, json or parquet.")] = "csv",
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="File to write (csv/json: default stdout)."),
+    ] = None,
+    results: ResultsOption = None,
+) -> None:
+    """Every run of an experiment, one row each (cell values, status, summary numbers), for
+    notebooks."""
+    if fmt not in ("csv", "json", "parquet"):
+        raise BadInput.choice("--format", fmt, ["csv", "json", "parquet"])
+    if fmt == "parquet" and output is None:
+        raise BadInput("--output", None, "give a file for parquet output, e.g. -o runs.parquet")
+    with open_store(results, create=False) as store:
+        exp = _experiment(store, target)
+        cfg = store_experiments.config_of(store, exp)
+        keys = _matrix_keys(cfg)
+        rows = []
+        for cell_id, params, runs in store_experiments.cell_runs(store, exp):
+            values = matrix_values(params, keys)
+            for run_id, status, summary in runs:
+                row: dict[str, Any] = {"run": run_id, "cell": cell_id, "status": status, **values}
+                for k, v in summary.items():
+                    if isinstance(v, int | float | str | bool) or v is None:
+                        row[k] = v
+                rows.append(row)
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    if fmt == "json":
+        text = json.dumps(rows, indent=2)
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        text = buf.getvalue()
+    else:
+        assert output is not None
+        _parquet(rows, columns, output)
+        out.print(f"wrote {len(rows)} runs to {output}")
+        return
+    if output is None:
+        print(text, end="" if text.endswith("\n") else "\n")
+    else:
+        output.write_text(text)
+        out.print(f"wrote {len(rows)} runs to {output}")
+
+
+def _parquet(rows: list[dict[str, Any]], columns: list[str], output: Path) -> None:
+    """Parquet through DuckDB (the engines extra), reading the rows as newline-delimited JSON."""
+    try:
+        import duckdb
+    except ImportError:
+        from iolab.errors import MissingTool
+
+        raise MissingTool("duckdb", "pip install 'iolab[engines]' for parquet export") from None
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=True) as tmp:
+        for row in rows:
+            tmp.write(json.dumps({c: row.get(c) for c in columns}) + "\n")
+        tmp.flush()
+        con = duckdb.connect()
+        try:
+            con.execute(
+                f"COPY (SELECT * FROM read_json_auto('{tmp.name}')) TO '{output}' (FORMAT parquet)"
+            )
+        finally:
+            con.close()

@@ -1,0 +1,77 @@
+"""Terminal rendering of an experiment's findings: the answer first, then the per-cell table."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from iolab.analysis.findings import Findings, gain_sentence, sentence
+
+
+def findings_text(f: Findings, title: str) -> Group:
+    parts: list[Text | Table] = [Text(title, style="bold")]
+    if f.best is not None and f.best.summary is not None:
+        s = f.best.summary
+        ci = (
+            f" (95% CI {s.ci_low:,.4g} - {s.ci_high:,.4g})"
+            if s.ci_low is not None and s.ci_high is not None
+            else ""
+        )
+        parts.append(Text(f"best: {f.best.cell.label}: {f.metric} {s.mean:,.4g}{ci}, n = {s.n}"))
+    for r in f.best_vs:
+        parts.append(Text("  " + sentence(r)))
+    for d in f.dimensions:
+        parts.append(Text("  " + gain_sentence(d)))
+    for w in f.warnings:
+        parts.append(Text.from_markup(f"[yellow]warning:[/] {w}"))
+    parts.append(cells_table(f))
+    return Group(*parts)
+
+
+def cells_table(f: Findings) -> Table:
+    table = Table(title_justify="left")
+    for name, justify in (
+        ("cell", "left"),
+        ("n", "right"),
+        ("failed", "right"),
+        ("mean", "right"),
+        ("median", "right"),
+        ("95% CI", "right"),
+        ("CV", "right"),
+        ("min", "right"),
+        ("max", "right"),
+        ("note", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for c in f.cells:
+        s = c.summary
+        failed = f"[red]{c.cell.failed}[/]" if c.cell.failed else "0"
+        if s is None:
+            table.add_row(c.cell.label, "0", failed, *["-"] * 6, "no finished run")
+            continue
+        ci = (
+            f"{s.ci_low:,.4g} - {s.ci_high:,.4g}"
+            if s.ci_low is not None and s.ci_high is not None
+            else "-"
+        )
+        notes = []
+        if f.best is c:
+            notes.append("[green]best[/]")
+        if s.too_wide:
+            notes.append("[yellow]too wide[/]")
+        if s.outliers:
+            notes.append(f"{len(s.outliers)} outlier(s)")
+        table.add_row(
+            c.cell.label,
+            str(s.n),
+            failed,
+            f"{s.mean:,.4g}",
+            f"{s.median:,.4g}",
+            ci,
+            f"{s.cv:.1%}" if s.cv is not None else "-",
+            f"{s.min:,.4g}",
+            f"{s.max:,.4g}",
+            ", ".join(notes),
+        )
+    return table
