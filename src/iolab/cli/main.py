@@ -9,7 +9,7 @@ from types import FrameType
 import typer
 
 from iolab import __version__
-from iolab.cli import disk, populate, results
+from iolab.cli import disk, populate, results, tpch
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 
@@ -24,6 +24,7 @@ app = typer.Typer(
 )
 app.command("disk")(disk.disk)
 app.command("populate")(populate.populate)
+app.command("tpch")(tpch.tpch)
 app.add_typer(results.app, name="results")
 
 

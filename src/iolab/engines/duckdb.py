@@ -193,7 +193,14 @@ class DuckDBEngine:
         )
         return self._placement
 
-    def _validate_layout(self, layout: Layout) -> None:
+    @staticmethod
+    def check(layout: Layout) -> None:
+        """Refuse a layout or settings DuckDB cannot use, before anything is created."""
+        DuckDBEngine._validate_layout(layout)
+        parse_settings(layout.settings)
+
+    @staticmethod
+    def _validate_layout(layout: Layout) -> None:
         if not layout.data_dirs:
             raise BadInput("--data-dir", (), "give at least one data directory")
         if isinstance(layout.files, bool) or not isinstance(layout.files, int) or layout.files < 1:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
+from iolab.engines.duckdb import DuckDBEngine
 from iolab.engines.interface import Layout, Placement, running
 from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
@@ -125,6 +126,8 @@ def preflight(options: TpchOptions) -> dict[int, str]:
     """Checks that need no run record: the options, the tpch extension (returns the query
     texts) and, when the data is not cached yet, room to generate it."""
     options.validate()
+    if options.engine == "duckdb":
+        DuckDBEngine.check(options.layout)
     texts = tpch_answers.queries()
     for sf in {options.scale_factor, options.reference_sf or options.scale_factor}:
         if tpch_data.cached(sf) is None:
