@@ -255,7 +255,9 @@ def test_a_cache_without_room_is_refused_before_generating(
     data = make_dirs(open_tmp, "data")[0]
     done = iolab("tpch", "--data-dir", str(data), "--sf", SF, env={"IOLAB_CACHE": str(tiny_cache)})
     assert done.returncode == 2
-    assert f"--sf: 0.01 is not allowed; its data needs about 74.5 MiB in {tiny_cache}/tpch" in (
-        done.stderr.replace("\n", " ")
+    message = done.stderr.replace("\n", " ")
+    assert f"--sf: 0.01 is not allowed; its data needs about 75.0 MiB in {tiny_cache}/tpch" in (
+        message
     )
+    assert "MiB free; choose a smaller scale factor" in message
     assert list(tiny_cache.iterdir()) == []

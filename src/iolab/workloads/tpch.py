@@ -236,7 +236,9 @@ def load(
             last = now
             rate = done / (now - t0) if now > t0 else 0.0
             left = (total - done) / rate if rate > 0 else 0.0
-            events(Step(f"loading: {rate / 1e6:,.1f} MB/s of CSV", max(1, done), total, left))
+            mb, total_mb = round(done / 1e6), max(1, math.ceil(total / 1e6))  # steps of 1 MB
+            label = f"loading MB of CSV, {rate / 1e6:,.1f} MB/s"
+            events(Step(label, min(total_mb, max(1, mb)), total_mb, left))
 
     events(Phase(f"loading {total / 1e6:,.1f} MB of CSV"))
     dialect.load(engine.connect, files, progress)
