@@ -7,8 +7,8 @@ bytes per table). A scale factor is generated into an iolab-owned directory besi
 renamed into place only when complete, so an interrupted generation never looks like data; a
 later run removes the leftovers of a generation whose process is gone.
 
-Free space is estimated before generating (:data:`BYTES_PER_SF`: 1.15 GB of CSV per scale-factor unit)
-and a cache without room for it is refused.
+Free space is estimated before generating (:data:`BYTES_PER_SF`: 1.15 GB of CSV per
+scale-factor unit) and a cache without room for it is refused.
 """
 
 from __future__ import annotations
