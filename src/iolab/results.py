@@ -79,6 +79,21 @@ class DiskPass:
         return self.pass_no == 0
 
 
+@dataclass(frozen=True)
+class QueryResult:
+    """One query of a query workload (TPC-H's power run).
+
+    ``seconds`` and ``rows`` are None when the query did not finish (``error`` says why);
+    ``answer_ok`` is None when there was no reference answer to check it against.
+    """
+
+    query: int
+    seconds: float | None
+    rows: int | None
+    answer_ok: bool | None
+    error: str | None = None
+
+
 @dataclass
 class RunOutcome:
     """Everything a finished (or interrupted) run hands to the store in one transaction."""
@@ -87,3 +102,4 @@ class RunOutcome:
     summary: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     disk_passes: list[DiskPass] = field(default_factory=list)
+    query_results: list[QueryResult] = field(default_factory=list)

@@ -55,7 +55,11 @@ class ProgressView:
             if self._task is None:
                 self._task = self._progress.add_task(event.label, total=event.total, left=left)
             self._progress.update(
-                self._task, completed=event.index - 1, description=event.label, left=left
+                self._task,
+                total=event.total,  # a new series of steps (tpch: load bytes, then queries)
+                completed=event.index - 1,
+                description=event.label,
+                left=left,
             )
         elif isinstance(event, Warning):
             self.warnings.append(event.text)

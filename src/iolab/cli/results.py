@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.report import disk as disk_report
 from iolab.report import populate as populate_report
+from iolab.report import tpch as tpch_report
 from iolab.store import RunRecord, open_store
 
 app = typer.Typer(help="List and show stored runs.", no_args_is_help=True)
@@ -69,9 +71,12 @@ def show(
         run = store.run(run_id)
         env = store.environment(run.env_id) if run.env_id else {}
         passes = store.disk_passes(run.id)
+        queries = store.query_results(run.id)
     summaries = summarize(passes)
     if as_json:
         doc = _run_json(run) | {"environment": env}
+        if queries:
+            doc["query_results"] = [dataclasses.asdict(q) for q in queries]
         if passes:
             doc["disk"] = {
                 "tests": disk_report.summary_json(summaries),
@@ -90,6 +95,10 @@ def show(
     if run.workload == "populate" and run.summary.get("rows"):
         out.print(populate_report.summary_table(run.summary, "populate"))
         out.print(populate_report.loaders_line(run.summary))
+    if run.workload == "tpch" and run.summary.get("data_bytes"):
+        out.print(tpch_report.summary_table(run.summary, "tpch"))
+    if queries:
+        out.print(tpch_report.queries_table(queries))
 
 
 def _print_environment(env: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from iolab.engines.interface import Layout
 from iolab.errors import BadInput
 
-ENGINES = ("sqlite", "postgres", "mariadb")
+ENGINES = ("sqlite", "postgres", "mariadb", "duckdb")
 DEFAULT_ENGINE = "sqlite"  # embedded: nothing to install
 
 
@@ -24,6 +24,10 @@ def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Any:
         from iolab.engines.mariadb import MariaDBEngine
 
         return MariaDBEngine(layout)
+    if name == "duckdb":
+        from iolab.engines.duckdb import DuckDBEngine
+
+        return DuckDBEngine(layout)
     if name == "sqlite":
         from iolab.engines.sqlite import SQLiteEngine
 

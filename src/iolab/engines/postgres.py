@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from iolab.engines.interface import Layout, Placement, check_dirs
 from iolab.engines.postgres_load import PostgresPopulate
+from iolab.engines.postgres_tpch import PostgresTpch
 from iolab.engines.server_process import (
     ServerUser,
     check_reachable,
@@ -444,7 +445,8 @@ class PostgresEngine:
         self._pid = self._proc.pid
         conn = self._wait_until_accepting()
         try:
-            self._create_database(conn)
+            if not self._tablespaces:  # the first start; a restart finds the database there
+                self._create_database(conn)
         finally:
             conn.close()
 
@@ -535,6 +537,10 @@ class PostgresEngine:
             ).fetchone()
         assert row is not None
         return PostgresPopulate(self.tablespaces, int(row[0]), page_size=int(row[1]))
+
+    def tpch_dialect(self, *, compression: bool = False, loaders: int = 2) -> PostgresTpch:
+        """The TPC-H workload's SQL for this running server's tablespaces."""
+        return PostgresTpch(self.tablespaces, compression=compression, loaders=loaders)
 
     def effective_settings(self) -> dict[str, str]:
         """Settings not at their default plus a fixed list, in SHOW form (e.g. ``2GB``).

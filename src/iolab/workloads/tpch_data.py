@@ -1,0 +1,186 @@
+"""TPC-H data: generated once per scale factor with ``tpchgen-cli`` and kept in a cache.
+
+The cache is ``$IOLAB_CACHE/tpch`` (default ``$XDG_CACHE_HOME/iolab/tpch``, i.e.
+``~/.cache/iolab/tpch``), one directory per scale factor: ``sf1``, ``sf0.01``, ... holding one
+CSV file per table (with a header line) and ``manifest.json`` (generator version, rows and
+bytes per table). A scale factor is generated into an iolab-owned directory beside it and
+renamed into place only when complete, so an interrupted generation never looks like data; a
+later run removes the leftovers of a generation whose process is gone.
+
+Free space is estimated before generating (:data:`BYTES_PER_SF`: 1.15 GB of CSV per
+scale-factor unit) and a cache without room for it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+from iolab.engines.tpch import TABLES, TpchFiles
+from iolab.errors import BadInput, MissingTool, RunFailed
+from iolab.events import EventSink, Phase
+from iolab.ownership import owned_name, reap, remove
+from iolab.process import run
+from iolab.units import format_bytes
+
+CACHE_ENV = "IOLAB_CACHE"
+KIND_GENERATING = "tpchgen"
+MANIFEST = "manifest.json"
+# CSV bytes per scale-factor unit: 1.07 GB measured at SF 0.01, 1.11 GB at SF 1; rounded up.
+BYTES_PER_SF = 1.15e9
+HEADROOM_BYTES = 64 * 2**20  # the small tables, the manifest, the filesystem's own needs
+GENERATE_TIMEOUT_PER_SF = 3600.0  # seconds; a generation that takes longer is stuck
+HOW_TO_GET = "pip install tpchgen-cli (or pip install 'iolab[engines]')"
+
+
+def cache_root() -> Path:
+    """Where generated data is kept: ``$IOLAB_CACHE/tpch`` or ``~/.cache/iolab/tpch``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env) / "tpch"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "iolab" / "tpch"
+
+
+def sf_label(scale_factor: float) -> str:
+    """``1`` for 1.0, ``0.01`` for 0.01: the scale factor as people write it."""
+    text = format(Decimal(repr(float(scale_factor))).normalize(), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def data_dir(scale_factor: float, root: Path | None = None) -> Path:
+    return (root or cache_root()) / f"sf{sf_label(scale_factor)}"
+
+
+def estimated_bytes(scale_factor: float) -> int:
+    return int(BYTES_PER_SF * scale_factor) + HEADROOM_BYTES
+
+
+def tpchgen_binary() -> str:
+    """``tpchgen-cli`` beside this Python (a virtual environment's bin) or on PATH."""
+    beside = Path(sys.executable).parent / "tpchgen-cli"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("tpchgen-cli")
+    if found is None:
+        raise MissingTool("tpchgen-cli (the TPC-H data generator)", HOW_TO_GET)
+    return found
+
+
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes available to this user on the filesystem that holds (or would hold) ``path``."""
+    st = os.statvfs(_existing_ancestor(path))
+    return st.f_bavail * st.f_frsize
+
+
+def cached(scale_factor: float, root: Path | None = None) -> TpchFiles | None:
+    """The complete data of ``scale_factor`` in the cache, or None."""
+    directory = data_dir(scale_factor, root)
+    if not (directory / MANIFEST).is_file():
+        return None
+    if not all((directory / f"{t}.csv").is_file() for t in TABLES):
+        return None
+    return TpchFiles(scale_factor, directory)
+
+
+def manifest(files: TpchFiles) -> dict[str, object]:
+    return dict(json.loads((files.directory / MANIFEST).read_text()))
+
+
+def expected_rows(files: TpchFiles) -> dict[str, int]:
+    rows = manifest(files).get("rows", {})
+    assert isinstance(rows, dict)
+    return {str(k): int(v) for k, v in rows.items()}
+
+
+def check_space(scale_factor: float, root: Path | None = None) -> None:
+    """Refuse a scale factor whose data the cache's filesystem has no room for."""
+    root = root or cache_root()
+    need = estimated_bytes(scale_factor)
+    free = free_bytes(root)
+    if free < need:
+        raise BadInput(
+            "--sf",
+            scale_factor,
+            f"its data needs about {format_bytes(need)} in {root}, which has "
+            f"{format_bytes(free)} free; choose a smaller scale factor, free some space, or set "
+            f"{CACHE_ENV} to a directory on a larger filesystem",
+        )
+
+
+def ensure(scale_factor: float, events: EventSink, root: Path | None = None) -> TpchFiles:
+    """The data of ``scale_factor``: from the cache, or generated into it first."""
+    root = root or cache_root()
+    found = cached(scale_factor, root)
+    if found is not None:
+        events(Phase(f"using cached TPC-H data at SF {sf_label(scale_factor)} ({found.directory})"))
+        return found
+    check_space(scale_factor, root)
+    binary = tpchgen_binary()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(
+            CACHE_ENV, str(root), f"give a directory iolab can create and write ({exc.strerror})"
+        ) from None
+    reap(root, KIND_GENERATING)
+    work = root / owned_name(KIND_GENERATING)
+    target = data_dir(scale_factor, root)
+    events(
+        Phase(
+            f"generating TPC-H data at SF {sf_label(scale_factor)} with tpchgen-cli "
+            f"(about {format_bytes(estimated_bytes(scale_factor))}, once: kept in {target})"
+        )
+    )
+    created = [work]
+    try:
+        work.mkdir(mode=0o755)
+        timeout = GENERATE_TIMEOUT_PER_SF * max(1.0, scale_factor)
+        argv = [binary, "csv", "-s", sf_label(scale_factor), "-o", str(work), "--no-progress"]
+        run([*argv, "-q"], timeout=timeout)
+        version = run([binary, "--version"]).stdout.strip()
+        rows = {t: _count_rows(work / f"{t}.csv") for t in TABLES}
+        sizes = {t: (work / f"{t}.csv").stat().st_size for t in TABLES}
+        doc = {
+            "scale_factor": scale_factor,
+            "generator": version,
+            "command": " ".join(argv[1:]),
+            "rows": rows,
+            "bytes": sizes,
+        }
+        (work / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")
+        try:
+            work.rename(target)
+        except OSError:
+            if cached(scale_factor, root) is None:  # not another process that finished first
+                raise
+        else:
+            created = []
+    except OSError as exc:
+        raise RunFailed(f"could not generate TPC-H data in {work}: {exc}") from exc
+    finally:
+        remove(created)
+    found = cached(scale_factor, root)
+    if found is None:
+        raise RunFailed(f"tpchgen-cli left no complete data in {target}")
+    return found
+
+
+def _count_rows(path: Path) -> int:
+    """Lines in a CSV file less its header (TPC-H text holds no line breaks)."""
+    count = 0
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            count += block.count(b"\n")
+    return max(0, count - 1)

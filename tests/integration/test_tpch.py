@@ -1,0 +1,263 @@
+"""`iolab tpch` end to end at SF 0.01: every answer checked on DuckDB and PostgreSQL, data
+placed in the layout's directories, compression's effect on size, a wrong answer caught, bad
+input refused with one line.
+
+The generated data lives in one cache for the module (IOLAB_CACHE), removed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab.engines.interface import Layout
+from iolab.errors import RunFailed
+from iolab.events import Collect
+from iolab.runner.single import CommandRun, execute
+from iolab.store import open_store
+from iolab.workloads.tpch import TpchOptions, run_tpch
+from tests.conftest import make_dirs
+
+pytestmark = pytest.mark.integration
+IOLAB = [sys.executable, "-m", "iolab"]
+SF = "0.01"
+# rows of each query's answer at SF 0.01 (the reference's)
+ROWS = {1: 4, 2: 4, 3: 10, 9: 173, 11: 359, 13: 33, 16: 296, 22: 7}
+
+
+@pytest.fixture(scope="module")
+def cache() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="iolab-test-cache-", dir="/var/tmp"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IOLAB_CACHE", str(path))
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def iolab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*IOLAB, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def tpch_json(*args: str) -> dict[str, object]:
+    done = iolab("tpch", "--sf", SF, "--json", *args)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def check_answers(doc: dict[str, object]) -> None:
+    assert doc["status"] == "done"
+    queries = doc["queries"]
+    assert isinstance(queries, list)
+    assert [q["query"] for q in queries] == list(range(1, 23))
+    assert all(q["answer_ok"] is True and q["error"] is None for q in queries), queries
+    for q in queries:
+        if q["query"] in ROWS:
+            assert q["rows"] == ROWS[q["query"]]
+    assert doc["queries_ok"] == 22
+    assert doc["total_seconds"] == pytest.approx(sum(q["seconds"] for q in queries))
+    assert 0 < doc["geomean_seconds"] <= max(q["seconds"] for q in queries)  # type: ignore[operator]
+    assert doc["reference"] == "SF 0.01, checked against DuckDB's tpch_answers()"
+    assert doc["data_rows"] == {
+        "lineitem": 60175,
+        "orders": 15000,
+        "partsupp": 8000,
+        "part": 2000,
+        "customer": 1500,
+        "supplier": 100,
+        "nation": 25,
+        "region": 5,
+    }
+    assert doc["data_bytes"] == 10670284  # tpchgen-cli's CSV at SF 0.01
+
+
+def placed_under(doc: dict[str, object], directory: Path) -> int:
+    placement = doc["placement"]
+    assert isinstance(placement, dict)
+    return sum(p["bytes"] for p in placement["data"] if Path(p["path"]).is_relative_to(directory))
+
+
+def test_duckdb_answers_all_22_on_two_files(cache: Path, open_tmp: Path, results_db: Path) -> None:
+    a, b = make_dirs(open_tmp, "a", "b")
+    doc = tpch_json("--data-dir", str(a), "--data-dir", str(b), "--files", "2", "--warm")
+    check_answers(doc)
+    assert doc["engine"] == "duckdb" and doc["mode"] == "warm" and doc["compression"] is True
+    assert placed_under(doc, a) > 1_000_000 and placed_under(doc, b) > 1_000_000
+    assert list(a.iterdir()) == [] and list(b.iterdir()) == []
+    assert (cache / "tpch" / "sf0.01" / "lineitem.csv").stat().st_size > 7_000_000
+    # the per-query results are in the results database, and `results show` prints them
+    shown = iolab("results", "show", str(doc["run"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "Q22" in shown.stdout and "ok" in shown.stdout
+    stored = json.loads(iolab("results", "show", str(doc["run"]), "--json").stdout)
+    assert len(stored["query_results"]) == 22
+    assert all(q["answer_ok"] is True for q in stored["query_results"])
+
+
+def test_postgres_answers_all_22_with_two_tablespaces_on_two_dirs(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    a, b, temp = make_dirs(open_tmp, "a", "b", "temp")
+    doc = tpch_json(
+        "--engine",
+        "postgres",
+        "--data-dir",
+        str(a),
+        "--data-dir",
+        str(b),
+        "--files",
+        "2",
+        "--temp-dir",
+        str(temp),
+        "--cold",
+    )
+    check_answers(doc)
+    assert doc["engine"] == "postgres" and doc["mode"] == "cold" and doc["compression"] is False
+    # every table is hash-partitioned over both tablespaces: each holds about half the data
+    in_a, in_b = placed_under(doc, a), placed_under(doc, b)
+    assert in_b > 6_000_000, doc["placement"]
+    assert in_a > in_b  # a also holds the database's catalogs
+    assert doc["load_seconds"] > 0 and doc["index_seconds"] > 0  # type: ignore[operator]
+    assert doc["on_disk_bytes"] == in_a + in_b
+    assert doc["settings"]["temp_tablespaces"] == "iolab_temp"  # type: ignore[index]
+    for d in (a, b, temp):
+        assert list(d.iterdir()) == []
+
+
+def test_compression_off_takes_more_room(cache: Path, open_tmp: Path, results_db: Path) -> None:
+    sizes = {}
+    for setting in ("on", "off"):
+        doc = tpch_json("--compression", setting, "--queries", "1,6", "--warm")
+        assert [q["answer_ok"] for q in doc["queries"]] == [True, True]  # type: ignore[attr-defined]
+        sizes[setting] = doc["on_disk_bytes"]
+        assert doc["compression_ratio"] == pytest.approx(doc["data_bytes"] / doc["on_disk_bytes"])  # type: ignore[operator]
+    assert sizes["off"] > 2 * sizes["on"]  # type: ignore[operator]
+
+
+def test_a_wrong_answer_fails_the_run_and_is_kept(
+    cache: Path, open_tmp: Path, tmp_path: Path
+) -> None:
+    """SF 0.01's results checked against SF 0.1's answers: every query must be caught."""
+    options = TpchOptions(
+        "duckdb",
+        Layout((open_tmp,)),
+        scale_factor=0.01,
+        cold=False,
+        queries=(1, 6, 13),
+        reference_sf=0.1,
+    )
+    spec = CommandRun("tpch", "tpch", options.params(), {"data0": open_tmp}, {})
+    events = Collect()
+    with open_store(tmp_path / "r.db") as store:
+        with pytest.raises(RunFailed, match="3 of 3 queries failed: Q1: wrong answer"):
+            execute(store, spec, lambda o: run_tpch(options, o, events))
+        (run,) = store.runs()
+        assert run.status.value == "failed"
+        results = store.query_results(run.id)
+    assert [r.query for r in results] == [1, 6, 13]
+    assert all(r.answer_ok is False and r.seconds is not None for r in results)
+    assert results[1].error is not None and "wrong answer: row 1 revenue" in results[1].error
+    assert list(open_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--engine", "oracle"],
+            "--engine: 'oracle' is not allowed; choose one of: duckdb, postgres",
+        ),
+        (["--sf", "0"], "--sf: 0.0 is not allowed; give a positive scale factor"),
+        (["--sf", "-1"], "--sf: -1.0 is not allowed; give a positive scale factor"),
+        (["--sf", "big"], "--sf: 'big' is not allowed; give a positive scale factor"),
+        (["--sf", "1000000"], "--sf: 1000000.0 is not allowed; its data needs about"),
+        (["--queries", "0,23"], "--queries"),
+        (["--queries", "3,3"], "--queries: '3,3' is not allowed; name each query once"),
+        (["--compression", "maybe"], "--compression: 'maybe' is not allowed; choose one of: on"),
+        (["--engine", "postgres", "--compression", "on"], "PostgreSQL cannot compress"),
+        (["--set", "force_compression=uncompressed"], "use --compression on|off"),
+        (["--set", "no_such_thing=1"], "--set: 'no_such_thing' is not allowed"),
+        (["--set", "threads=many"], "--set threads: 'many' is not allowed; DuckDB refuses it"),
+        (["--wal-dir", "."], "DuckDB keeps its WAL beside each database file"),
+        (["--timeout", "0"], "--timeout: 0.0 is not allowed"),
+    ],
+)
+def test_bad_input(
+    cache: Path, open_tmp: Path, results_db: Path, args: list[str], message: str
+) -> None:
+    args = [str(open_tmp) if a == "." else a for a in args]
+    done = iolab("tpch", "--data-dir", str(open_tmp), "--sf", SF, *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr.replace("\n", " ")
+    assert "Traceback" not in done.stderr
+    assert list(open_tmp.iterdir()) == []
+    assert not results_db.exists() or "tpch" not in iolab("results", "list").stdout
+
+
+def test_an_extension_that_will_not_load_names_the_package(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    done = iolab(
+        "tpch",
+        "--data-dir",
+        str(open_tmp),
+        "--sf",
+        SF,
+        env={"IOLAB_DUCKDB_EXTENSIONS": str(open_tmp)},
+    )
+    assert done.returncode == 2
+    assert "DuckDB's tpch extension for DuckDB 1.4.4 (package duckdb-ext-tpch" in done.stderr
+    assert "pip install duckdb-ext-tpch" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.fixture
+def tiny_cache(open_tmp: Path) -> Iterator[Path]:
+    mnt = open_tmp / "cache"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tiny tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"the kernel refused a tmpfs mount: {done.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_cache_without_room_is_refused_before_generating(
+    tiny_cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    data = make_dirs(open_tmp, "data")[0]
+    done = iolab("tpch", "--data-dir", str(data), "--sf", SF, env={"IOLAB_CACHE": str(tiny_cache)})
+    assert done.returncode == 2
+    message = done.stderr.replace("\n", " ")
+    assert f"--sf: 0.01 is not allowed; its data needs about 75.0 MiB in {tiny_cache}/tpch" in (
+        message
+    )
+    assert "MiB free; choose a smaller scale factor" in message
+    assert list(tiny_cache.iterdir()) == []
