@@ -281,3 +281,37 @@ rows = [100, 6000]
     assert bad.returncode == 2
     assert "EXPERIMENT: 'nope' is not allowed" in bad.stderr
     assert "sizes" in bad.stderr
+
+
+def test_tpch_experiment_on_duckdb(open_tmp: Path, results_db: Path) -> None:
+    make_dirs(open_tmp, "a", "b")
+    exp = write(
+        open_tmp,
+        """
+[experiment]
+name = "tpch-small"
+repetitions = 2
+[workload]
+kind = "tpch"
+engine = "duckdb"
+scale_factor = 0.01
+queries = [1, 6]
+[layouts.one]
+data_dirs = ["a"]
+[layouts.two]
+data_dirs = ["a", "b"]
+files = 2
+[isolation]
+settle_seconds = 0
+[matrix]
+layout = ["one", "two"]
+""",
+    )
+    done = iolab("run", str(exp), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["done"], doc["metric"]) == (4, "total_seconds")
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    assert all(r["summary"]["total_seconds"] > 0 for r in runs)
+    assert list((open_tmp / "a").iterdir()) == []
+    assert list((open_tmp / "b").iterdir()) == []

@@ -124,7 +124,23 @@ class DiskWorkload(_Section):
     mix: bool = False
 
 
-WORKLOADS: dict[str, type[_Section]] = {"populate": PopulateWorkload, "disk": DiskWorkload}
+class TpchWorkload(_Section):
+    kind: Literal["tpch"]
+    engine: Literal["duckdb", "postgres"] = "duckdb"
+    scale_factor: float = Field(default=1.0, gt=0)
+    compression: Literal["on", "off", "default"] = "default"
+    cold: bool = True
+    timeout: float = Field(default=600.0, gt=0)  # seconds per query
+    queries: list[int] | None = None  # a subset of 1..22; all when left out
+    loaders: int | None = Field(default=None, ge=1)
+    pg_bin: str | None = None
+
+
+WORKLOADS: dict[str, type[_Section]] = {
+    "populate": PopulateWorkload,
+    "disk": DiskWorkload,
+    "tpch": TpchWorkload,
+}
 LAYOUT_KEYS = ("data_dirs", "files", "wal_dir", "temp_dir")
 
 

@@ -128,6 +128,38 @@ def _disk_estimate(params: Mapping[str, Any]) -> float:
     return options.estimated_seconds() + 10.0  # and writing the test file
 
 
+def _tpch(
+    params: Mapping[str, Any], resolve: Callable[[str], Path], events: EventSink
+) -> tuple[Body, dict[str, Path], dict[str, str]]:
+    from iolab.workloads.populate import check_layout
+    from iolab.workloads.tpch import TpchOptions, preflight, run_tpch
+    from iolab.workloads.tpch_answers import QUERIES
+
+    layout = layout_of(params, resolve)
+    compression = {"on": True, "off": False}.get(str(params.get("compression")))
+    options = TpchOptions(
+        engine=params["engine"],
+        layout=layout,
+        scale_factor=float(params["scale_factor"]),
+        compression=compression,
+        cold=bool(params["cold"]),
+        timeout=float(params["timeout"]),
+        queries=tuple(params["queries"]) if params.get("queries") else QUERIES,
+        loaders=params.get("loaders"),
+        pg_bin=Path(params["pg_bin"]) if params.get("pg_bin") else None,
+    )
+    preflight(options)
+    check_layout(layout)
+    roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
+    if layout.temp_dir:
+        roles["temp"] = layout.temp_dir
+    return (lambda outcome: run_tpch(options, outcome, events)), roles, {}
+
+
+def _tpch_estimate(params: Mapping[str, Any]) -> float:
+    return 20.0 + 120.0 * float(params["scale_factor"])  # load and 22 queries, SF 1 ~ 2 min
+
+
 KINDS: dict[str, Kind] = {
     "populate": Kind(
         "populate",
@@ -138,4 +170,5 @@ KINDS: dict[str, Kind] = {
         _populate_estimate,
     ),
     "disk": Kind("disk", None, "", False, _disk, _disk_estimate),
+    "tpch": Kind("tpch", "total_seconds", "total s", True, _tpch, _tpch_estimate),
 }
