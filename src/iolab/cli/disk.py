@@ -10,7 +10,13 @@ import typer
 
 from iolab.analysis.disk import spread_warnings, summarize
 from iolab.cli.console import stdout as out
-from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.options import (
+    JsonOption,
+    NoProbesOption,
+    ResultsOption,
+    SampleIntervalOption,
+    sample_interval,
+)
 from iolab.cli.progress import ProgressView
 from iolab.errors import BadInput
 from iolab.fio.jobs import DataPattern
@@ -90,6 +96,8 @@ def disk(
     rwmix: Annotated[
         int | None, typer.Option(help="sweep: add a random mix with this read %.")
     ] = None,
+    interval_s: SampleIntervalOption = "1s",
+    no_probes: NoProbesOption = False,
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -97,7 +105,8 @@ def disk(
 
     The test file is written in full first and removed at the end, also on Ctrl-C. Each test
     runs one discarded pass and then --runs passes; the grid shows the best (as CrystalDiskMark
-    does) above the median. Every pass is stored in the results database.
+    does) above the median. Every pass is stored in the results database, with what the probes
+    saw of the test file's device meanwhile (`iolab results show`, `iolab timeline`).
     """
     fio = fio_path()
     if profile not in PROFILES:
@@ -125,6 +134,7 @@ def disk(
         direct=direct,
         mix=mix,
         sweep=_sweep(bs, qd, threads, rw, rwmix) if profile == "sweep" else None,
+        sample_interval=sample_interval(interval_s, no_probes),
     )
     check_target(options)
     spec = CommandRun(
