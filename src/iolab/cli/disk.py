@@ -22,6 +22,7 @@ from iolab.errors import BadInput
 from iolab.fio.jobs import DataPattern
 from iolab.fio.runner import fio_path, fio_version
 from iolab.report import disk as disk_report
+from iolab.report import probes as probes_report
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.units import format_bytes, parse_duration, parse_int_list, parse_size
@@ -158,6 +159,8 @@ def disk(
             "tests": disk_report.summary_json(summaries),
             "warnings": view.warnings + spread_warnings(summaries),
         }
+        if outcome.probes is not None:
+            doc["probes"] = probes_report.probes_json(outcome.probes)
         print(json.dumps(doc, indent=2))
         return
     title = (
@@ -169,3 +172,5 @@ def disk(
     for text in spread_warnings(summaries):
         out.print(f"[yellow]warning:[/] {text}")
     out.print(f"[dim]stored as run {run_id} in {store.path}[/]")
+    if outcome.probes is not None:
+        out.print(probes_report.recorded_line(outcome.probes, run_id))
