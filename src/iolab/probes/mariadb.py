@@ -5,7 +5,8 @@ Series: ``pages_written_per_s`` (Innodb_pages_written), ``pages_allocated_per_s`
 ``data_written_mbps`` (Innodb_data_written), ``fsyncs_per_s`` (Innodb_data_fsyncs),
 ``log_mbps`` (Innodb_os_log_written), ``log_writes_per_s`` (Innodb_log_writes),
 ``log_waits_per_s`` (Innodb_log_waits: waits for log buffer space), ``redo_lsn_mbps`` (redo
-generated, from Innodb_lsn_current), ``rows_inserted_per_s`` (Innodb_rows_inserted); gauges
+generated, from Innodb_lsn_current), ``handler_writes_per_s`` (Handler_write: rows written by
+every storage engine, temporary tables included); gauges
 ``checkpoint_age_mb`` (Innodb_lsn_current - Innodb_lsn_last_checkpoint) and ``dirty_pages``
 (Innodb_buffer_pool_pages_dirty). Checkpoint intervals: see :mod:`iolab.probes.checkpoints`.
 """
@@ -40,7 +41,7 @@ _RATES: dict[str, tuple[str, str, float]] = {
     "Innodb_log_writes": ("log_writes_per_s", "writes/s", 1.0),
     "Innodb_log_waits": ("log_waits_per_s", "waits/s", 1.0),
     "Innodb_lsn_current": ("redo_lsn_mbps", "MB/s", 1 / MB),
-    "Innodb_rows_inserted": ("rows_inserted_per_s", "rows/s", 1.0),
+    "Handler_write": ("handler_writes_per_s", "rows/s", 1.0),
 }
 _GAUGES = ("Innodb_buffer_pool_pages_dirty", "Innodb_lsn_last_checkpoint")
 WANTED = (*_RATES, *_GAUGES)

@@ -13,7 +13,9 @@ thread (``events_waits_summary_by_thread_by_event_name``), so no sampling is nee
 difference between the start and the end of the run, summed over the watched sessions (the
 loaders; by default every foreground thread but the probe's own), is the wait table. Background
 threads (page cleaner, timers) are left out: their sleeping would swamp what the sessions waited
-for. ``idle`` is a session waiting for its client's next statement. A wait's share is its part
+for. ``idle`` (a session waiting for its client) is left out: performance_schema counts a wait
+when it ends, so a session idle since before the run would bring that time in. Redo log writes
+and syncs of MariaDB 10.8 and newer are not instrumented at all. A wait's share is its part
 of all timed wait time; estimated seconds are its timer total (sessions waiting in parallel add
 up). Only instruments enabled at server start count: iolab's MariaDB enables the file, table
 and synchronisation (mutex, rwlock, condition) waits (see iolab.engines.mariadb).
@@ -118,7 +120,7 @@ PS_BY_THREAD = (
     "FROM performance_schema.events_waits_summary_by_thread_by_event_name w "
     "JOIN performance_schema.threads t ON t.THREAD_ID = w.THREAD_ID "
     "WHERE t.TYPE = 'FOREGROUND' AND t.PROCESSLIST_ID <> CONNECTION_ID() "
-    "AND w.COUNT_STAR > 0 {sessions}GROUP BY w.EVENT_NAME"
+    "AND w.COUNT_STAR > 0 AND w.EVENT_NAME <> 'idle' {sessions}GROUP BY w.EVENT_NAME"
 )
 PICOSECONDS = 1e12
 
