@@ -117,3 +117,27 @@ def test_a_role_on_tmpfs_is_memory_and_the_run_goes_on(results_db: Path) -> None
     assert {s["probe"] for s in probes["series"]} == {"host"}  # the rest of the probes ran
     text = iolab("results", "show", "1").stdout
     assert "memory, not a disk" in text
+
+
+@pytest.mark.skipif(
+    not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")),
+    reason="no headless Chromium to draw the PNG (apt-get install chromium)",
+)
+def test_timeline_png_is_a_picture_of_the_run(open_tmp: Path, results_db: Path) -> None:
+    quick = ["--size", "8MiB", "--runs", "1", "--duration", "1", "--interval", "0"]
+    done = iolab("disk", str(open_tmp), "--profile", "real", *quick)
+    assert done.returncode == 0, done.stderr
+    png = open_tmp / "t.png"
+    drawn = iolab("timeline", "1", "-o", str(png))
+    assert drawn.returncode == 0, drawn.stderr
+    head = png.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    assert width == 1000 and height > 400  # the SVG's size: several panels stacked
+    refused = iolab("timeline", "1", "-o", str(open_tmp / "t.pdf"))
+    assert refused.returncode == 2
+    assert "--output" in refused.stderr and ".html, .svg or .png" in refused.stderr
+    none = iolab("disk", str(open_tmp), "--profile", "real", *quick, "--no-probes")
+    assert none.returncode == 0, none.stderr
+    empty = iolab("timeline", "2", "-o", str(open_tmp / "t2.html"))
+    assert empty.returncode == 2 and "no probe series" in empty.stderr
