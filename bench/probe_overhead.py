@@ -63,6 +63,11 @@ class Result:
         return ratio(self.median(ON), self.median(OFF))
 
     @property
+    def paired(self) -> list[float]:
+        """On / off within each round: drift between rounds cancels out."""
+        return [ratio(a, b) for a, b in zip(self.samples[ON], self.samples[OFF], strict=True)]
+
+    @property
     def passed(self) -> bool:
         return self.ratio >= RATIO_TARGET
 
@@ -79,6 +84,8 @@ class Result:
             "spread_on": json_number(spread(self.samples[ON])),
             "spread_off": json_number(spread(self.samples[OFF])),
             "ratio_on_off": json_number(self.ratio),
+            "paired_ratios": [json_number(r) for r in self.paired],
+            "paired_ratio_median": json_number(statistics.median(self.paired)),
             "ratio_target": RATIO_TARGET,
             "verdict": mark(self.passed),
             "series_recorded": self.series,
@@ -153,6 +160,9 @@ def render(r: Result, version: str) -> str:
     lines += [
         "",
         f"ratio on / off: {r.ratio:.3f} (target >= {RATIO_TARGET:.2f}): {mark(r.passed)}",
+        "paired on / off per round: "
+        + " ".join(f"{p:.3f}" for p in r.paired)
+        + f" (median {statistics.median(r.paired):.3f})",
         f"a probed run recorded {r.series} series and {r.waits} wait events",
         "spread = (max - min) / median over the rounds; a spread wider than the gap between the "
         "sides says the machine is noisy, not that the probes cost that much.",
