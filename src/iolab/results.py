@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NewType
 
+from iolab.probes.data import ProbeData
+
 RunId = NewType("RunId", int)
 ExperimentId = NewType("ExperimentId", int)
 CellId = NewType("CellId", str)
@@ -103,3 +105,5 @@ class RunOutcome:
     error: str | None = None
     disk_passes: list[DiskPass] = field(default_factory=list)
     query_results: list[QueryResult] = field(default_factory=list)
+    probes: ProbeData | None = None  # what the probes recorded (None: probes were off)
+    logs: dict[str, str] = field(default_factory=dict)  # e.g. the server log, by name

@@ -10,12 +10,19 @@ import typer
 
 from iolab.analysis.disk import spread_warnings, summarize
 from iolab.cli.console import stdout as out
-from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.options import (
+    JsonOption,
+    NoProbesOption,
+    ResultsOption,
+    SampleIntervalOption,
+    sample_interval,
+)
 from iolab.cli.progress import ProgressView
 from iolab.errors import BadInput
 from iolab.fio.jobs import DataPattern
 from iolab.fio.runner import fio_path, fio_version
 from iolab.report import disk as disk_report
+from iolab.report import probes as probes_report
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.units import format_bytes, parse_duration, parse_int_list, parse_size
@@ -90,6 +97,8 @@ def disk(
     rwmix: Annotated[
         int | None, typer.Option(help="sweep: add a random mix with this read %.")
     ] = None,
+    interval_s: SampleIntervalOption = "1s",
+    no_probes: NoProbesOption = False,
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -97,7 +106,8 @@ def disk(
 
     The test file is written in full first and removed at the end, also on Ctrl-C. Each test
     runs one discarded pass and then --runs passes; the grid shows the best (as CrystalDiskMark
-    does) above the median. Every pass is stored in the results database.
+    does) above the median. Every pass is stored in the results database, with what the probes
+    saw of the test file's device meanwhile (`iolab results show`, `iolab timeline`).
     """
     fio = fio_path()
     if profile not in PROFILES:
@@ -125,6 +135,7 @@ def disk(
         direct=direct,
         mix=mix,
         sweep=_sweep(bs, qd, threads, rw, rwmix) if profile == "sweep" else None,
+        sample_interval=sample_interval(interval_s, no_probes),
     )
     check_target(options)
     spec = CommandRun(
@@ -148,6 +159,8 @@ def disk(
             "tests": disk_report.summary_json(summaries),
             "warnings": view.warnings + spread_warnings(summaries),
         }
+        if outcome.probes is not None:
+            doc["probes"] = probes_report.probes_json(outcome.probes)
         print(json.dumps(doc, indent=2))
         return
     title = (
@@ -159,3 +172,5 @@ def disk(
     for text in spread_warnings(summaries):
         out.print(f"[yellow]warning:[/] {text}")
     out.print(f"[dim]stored as run {run_id} in {store.path}[/]")
+    if outcome.probes is not None:
+        out.print(probes_report.recorded_line(outcome.probes, run_id))

@@ -9,7 +9,7 @@ from types import FrameType
 import typer
 
 from iolab import __version__
-from iolab.cli import disk, experiment, populate, report, results, tpch
+from iolab.cli import disk, experiment, populate, report, results, timeline, tpch
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 
@@ -31,6 +31,7 @@ app.command("compare")(report.compare)
 app.command("export")(report.export)
 app.command("tpch")(tpch.tpch)
 app.add_typer(results.app, name="results")
+app.command("timeline")(timeline.timeline)
 
 
 def _version(value: bool) -> None:

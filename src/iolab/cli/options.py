@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+from iolab.errors import BadInput
+from iolab.units import parse_duration
+
 ResultsOption = Annotated[
     Path | None,
     typer.Option(
@@ -20,3 +23,29 @@ JsonOption = Annotated[
     bool,
     typer.Option("--json", help="Print machine-readable JSON on stdout instead of tables."),
 ]
+SampleIntervalOption = Annotated[
+    str,
+    typer.Option(
+        "--sample-interval",
+        help="How often the probes sample devices, CPU and engine counters (wait events: 10 "
+        "times a second), e.g. 1s, 500ms, 5s.",
+    ),
+]
+NoProbesOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-probes",
+        help="Record no probes (device, host and engine series, waits, checkpoints): for "
+        "measuring their overhead, or debugging.",
+    ),
+]
+
+
+def sample_interval(text: str, off: bool) -> float | None:
+    """Seconds between probe samples, or None when probes are off."""
+    if off:
+        return None
+    seconds = parse_duration(text, "--sample-interval")
+    if seconds < 0.1:
+        raise BadInput("--sample-interval", text, "give 100ms or more")
+    return seconds

@@ -14,7 +14,13 @@ from typing import Annotated, TypeVar
 import typer
 
 from iolab.cli.console import stdout as out
-from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.options import (
+    JsonOption,
+    NoProbesOption,
+    ResultsOption,
+    SampleIntervalOption,
+    sample_interval,
+)
 from iolab.cli.progress import ProgressView
 from iolab.engines import catalog
 from iolab.engines.external import parse_dsn
@@ -22,6 +28,7 @@ from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.errors import BadInput
 from iolab.report import populate as populate_report
+from iolab.report import probes as probes_report
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.units import parse_size
@@ -109,6 +116,8 @@ def populate(
             "never shown or stored). Layout options are refused with it.",
         ),
     ] = None,
+    interval_s: SampleIntervalOption = "1s",
+    no_probes: NoProbesOption = False,
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -116,7 +125,9 @@ def populate(
 
     iolab provisions the engine on the layout (data dirs, files, WAL dir, temp dir, settings),
     runs the loaders, measures elapsed time, rows/s, pages per row, WAL bytes and the bytes each
-    device wrote per row, checks the row count, and removes the instance.
+    device wrote per row, checks the row count, and removes the instance. Probes record the
+    devices, CPU, engine counters, wait events and checkpoints meanwhile (see `iolab results
+    show` and `iolab timeline`).
     """
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
@@ -141,6 +152,7 @@ def populate(
             batch=batch,
             pg_bin=pg_bin,
             dsn=target,
+            sample_interval=sample_interval(interval_s, no_probes),
         )
         _run(options, results, as_json)
 
@@ -182,6 +194,8 @@ def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     s = outcome.summary
     if as_json:
         doc = {"run": run_id, "status": outcome.status.value, **s, "warnings": view.warnings}
+        if outcome.probes is not None:
+            doc["probes"] = probes_report.probes_json(outcome.probes)
         print(json.dumps(doc, indent=2))
         return
     title = (
@@ -191,3 +205,5 @@ def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     out.print(populate_report.summary_table(s, title))
     out.print(populate_report.loaders_line(s))
     out.print(f"[dim]stored as run {run_id} in {store.path}[/]")
+    if outcome.probes is not None:
+        out.print(probes_report.recorded_line(outcome.probes, run_id))

@@ -12,8 +12,10 @@ from rich.table import Table
 from iolab.analysis.disk import summarize
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
+from iolab.errors import BadInput
 from iolab.report import disk as disk_report
 from iolab.report import populate as populate_report
+from iolab.report import probes as probes_report
 from iolab.report import tpch as tpch_report
 from iolab.store import RunRecord, open_store
 
@@ -66,12 +68,15 @@ def show(
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show one run: its parameters, environment and results."""
+    """Show one run: its parameters, environment and results, and what the probes recorded:
+    the devices per role, engine and host counters, wait statistics and checkpoints."""
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         env = store.environment(run.env_id) if run.env_id else {}
         passes = store.disk_passes(run.id)
         queries = store.query_results(run.id)
+        probes = store.probes(run.id, values=False)
+        logs = store.logs(run.id)
     summaries = summarize(passes)
     if as_json:
         doc = _run_json(run) | {"environment": env}
@@ -82,6 +87,9 @@ def show(
                 "tests": disk_report.summary_json(summaries),
                 "passes": disk_report.passes_json(passes),
             }
+        if probes is not None:
+            doc["probes"] = probes_report.probes_json(probes)
+        doc["logs"] = sorted(logs)
         print(json.dumps(doc, indent=2))
         return
     out.print(f"[bold]run {run.id}[/]  {run.workload}  {run.experiment}  status {run.status.value}")
@@ -99,6 +107,16 @@ def show(
         out.print(tpch_report.summary_table(run.summary, "tpch"))
     if queries:
         out.print(tpch_report.queries_table(queries))
+    if probes is not None:
+        for table in probes_report.tables(probes):
+            out.print(table)
+        for line in probes_report.notes_lines(probes.notes):
+            out.print(line)
+    if logs:
+        names = ", ".join(
+            f"{name} ({len(text.splitlines()):,} lines)" for name, text in logs.items()
+        )
+        out.print(f"[dim]logs kept: {names}; `iolab results log {run.id}` prints them[/]")
 
 
 def _print_environment(env: dict[str, Any]) -> None:
@@ -127,3 +145,19 @@ def _print_environment(env: dict[str, Any]) -> None:
             f"[dim]{role}: {st.get('path')} on {st.get('filesystem')} "
             f"({st.get('mount_options')}), {what}, {st.get('fill_percent')}% full[/]"
         )
+
+
+@app.command("log")
+def log(
+    run_id: int = typer.Argument(..., metavar="RUN", help="Run id from `iolab results list`."),
+    name: str = typer.Option("server", "--name", help="Which log: server."),
+    results: ResultsOption = None,
+) -> None:
+    """Print a log kept with a run (the engine's server log)."""
+    with open_store(results, create=False) as store:
+        run = store.run(run_id)
+        logs = store.logs(run.id)
+    if name not in logs:
+        kept = ", ".join(sorted(logs)) or "none"
+        raise BadInput("--name", name, f"run {run.id} kept these logs: {kept}")
+    print(logs[name], end="" if logs[name].endswith("\n") else "\n")

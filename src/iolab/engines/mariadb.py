@@ -340,6 +340,8 @@ class MariaDBEngine:
             *([f'tmpdir="{temp}"'] if temp is not None else []),
             "innodb_file_per_table=ON",
             "performance_schema=ON",
+            "# waits for iolab's wait statistics (iolab.probes.waits); --set may turn them off",
+            "performance_schema_instrument='wait/synch/%=ON'",
             f'log-error="{self._log}"',
             "# settings given with --set",
             *(f"{_variable_name(k)}={v}" for k, v in layout.settings.items()),

@@ -417,6 +417,7 @@ class PostgresEngine:
             ("unix_socket_directories", str(run_dir)),
             ("logging_collector", "off"),
             ("log_checkpoints", "on"),
+            ("log_timezone", "UTC"),  # checkpoint lines are dated in UTC (iolab.probes)
             ("track_io_timing", "on"),
         ]
         if "track_wal_io_timing" in known:

@@ -14,6 +14,7 @@ from typing import Any
 
 from iolab.errors import BadInput, IolabError
 from iolab.ownership import boot_id, process_alive
+from iolab.probes.data import ProbeData
 from iolab.results import (
     CellId,
     DiskPass,
@@ -28,6 +29,7 @@ from iolab.results import (
     content_hash,
 )
 from iolab.store import migrate, query_results
+from iolab.store import probes as probe_store
 
 DEFAULT_PATH = Path("iolab.db")
 ENV_VAR = "IOLAB_RESULTS"
@@ -132,6 +134,7 @@ class Store:
                 [_disk_row(run, p) for p in outcome.disk_passes],
             )
             query_results.insert(c, run, outcome.query_results)
+            probe_store.save(c, run, outcome.probes, outcome.logs)
             c.execute(
                 "UPDATE runs SET status = ?, ended_at = ?, error = ?, summary = ? WHERE id = ?",
                 (outcome.status.value, _now(), outcome.error, canonical_json(outcome.summary), run),
@@ -216,6 +219,20 @@ class Store:
 
     def query_results(self, run_id: RunId) -> list[QueryResult]:
         return query_results.read(self.conn, run_id)
+
+    def probes(
+        self,
+        run_id: RunId,
+        *,
+        values: bool = True,
+        names: list[tuple[str, str]] | None = None,
+    ) -> ProbeData | None:
+        """What the probes recorded in a run (None if they did not run); see store/probes.py."""
+        return probe_store.load(self.conn, run_id, values=values, names=names)
+
+    def logs(self, run_id: RunId) -> dict[str, str]:
+        """The logs kept with a run (``server``: the engine's server log), by name."""
+        return probe_store.logs(self.conn, run_id)
 
 
 def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:

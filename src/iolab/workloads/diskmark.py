@@ -19,6 +19,8 @@ from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase, Step, Warning
 from iolab.fio.jobs import MIXED_MODES, DataPattern, FioJob
 from iolab.fio.runner import run_job
+from iolab.probes.recorder import recording
+from iolab.probes.standard import disk_recorder
 from iolab.results import DiskPass, RunOutcome
 from iolab.system import diskstats
 from iolab.system.devices import PathDevice, describe
@@ -161,6 +163,7 @@ class DiskOptions:
     direct: bool = True
     mix: bool = False
     sweep: SweepSpec | None = None
+    sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
 
     def tests(self) -> list[DiskTest]:
         return profile_tests(self.profile, mix=self.mix, sweep=self.sweep)
@@ -293,53 +296,55 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
         total_passes = len(tests) * (options.runs + 1)
         done = 0
         start = time.monotonic()
-        for index, test in enumerate(tests):
-            if index and options.interval:
-                time.sleep(options.interval)
-            for pass_no in range(options.runs + 1):
-                remaining = total_passes - done
-                events(
-                    Step(
-                        test.label,
-                        done + 1,
-                        total_passes,
-                        remaining * options.duration + (len(tests) - index - 1) * options.interval,
-                    )
-                )
-                before = diskstats.read()
-                summary = run_job(pass_job(test, options, path, pass_no))
-                reached = _device_bytes(device, before, test)
-                result = DiskPass(
-                    test=test.label,
-                    rw=test.rw,
-                    bs=test.bs,
-                    qd=test.qd,
-                    threads=test.threads,
-                    pass_no=pass_no,
-                    seconds=summary.seconds,
-                    mbps=summary.mbps,
-                    iops=summary.iops,
-                    lat=summary.lat,
-                    sync=summary.sync,
-                    io_bytes=summary.io_bytes,
-                    device_bytes=reached,
-                )
-                outcome.disk_passes.append(result)
-                done += 1
-                events(Measured(test.label, f"pass {pass_no}: {summary.mbps:.1f} MB/s"))
-                if (
-                    reached is not None
-                    and summary.io_bytes > 0
-                    and reached < DIRECT_SHORTFALL * summary.io_bytes
-                    and test.label not in warned_cache
-                ):
-                    warned_cache.add(test.label)
+        with recording(disk_recorder(options.path, options.sample_interval, events), outcome):
+            for index, test in enumerate(tests):
+                if index and options.interval:
+                    time.sleep(options.interval)
+                for pass_no in range(options.runs + 1):
+                    remaining = total_passes - done
                     events(
-                        Warning(
-                            f"{test.label}: fio moved {format_bytes(summary.io_bytes)} but "
-                            f"{device} saw {format_bytes(reached)}; the page cache served it "
-                            "(direct I/O not honoured?), so this is not disk speed"
+                        Step(
+                            test.label,
+                            done + 1,
+                            total_passes,
+                            remaining * options.duration
+                            + (len(tests) - index - 1) * options.interval,
                         )
                     )
+                    before = diskstats.read()
+                    summary = run_job(pass_job(test, options, path, pass_no))
+                    reached = _device_bytes(device, before, test)
+                    result = DiskPass(
+                        test=test.label,
+                        rw=test.rw,
+                        bs=test.bs,
+                        qd=test.qd,
+                        threads=test.threads,
+                        pass_no=pass_no,
+                        seconds=summary.seconds,
+                        mbps=summary.mbps,
+                        iops=summary.iops,
+                        lat=summary.lat,
+                        sync=summary.sync,
+                        io_bytes=summary.io_bytes,
+                        device_bytes=reached,
+                    )
+                    outcome.disk_passes.append(result)
+                    done += 1
+                    events(Measured(test.label, f"pass {pass_no}: {summary.mbps:.1f} MB/s"))
+                    if (
+                        reached is not None
+                        and summary.io_bytes > 0
+                        and reached < DIRECT_SHORTFALL * summary.io_bytes
+                        and test.label not in warned_cache
+                    ):
+                        warned_cache.add(test.label)
+                        events(
+                            Warning(
+                                f"{test.label}: fio moved {format_bytes(summary.io_bytes)} but "
+                                f"{device} saw {format_bytes(reached)}; the page cache served it "
+                                "(direct I/O not honoured?), so this is not disk speed"
+                            )
+                        )
         outcome.summary["elapsed_seconds"] = round(time.monotonic() - start, 1)
     outcome.summary["cache_suspected"] = sorted(warned_cache)

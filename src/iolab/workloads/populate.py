@@ -24,6 +24,9 @@ from iolab.engines.interface import Layout, Placement, check_dirs, running
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode, LoadSpec, PopulateDialect
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
+from iolab.probes.recorder import recording
+from iolab.probes.serverlog import read_log
+from iolab.probes.standard import populate_recorder
 from iolab.results import RunOutcome
 from iolab.system import diskstats
 from iolab.system.devices import describe
@@ -56,6 +59,7 @@ class PopulateOptions:
     batch: int = 100
     pg_bin: Path | None = None
     dsn: ExternalTarget | None = None  # a server iolab does not manage, instead of a layout
+    sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
 
     def validate(self) -> None:
         """Refuse what cannot run, before any server starts."""
@@ -87,6 +91,8 @@ class PopulateOptions:
                 self.method.value,
                 sorted(m.value for m in allowed),
             )
+        if self.sample_interval is not None and not self.sample_interval >= 0.1:
+            raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
         if self.mode is LoadMode.SERVER and self.method is LoadMethod.COPY:
             raise BadInput("--method", "copy", "COPY is a client path; use --mode client")
 
@@ -255,7 +261,12 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
     engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine) as placement:
-        load_and_measure(engine, placement, options, outcome, events)
+        try:
+            load_and_measure(engine, placement, options, outcome, events)
+        finally:
+            log = read_log(placement.log)  # kept with the run (iolab.probes.serverlog)
+            if log is not None:
+                outcome.logs["server"] = log
 
 
 def load_and_measure(
@@ -310,29 +321,38 @@ def load_and_measure(
         try:
             for t in threads:
                 t.start()
+            recorder = populate_recorder(
+                engine,
+                placement,
+                [ld.conn for ld in loaders],
+                lambda: shared.committed,
+                options.sample_interval,
+                events,
+            )
             log_before = dialect.log_bytes(admin)
             disk_before = diskstats.read()
-            barrier.wait()
-            t0 = time.perf_counter()
-            while any(t.is_alive() for t in threads):
-                for t in threads:
-                    t.join(PROGRESS_EVERY / len(threads))
-                done = shared.committed
-                elapsed = time.perf_counter() - t0
-                rate = done / elapsed if elapsed > 0 else 0.0
-                left = (rows - done) / rate if rate > 0 else 0.0
-                events(
-                    Step(
-                        f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s",
-                        max(1, done),
-                        rows,
-                        left,
+            with recording(recorder, outcome):  # the probes sample the measured part
+                barrier.wait()
+                t0 = time.perf_counter()
+                while any(t.is_alive() for t in threads):
+                    for t in threads:
+                        t.join(PROGRESS_EVERY / len(threads))
+                    done = shared.committed
+                    elapsed = time.perf_counter() - t0
+                    rate = done / elapsed if elapsed > 0 else 0.0
+                    left = (rows - done) / rate if rate > 0 else 0.0
+                    events(
+                        Step(
+                            f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s",
+                            max(1, done),
+                            rows,
+                            left,
+                        )
                     )
-                )
+                wall = time.perf_counter() - t0
         except BaseException:
             _stop_loaders(loaders, threads, barrier, shared)
             raise
-        wall = time.perf_counter() - t0
         disk_after = diskstats.read()
         log_after = dialect.log_bytes(admin)
         if any(ld.error is not None for ld in loaders):

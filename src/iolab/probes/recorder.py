@@ -1,0 +1,319 @@
+"""The recorder: runs the probes beside a workload on their own threads.
+
+    with Recorder(probes, interval=1.0, events=events) as recorder:
+        ...  # the measured part of the workload; t = 0 is when the recorder took its baseline
+    data = recorder.data
+
+Slow probes (devices, host, engine counters, checkpoints, the workload's progress) are sampled
+every ``interval`` seconds on one thread, fast ones (wait events) every ``wait_interval`` on
+another. Ticks are on a fixed grid (t0 + k * interval), so a late wake-up does not drift the
+series; a tick missed altogether repeats the next reading, whose rate covers both. When the block
+ends the probes take a last sample (folded into the previous value when it came less than a
+quarter interval after it) and hand over their findings.
+
+The recorder never raises because of a probe: a probe that cannot open, or fails later, is
+dropped with one warning, and the workload goes on. Warnings are emitted as events from the
+thread that entered and left the block, never from the sampling threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from array import array
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from iolab.events import EventSink, Warning, discard
+from iolab.probes.data import ProbeData, Series
+from iolab.probes.interface import Findings, Kind, Probe, ProbeUnavailable, Reading, SeriesKey
+from iolab.results import RunOutcome
+
+DEFAULT_INTERVAL = 1.0
+WAIT_INTERVAL = 0.1  # 10 Hz
+MERGE_FRACTION = 0.25  # a last sample closer than this to the previous tick is folded into it
+
+
+@dataclass
+class _Track:
+    """One series being recorded."""
+
+    key: SeriesKey
+    values: array[float]
+    total_num: float = 0.0
+    total_den: float = 0.0
+    peak: float = -math.inf
+    drop_idle: bool = False  # dropped at the end if it never moved
+    moved: bool = False
+    last: tuple[float, float] = (math.nan, math.nan)
+
+    def add(self, reading: Reading, slots: int) -> None:
+        value = reading.value
+        self.values.extend([value] * slots)
+        self.total_num += reading.num
+        self.total_den += reading.den
+        self.last = (reading.num, reading.den)
+        self._seen(value, reading.num)
+
+    def fold(self, reading: Reading) -> None:
+        """Fold a short last reading into the previous value."""
+        if not self.values:
+            self.add(reading, 1)
+            return
+        if self.key.kind is Kind.GAUGE:
+            old = self.values[-1]
+            self.values[-1] = reading.value
+            self.total_num += reading.num - (0.0 if math.isnan(old) else old)
+            self.total_den += 0.0 if not math.isnan(old) else reading.den
+        else:
+            num = (0.0 if math.isnan(self.last[0]) else self.last[0]) + reading.num
+            den = (0.0 if math.isnan(self.last[1]) else self.last[1]) + reading.den
+            self.values[-1] = num / den if den else math.nan
+            self.total_num += reading.num
+            self.total_den += reading.den
+            self.last = (num, den)
+        self._seen(self.values[-1], reading.num)
+
+    def _seen(self, value: float, num: float) -> None:
+        if not math.isnan(value) and value > self.peak:
+            self.peak = value
+        if num != 0 and not math.isnan(num):
+            self.moved = True
+
+
+@dataclass
+class _Group:
+    """Probes sampled on one thread at one interval."""
+
+    interval: float
+    probes: list[Probe]
+    tracks: dict[SeriesKey, _Track] = field(default_factory=dict)
+    slots: int = 0
+    last_t: float = 0.0
+
+    def sample(self, t: float, slots: int, note: _Notes, *, fold: bool = False) -> None:
+        dt = t - self.last_t
+        touched: set[SeriesKey] = set()
+        for probe in list(self.probes):
+            try:
+                readings = probe.sample(t, dt)
+            except Exception as exc:
+                note.add(f"probe {probe.name} stopped at t={t:.1f}s: {_reason(exc)}")
+                self.probes.remove(probe)
+                continue
+            for reading in readings:
+                track = self.tracks.get(reading.key)
+                if track is None:
+                    track = _Track(
+                        reading.key, array("f", [math.nan] * self.slots), drop_idle=probe.drop_idle
+                    )
+                    self.tracks[reading.key] = track
+                if fold:
+                    track.fold(reading)
+                else:
+                    track.add(reading, slots)
+                touched.add(reading.key)
+        if not fold:
+            for key, track in self.tracks.items():
+                if key not in touched:
+                    track.values.extend([math.nan] * slots)
+            self.slots += slots
+        self.last_t = t
+
+    def run(self, t0: float, stop: threading.Event, note: _Notes) -> None:
+        tick = 1
+        while not stop.wait(max(0.0, t0 + tick * self.interval - time.perf_counter())):
+            t = time.perf_counter() - t0
+            passed = max(tick, math.floor(t / self.interval))
+            self.sample(t, passed - tick + 1, note)
+            tick = passed + 1
+
+    def finish(self, t: float, note: _Notes) -> None:
+        short = self.slots > 0 and t - self.last_t < MERGE_FRACTION * self.interval
+        self.sample(t, 1, note, fold=short)
+
+    def series(self, end: float) -> list[Series]:
+        out = []
+        for track in self.tracks.values():
+            if track.drop_idle and not track.moved:
+                continue
+            out.append(
+                Series(
+                    key=track.key,
+                    t0=self.interval,
+                    interval=self.interval,
+                    end_s=end,
+                    n=len(track.values),
+                    total_num=track.total_num,
+                    total_den=track.total_den,
+                    peak=track.peak if track.peak > -math.inf else None,
+                    values=tuple(track.values),
+                )
+            )
+        return out
+
+
+class _Notes:
+    """Warnings from any thread, emitted later from the recorder's own thread."""
+
+    def __init__(self) -> None:
+        self.all: list[str] = []
+        self._emitted = 0
+        self._lock = threading.Lock()
+
+    def add(self, text: str) -> None:
+        with self._lock:
+            if text not in self.all:
+                self.all.append(text)
+
+    def emit(self, events: EventSink) -> None:
+        with self._lock:
+            pending = self.all[self._emitted :]
+            self._emitted = len(self.all)
+        for text in pending:
+            events(Warning(text))
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class Recorder:
+    """Samples ``probes`` while the ``with`` block runs; the result is in :attr:`data`."""
+
+    def __init__(
+        self,
+        probes: Sequence[Probe],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        wait_interval: float = WAIT_INTERVAL,
+        events: EventSink = discard,
+    ) -> None:
+        if not interval > 0 or not wait_interval > 0:
+            raise ValueError("sampling intervals must be positive")
+        self._probes = list(probes)
+        self._events = events
+        self._notes = _Notes()
+        self._slow = _Group(interval, [])
+        self._fast = _Group(wait_interval, [])
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._opened: list[Probe] = []
+        self.t0 = 0.0  # time.perf_counter() at the baseline
+        self.t0_wall = 0.0  # the same moment as Unix time
+        self._data: ProbeData | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self._data is not None
+
+    @property
+    def data(self) -> ProbeData:
+        if self._data is None:
+            raise RuntimeError("the recorder has not finished")
+        return self._data
+
+    def __enter__(self) -> Recorder:
+        for probe in self._probes:
+            try:
+                probe.open(self._notes.add)
+            except ProbeUnavailable as exc:
+                self._notes.add(f"{probe.name}: {exc}; the run goes on without it")
+                _close(probe)
+                continue
+            except Exception as exc:
+                self._notes.add(
+                    f"{probe.name} could not start: {_reason(exc)}; going on without it"
+                )
+                _close(probe)
+                continue
+            self._opened.append(probe)
+        self.t0 = time.perf_counter()
+        self.t0_wall = time.time()
+        for probe in list(self._opened):
+            try:
+                probe.start(self.t0_wall)
+            except Exception as exc:
+                self._notes.add(
+                    f"{probe.name} could not start: {_reason(exc)}; going on without it"
+                )
+                self._opened.remove(probe)
+                _close(probe)
+                continue
+            (self._fast if probe.fast else self._slow).probes.append(probe)
+        self._notes.emit(self._events)
+        for name, group in (("probes", self._slow), ("waits", self._fast)):
+            if group.probes:
+                thread = threading.Thread(
+                    target=group.run,
+                    args=(self.t0, self._stop, self._notes),
+                    name=f"iolab-{name}",
+                    daemon=True,
+                )
+                thread.start()
+                self._threads.append(thread)
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+        end = time.perf_counter() - self.t0
+        findings: list[Findings] = []
+        try:
+            if e is None or isinstance(e, Exception):
+                for group in (self._slow, self._fast):
+                    if group.probes:
+                        group.finish(end, self._notes)
+                for probe in self._opened:
+                    try:
+                        findings.append(probe.finish(end))
+                    except Exception as exc:
+                        self._notes.add(f"{probe.name} could not finish: {_reason(exc)}")
+        finally:
+            for probe in self._opened:
+                _close(probe)
+        for f in findings:
+            for text in f.notes:
+                self._notes.add(text)
+        self._data = ProbeData(
+            interval=self._slow.interval,
+            wait_interval=self._fast.interval,
+            duration=end,
+            series=tuple(self._slow.series(end) + self._fast.series(end)),
+            waits=tuple(w for f in findings for w in f.waits),
+            checkpoints=tuple(
+                sorted((c for f in findings for c in f.checkpoints), key=lambda c: c.start_s)
+            ),
+            roles=tuple(r for f in findings for r in f.roles),
+            notes=tuple(self._notes.all),
+        )
+        if e is None or isinstance(e, Exception):
+            self._notes.emit(self._events)
+
+
+def _close(probe: Probe) -> None:
+    with contextlib.suppress(Exception):  # a connection the server already dropped
+        probe.close()
+
+
+@contextmanager
+def recording(recorder: Recorder | None, outcome: RunOutcome) -> Iterator[None]:
+    """Run the block under ``recorder`` (nothing when None) and keep what it recorded in
+    ``outcome.probes``, also when the block fails or is interrupted."""
+    if recorder is None:
+        yield
+        return
+    try:
+        with recorder:
+            yield
+    finally:
+        if recorder.finished:
+            outcome.probes = recorder.data

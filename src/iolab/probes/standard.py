@@ -1,0 +1,106 @@
+"""The probes a run gets without asking: its devices, the host, its engine, its progress."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from iolab.engines.interface import Placement
+from iolab.events import EventSink
+from iolab.probes.checkpoints import PostgresLogCheckpoints
+from iolab.probes.devices import DeviceProbe
+from iolab.probes.host import HostProbe
+from iolab.probes.interface import Probe
+from iolab.probes.mariadb import MariaDBProbe
+from iolab.probes.postgres import PostgresProbe
+from iolab.probes.recorder import Recorder
+from iolab.probes.sqlite import SQLiteProbe
+from iolab.probes.waits import MariaDBWaits, PostgresWaits
+from iolab.probes.workload import rows_probe
+
+
+def placement_roles(placement: Placement) -> list[tuple[str, Path]]:
+    """(role, path) for every data file, the WAL and temp of an engine's placement."""
+    roles: list[tuple[str, Path]] = [("data", p) for p in placement.data]
+    if placement.wal is not None:
+        roles.append(("wal", placement.wal))
+    if placement.temp is not None:
+        roles.append(("temp", placement.temp))
+    return roles
+
+
+def session_ids(engine: Any, connections: Sequence[Any]) -> list[int] | None:
+    """The server-side ids of the workload's connections: PostgreSQL backend pids, MariaDB
+    connection ids (None for other engines, or when there are none)."""
+    name = getattr(engine, "name", None)
+    try:
+        if name == "postgres":
+            return [int(c.info.backend_pid) for c in connections] or None
+        if name == "mariadb":
+            return [int(c.thread_id()) for c in connections] or None
+    except AttributeError:
+        return None
+    return None
+
+
+def engine_probes(
+    engine: Any, placement: Placement, sessions: Sequence[int] | None = None
+) -> list[Probe]:
+    """Counters, waits and checkpoints of the engine (nothing for engines iolab does not know)."""
+    name = getattr(engine, "name", None)
+    if name == "postgres":
+        probes: list[Probe] = [
+            PostgresProbe(engine.connect),
+            PostgresWaits(engine.connect, sessions),
+        ]
+        if placement.log is not None:
+            probes.append(PostgresLogCheckpoints(placement.log))
+        return probes
+    if name == "mariadb":
+        return [MariaDBProbe(engine.connect), MariaDBWaits(engine.connect, sessions)]
+    if name == "sqlite":
+        return [SQLiteProbe(list(placement.data))]
+    return []
+
+
+def populate_probes(
+    engine: Any,
+    placement: Placement,
+    connections: Sequence[Any],
+    committed: Callable[[], float],
+) -> list[Probe]:
+    """Everything a populate run records; ``committed`` reads the rows committed so far."""
+    return [
+        DeviceProbe(placement_roles(placement)),
+        HostProbe(),
+        *engine_probes(engine, placement, session_ids(engine, connections)),
+        rows_probe(committed),
+    ]
+
+
+def disk_probes(path: Path) -> list[Probe]:
+    """What a disk profile records: the test file's device and the host."""
+    return [DeviceProbe([("target", path)]), HostProbe()]
+
+
+def populate_recorder(
+    engine: Any,
+    placement: Placement,
+    connections: Sequence[Any],
+    committed: Callable[[], float],
+    interval: float | None,
+    events: EventSink,
+) -> Recorder | None:
+    """The recorder of a populate run, or None when probes are off (``interval`` None)."""
+    if interval is None:
+        return None
+    probes = populate_probes(engine, placement, connections, committed)
+    return Recorder(probes, interval=interval, events=events)
+
+
+def disk_recorder(path: Path, interval: float | None, events: EventSink) -> Recorder | None:
+    """The recorder of a disk profile, or None when probes are off (``interval`` None)."""
+    if interval is None:
+        return None
+    return Recorder(disk_probes(path), interval=interval, events=events)

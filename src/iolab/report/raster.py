@@ -1,0 +1,57 @@
+"""SVG to PNG through a headless Chromium: the browser draws iolab's own SVG, so the PNG is the
+picture the HTML shows (no second drawing library)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from iolab.errors import MissingTool, RunFailed
+from iolab.process import run
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
+_SIZE = re.compile(r'<svg[^>]*\swidth="(\d+)"[^>]*\sheight="(\d+)"')
+
+
+def browser() -> str:
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise MissingTool(
+        "chromium",
+        "PNG output draws the SVG in a headless browser: apt-get install chromium, "
+        "or write .html instead",
+    )
+
+
+def svg_to_png(svg: str, out: Path) -> None:
+    m = _SIZE.search(svg)
+    if m is None:
+        raise RunFailed("the SVG has no width and height")
+    width, height = int(m.group(1)), int(m.group(2))
+    program = browser()
+    with tempfile.TemporaryDirectory(prefix="iolab-png-") as scratch:
+        page = Path(scratch) / "timeline.svg"
+        page.write_text(svg)
+        shot = Path(scratch) / "timeline.png"
+        run(
+            [
+                program,
+                "--headless",
+                "--no-sandbox",  # root cannot use the sandbox; the page is iolab's own SVG
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--user-data-dir={scratch}/profile",
+                f"--window-size={width},{height}",
+                f"--screenshot={shot}",
+                page.as_uri(),
+            ],
+            timeout=120,
+            env={"PATH": "/usr/bin:/bin", "HOME": scratch},
+        )
+        if not shot.exists() or shot.stat().st_size == 0:
+            raise RunFailed(f"{Path(program).name} wrote no screenshot")
+        shutil.copyfile(shot, out)

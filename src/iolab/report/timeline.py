@@ -1,0 +1,120 @@
+"""The timeline of a run (seed 003's perfmon picture): throughput, device write MB/s, write
+latency and queue depth per role, CPU, on one time axis with checkpoints as shaded bands."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+from iolab.probes.data import ProbeData, Series, ordered_waits
+from iolab.report.charts import Band, Line, Plot, stack
+
+
+def _line(s: Series, label: str, *, dashed: bool = False) -> Line:
+    return Line(label, s.times(), list(s.values), dashed=dashed)
+
+
+def _device_label(s: Series) -> str:
+    return f"{s.key.role} ({s.key.subject})" if s.key.role else s.key.subject
+
+
+def plots(data: ProbeData) -> list[Plot]:
+    """The panels of a run's timeline, those that have data."""
+    bands = [
+        Band(c.start_s, c.end_s, "checkpoint")
+        for c in data.checkpoints
+        if c.start_s <= data.duration
+    ]
+    out: list[Plot] = []
+    rows = data.find("workload", "rows_per_s")
+    if rows:
+        out.append(Plot("throughput", "rows/s", [_line(rows[0], "rows committed/s")], bands))
+    allocated = [s for s in data.series if s.key.name == "pages_allocated_per_s"]
+    if allocated:
+        lines = [_line(s, f"{s.key.probe}") for s in allocated]
+        out.append(Plot("pages allocated", "pages/s", lines, bands))
+    devices = data.find("device", "write_mbps")
+    if devices:
+        lines = [_line(s, f"write {_device_label(s)}") for s in devices]
+        lines += [
+            _line(s, f"read {_device_label(s)}", dashed=True)
+            for s in data.find("device", "read_mbps")
+            if (s.peak or 0) > 0
+        ]
+        out.append(Plot("device throughput", "MB/s", lines, bands))
+    latency = data.find("device", "write_await_ms")
+    if latency:
+        lines = [_line(s, f"write {_device_label(s)}") for s in latency]
+        lines += [
+            _line(s, f"read {_device_label(s)}", dashed=True)
+            for s in data.find("device", "read_await_ms")
+            if (s.peak or 0) > 0
+        ]
+        out.append(Plot("I/O latency (per completed request)", "ms", lines, bands))
+    queue = data.find("device", "aqu_sz")
+    if queue:
+        lines = [_line(s, _device_label(s)) for s in queue]
+        out.append(Plot("queue depth (requests in flight)", "requests", lines, bands))
+    cpu = [
+        s
+        for name in ("cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct")
+        for s in data.find("host", name, subject="all")
+    ]
+    if cpu:
+        lines = [_line(s, s.key.name.removeprefix("cpu_").removesuffix("_pct")) for s in cpu]
+        out.append(Plot("CPU (all cores)", "%", lines, bands))
+    return out
+
+
+def svg(data: ProbeData, title: str) -> str:
+    return stack(plots(data), x_max=data.duration, title=title)
+
+
+def _cell(value: float | None, fmt: str = "{:.1f}") -> str:
+    return (
+        "-"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else (fmt.format(value))
+    )
+
+
+def html_page(data: ProbeData, title: str, lines: Sequence[str]) -> str:
+    """One self-contained HTML file: the timeline, checkpoints and the top wait events."""
+    rows = "".join(
+        f"<tr><td>{i}</td><td>{c.start_s:.1f}</td><td>{_cell(c.end_s)}</td>"
+        f"<td>{_cell(c.pages, '{:,}')}</td><td>{html.escape(c.kind)}</td></tr>"
+        for i, c in enumerate(data.checkpoints, 1)
+    )
+    checkpoints = (
+        "<h2>Checkpoints</h2><table><tr><th>#</th><th>start s</th><th>end s</th><th>pages</th>"
+        f"<th>kind</th></tr>{rows}</table>"
+        if data.checkpoints
+        else ""
+    )
+    waits = ordered_waits(data.waits)[:15]
+    wait_rows = "".join(
+        f"<tr><td>{html.escape(w.wait_class)}</td><td>{html.escape(w.event)}</td>"
+        f"<td>{100 * w.share:.1f}%</td><td>{w.est_seconds:.2f}</td><td>{w.samples:,}</td></tr>"
+        for w in waits
+    )
+    wait_table = (
+        "<h2>Wait statistics</h2><table><tr><th>class</th><th>event</th><th>share</th>"
+        f"<th>est. seconds</th><th>samples</th></tr>{wait_rows}</table>"
+        if waits
+        else ""
+    )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in data.notes)
+    intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>"
+        "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:20px;color:#222}"
+        "table{border-collapse:collapse;margin-bottom:16px}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}"
+        "p{margin:4px 0;font-size:13px}h2{font-size:16px}"
+        "</style></head><body>"
+        f"{intro}{svg(data, title)}{checkpoints}{wait_table}"
+        f"{'<h2>Probe notes</h2><ul>' + notes + '</ul>' if notes else ''}"
+        "</body></html>\n"
+    )
