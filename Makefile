@@ -1,9 +1,10 @@
 # The two commands of the README's quick start, and the checks CI runs.
 .PHONY: demo test setup setup-tests lint unit
 
-# The main job: a disk profile of the current directory, ending with a results table.
+# The main job: a disk profile of the current directory and a small populate experiment,
+# ending with the findings in the terminal and report.html.
 demo: setup
-	.venv/bin/iolab disk . --size 256MiB --runs 3 --duration 3 --interval 1
+	.venv/bin/iolab demo
 
 # Everything CI checks: lint, types, and the whole test suite on real fio and database servers.
 test: setup-tests lint

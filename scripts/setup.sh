@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 want=(fio util-linux)
 if [[ "${1:-}" == "--tests" ]]; then
-    want+=(mariadb-server e2fsprogs)
+    want+=(mariadb-server e2fsprogs chromium)
 fi
 
 missing=()

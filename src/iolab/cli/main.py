@@ -9,7 +9,7 @@ from types import FrameType
 import typer
 
 from iolab import __version__
-from iolab.cli import disk, experiment, populate, report, results, timeline, tpch
+from iolab.cli import demo, disk, experiment, populate, report, results, timeline, tpch
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 
@@ -22,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="markdown",
 )
+app.command("demo")(demo.demo)
 app.command("disk")(disk.disk)
 app.command("populate")(populate.populate)
 app.command("plan")(experiment.plan)

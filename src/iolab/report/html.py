@@ -1,0 +1,260 @@
+"""The HTML report: one self-contained file (inline SVG and CSS, no script, no network).
+
+Sections: the findings (the same sentences as the terminal), the metric per cell with 95%
+confidence intervals, one chart per numeric matrix dimension (the metric against it, one line
+per group of the other keys), the per-cell table, disk profiles (the CrystalDiskMark grid), a
+timeline with wait statistics and checkpoints for one run of each cell (its median run), and the
+environment and settings. Statistics come from :mod:`iolab.analysis`; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from iolab.analysis.disk import DiskTestSummary
+from iolab.analysis.findings import Findings, gain_sentence, sentence
+from iolab.probes.data import ProbeData
+from iolab.report import timeline
+from iolab.report.charts import Bar, Frame, Plot, bar_chart
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run shown with its timeline: which cell, which run, what the probes recorded."""
+
+    cell: str
+    run_id: int
+    probes: ProbeData
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.4g}"
+
+
+def findings_html(f: Findings) -> str:
+    items = []
+    if f.best is not None and f.best.summary is not None:
+        s = f.best.summary
+        ci = f" (95% CI {_num(s.ci_low)} - {_num(s.ci_high)})" if s.ci_low is not None else ""
+        items.append(
+            f"<li class='best'><b>best: {_e(f.best.cell.label)}</b>: {_e(f.metric)} "
+            f"{_num(s.mean)}{ci}, n = {s.n}</li>"
+        )
+    items += [f"<li>{_e(sentence(r))}</li>" for r in f.best_vs]
+    items += [f"<li>{_e(gain_sentence(d))}</li>" for d in f.dimensions]
+    warnings = "".join(f"<li class='warn'>{_e(w)}</li>" for w in f.warnings)
+    return (
+        "<section id='findings'><h2>Findings</h2><ul>"
+        + "".join(items)
+        + "</ul>"
+        + (f"<h3>Warnings</h3><ul>{warnings}</ul>" if warnings else "")
+        + "</section>"
+    )
+
+
+def cells_chart(f: Findings, unit: str) -> str:
+    bars = [
+        Bar(f"#{i}", c.summary.mean, c.summary.ci_low, c.summary.ci_high)
+        for i, c in enumerate(f.cells, 1)
+        if c.summary is not None
+    ]
+    if not bars:
+        return ""
+    width = max(700, 110 * len(bars) + 120)
+    plot = Plot(f"{f.metric} per cell, mean with 95% CI", unit, bars=bars, height=260)
+    chart = bar_chart(plot, title=f"{f.metric} by cell", frame=Frame(width=width, right=40))
+    return chart + "<p>#: the cell's number in the table of cells below.</p>"
+
+
+def dimension_charts(f: Findings, unit: str) -> str:
+    """For each matrix key: the metric by its values, grouped by the other keys' values."""
+    out = []
+    measured = [c for c in f.cells if c.summary is not None]
+    if not measured:
+        return ""
+    keys = list(measured[0].cell.values)
+    for key in keys:
+        values = []
+        for c in measured:
+            v = c.cell.values.get(key)
+            if v not in values:
+                values.append(v)
+        if len(values) < 2 or len(keys) < 2:
+            continue
+        bars = []
+        for c in sorted(
+            measured,
+            key=lambda c: (
+                [str(c.cell.values.get(k)) for k in keys if k != key],
+                values.index(c.cell.values.get(key)),
+            ),
+        ):
+            assert c.summary is not None
+            others = " ".join(f"{k}={c.cell.values.get(k)}" for k in keys if k != key)
+            bars.append(
+                Bar(
+                    f"{key}={c.cell.values.get(key)}",
+                    c.summary.mean,
+                    c.summary.ci_low,
+                    c.summary.ci_high,
+                    color=_group_color(others, measured, keys, key),
+                )
+            )
+        width = max(700, 100 * len(bars) + 120)
+        plot = Plot(f"{f.metric} by {key}, grouped by the other keys", unit, bars=bars, height=220)
+        out.append(
+            bar_chart(plot, title=f"{f.metric} by {key}", frame=Frame(width=width, right=40))
+        )
+    return "".join(out)
+
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+def _group_color(group: str, measured: Sequence[Any], keys: Sequence[str], key: str) -> str:
+    groups: list[str] = []
+    for c in measured:
+        g = " ".join(f"{k}={c.cell.values.get(k)}" for k in keys if k != key)
+        if g not in groups:
+            groups.append(g)
+    return PALETTE[groups.index(group) % len(PALETTE)]
+
+
+def cells_table(f: Findings) -> str:
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "#",
+            "cell",
+            "n",
+            "failed",
+            "mean",
+            "median",
+            "95% CI",
+            "CV",
+            "min",
+            "max",
+            "note",
+        )
+    )
+    rows = []
+    for i, c in enumerate(f.cells, 1):
+        s = c.summary
+        if s is None:
+            rows.append(
+                f"<tr><td>{i}</td><td>{_e(c.cell.label)}</td><td>0</td><td>{c.cell.failed}</td>"
+                + "<td>-</td>" * 6
+                + "<td>no finished run</td></tr>"
+            )
+            continue
+        notes = []
+        if f.best is c:
+            notes.append("best")
+        if s.too_wide:
+            notes.append("spread too wide to trust")
+        if s.outliers:
+            notes.append(f"{len(s.outliers)} outlier(s)")
+        rows.append(
+            f"<tr><td>{i}</td><td>{_e(c.cell.label)}</td><td>{s.n}</td><td>{c.cell.failed}</td>"
+            f"<td>{_num(s.mean)}</td><td>{_num(s.median)}</td>"
+            f"<td>{_num(s.ci_low)} - {_num(s.ci_high)}</td>"
+            f"<td>{'-' if s.cv is None else f'{s.cv:.1%}'}</td>"
+            f"<td>{_num(s.min)}</td><td>{_num(s.max)}</td><td>{_e(', '.join(notes))}</td></tr>"
+        )
+    return f"<table class='cells'><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
+    """The CrystalDiskMark-like table: MB/s (median and best), IOPS, latency per test."""
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("test", "MB/s median", "MB/s best", "IOPS", "lat mean us", "p99 us", "spread")
+    )
+    rows = "".join(
+        f"<tr><td>{_e(s.test)}</td><td>{s.median.mbps:,.1f}</td><td>{s.best.mbps:,.1f}</td>"
+        f"<td>{s.median.iops:,.0f}</td><td>{s.median.lat.mean:,.0f}</td>"
+        f"<td>{s.median.lat.p99:,.0f}</td><td>{s.spread:.0%}</td></tr>"
+        for s in summaries
+    )
+    bars = [Bar(s.test, s.median.mbps) for s in summaries]
+    chart = (
+        bar_chart(
+            Plot("median MB/s per test", "MB/s", bars=bars, height=200),
+            title=f"disk: {title}",
+            frame=Frame(width=max(700, 95 * len(bars) + 120), right=40),
+        )
+        if bars
+        else ""
+    )
+    return f"<h3>{_e(title)}</h3>{chart}<table class='disk'><tr>{head}</tr>{rows}</table>"
+
+
+def _flat(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, list) and value and isinstance(value[0], Mapping):
+        for i, v in enumerate(value):
+            _flat(f"{prefix}[{i}]", v, out)
+    else:
+        out.append((prefix, json.dumps(value) if not isinstance(value, str) else value))
+
+
+def key_values(title: str, data: Mapping[str, Any]) -> str:
+    pairs: list[tuple[str, str]] = []
+    _flat("", data, pairs)
+    rows = "".join(f"<tr><td>{_e(k)}</td><td class='v'>{_e(v)}</td></tr>" for k, v in pairs)
+    return f"<details><summary>{_e(title)}</summary><table class='kv'>{rows}</table></details>"
+
+
+def page(
+    title: str,
+    subtitle: str,
+    findings: Findings,
+    unit: str,
+    *,
+    disks: Sequence[tuple[str, Sequence[DiskTestSummary]]] = (),
+    runs: Sequence[RunView] = (),
+    cell_params: Mapping[str, Mapping[str, Any]] | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> str:
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{_e(title)}</title><style>{timeline.STYLE}"
+        ".best{color:#1a7f37}.warn{color:#9a6700}td.v{text-align:left;font-family:monospace}"
+        "details{margin:6px 0}</style></head><body>",
+        f"<h1>{_e(title)}</h1><p>{_e(subtitle)}</p>",
+        findings_html(findings),
+        "<section id='charts'><h2>Charts</h2>",
+        cells_chart(findings, unit),
+        dimension_charts(findings, unit),
+        "</section><section id='cells'><h2>Cells</h2>",
+        cells_table(findings),
+        "</section>",
+    ]
+    if disks:
+        parts.append("<section id='disk'><h2>Disk profiles</h2>")
+        parts += [disk_section(name, s) for name, s in disks]
+        parts.append("</section>")
+    if runs:
+        parts.append("<section id='runs'><h2>Runs underneath (the median run of each cell)</h2>")
+        for r in runs:
+            parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
+            parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}"))
+            parts.append(timeline.sections(r.probes))
+        parts.append("</section>")
+    parts.append("<section id='settings'><h2>Environment and settings</h2>")
+    if environment:
+        parts.append(key_values("environment of the first run", environment))
+    for label, params in (cell_params or {}).items():
+        parts.append(key_values(f"cell {label}", params))
+    parts.append("</section></body></html>\n")
+    return "".join(parts)

@@ -1,0 +1,98 @@
+"""The HTML report in a real headless Chromium: it renders, the charts have data, the findings
+are there; a screenshot is kept in test-artifacts/."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_dirs
+from tests.integration.test_populate_cli import iolab
+
+pytestmark = pytest.mark.integration
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM = next(
+    (shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None
+)
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_report_html_renders_with_charts_findings_and_timelines(
+    open_tmp: Path, results_db: Path
+) -> None:
+    make_dirs(open_tmp, "a", "b")
+    exp = open_tmp / "exp.toml"
+    exp.write_text(
+        """
+[experiment]
+name = "html"
+repetitions = 2
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = 3000
+[layouts.one]
+data_dirs = ["a"]
+[layouts.two]
+data_dirs = ["a", "b"]
+files = 2
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+layout = ["one", "two"]
+connections = [2, 4]
+"""
+    )
+    assert iolab("run", str(exp)).returncode == 0
+    page = open_tmp / "report.html"
+    done = iolab("report", str(exp), "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    # self-contained: no script, no link to anything outside the file
+    assert "<script" not in text
+    assert not re.search(r"""(src|href)=["']?https?:""", text)
+
+    dom = chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "CONSOLE" not in dom.stderr and "Uncaught" not in dom.stderr
+    html = dom.stdout
+    assert "Findings" in html and "best: " in html
+    assert re.search(r"layout=(one|two) connections=\d was \d|no significant difference", html)
+    charts = re.findall(r"<svg.*?</svg>", html, re.S)
+    assert len(charts) >= 4  # per cell, per layout, per connections, and timelines
+    bars = re.findall(r"<rect[^>]*fill=\"#[0-9a-f]{6}\"", charts[0])
+    assert len(bars) >= 4  # one bar per cell, each with data
+    assert "seconds" in charts[0]  # the axis says its unit
+    assert html.count("Runs underneath") == 1
+    assert "rows/s" in html  # the timelines' throughput series
+    assert "environment of the first run" in html
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report.png"
+    taken = chromium(f"--screenshot={shot}", "--window-size=1200,3000", page.as_uri())
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    assert shot.stat().st_size > 20_000
