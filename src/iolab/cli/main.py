@@ -9,7 +9,7 @@ from types import FrameType
 import typer
 
 from iolab import __version__
-from iolab.cli import disk, populate, results
+from iolab.cli import disk, populate, results, testbed
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 
@@ -25,6 +25,7 @@ app = typer.Typer(
 app.command("disk")(disk.disk)
 app.command("populate")(populate.populate)
 app.add_typer(results.app, name="results")
+app.add_typer(testbed.app, name="testbed")
 
 
 def _version(value: bool) -> None:

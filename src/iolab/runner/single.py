@@ -15,6 +15,7 @@ from iolab.errors import IolabError
 from iolab.results import RunId, RunOutcome, RunStatus, cell_id
 from iolab.store import Store
 from iolab.system.snapshot import capture
+from iolab.testbed import throttle_for
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,11 @@ class CommandRun:
 def execute(
     store: Store, spec: CommandRun, body: Callable[[RunOutcome], None]
 ) -> tuple[RunId, RunOutcome]:
-    """Record and run ``body``; the outcome is stored however the body ends."""
+    """Record and run ``body``; the outcome is stored however the body ends.
+
+    When a path of the run is on a testbed device with limits, the body runs inside the
+    testbed's cgroup (and so does every process it starts).
+    """
     store.reap_stale()
     env_id = store.save_environment(capture(spec.roles, spec.versions))
     experiment = store.create_experiment(
@@ -40,7 +45,8 @@ def execute(
     run_id = store.start_run(experiment, cell, 1, env_id)
     outcome = RunOutcome(RunStatus.RUNNING)
     try:
-        body(outcome)
+        with throttle_for(spec.roles.values()):  # a testbed device's limits apply to the run
+            body(outcome)
         outcome.status = RunStatus.DONE
     except KeyboardInterrupt:
         outcome.status = RunStatus.ABORTED
