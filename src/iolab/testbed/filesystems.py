@@ -29,11 +29,10 @@ BASE_OPTIONS = {
 
 def mkfs_argv(spec: DeviceSpec, device: str) -> list[str]:
     """The mkfs command line for ``device``: iolab's options, then the user's."""
-    mkfs = require(f"mkfs.{spec.filesystem}", MKFS_HOW[spec.filesystem])
     base = list(BASE_OPTIONS[spec.filesystem])
     if spec.filesystem == "ext4" and "-E" in spec.mkfs_options:
         base = base[:2]  # mke2fs keeps only the last -E: theirs
-    return [mkfs, *base, *spec.mkfs_options, device]
+    return [f"mkfs.{spec.filesystem}", *base, *spec.mkfs_options, device]
 
 
 def _run_tied(argv: list[str | Path], timeout: float) -> None:
@@ -48,7 +47,8 @@ def _run_tied(argv: list[str | Path], timeout: float) -> None:
 
 
 def make(spec: DeviceSpec, device: str) -> None:
-    _run_tied([*mkfs_argv(spec, device)], timeout=3600)
+    mkfs = require(f"mkfs.{spec.filesystem}", MKFS_HOW[spec.filesystem])
+    _run_tied([mkfs, *mkfs_argv(spec, device)[1:]], timeout=3600)
 
 
 def check_tools(spec: DeviceSpec) -> None:
