@@ -193,8 +193,9 @@ def locked(directory: Path) -> Iterator[None]:
 
 
 def remove_dirs(directory: Path) -> None:
-    """After the last device is down: remove mnt/ and, if it is iolab's own, the state directory,
-    when they are empty (rmdir never removes content)."""
-    for d in [directory / MOUNTS, *([directory] if is_default_dir() else [])]:
+    """After the last device is down: remove mnt/ and, if it is iolab's own, the state directory
+    and its parent ``iolab``, when they are empty (rmdir never removes content)."""
+    own = [directory, directory.parent] if is_default_dir() else []
+    for d in [directory / MOUNTS, *own]:
         with suppress(OSError):
             d.rmdir()
