@@ -6,6 +6,7 @@ cgroup are its own; a fixture takes down whatever a failing test left.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import pytest
 from iolab import testbed
 from iolab.engines.server_process import server_user
 from iolab.events import Collect
+from iolab.ownership import process_alive
 from iolab.system.devices import parse_mountinfo
 from iolab.testbed import cgroups
 
@@ -43,10 +45,37 @@ def iolab(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     )
 
 
+PREFIX = "iolab-testbed-test-"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def reap_killed_test_runs() -> None:
+    """Take down what an earlier test run left when it was killed (its pid is in the name)."""
+    if NO_TESTBED is not None:
+        return
+    for state in Path("/var/tmp").glob(f"{PREFIX}*-*/state.json"):
+        directory = state.parent
+        pid = directory.name.removeprefix(PREFIX).split("-")[0]
+        if not pid.isdigit() or process_alive(int(pid)):
+            continue
+        saved = os.environ.get("IOLAB_TESTBED_DIR")
+        os.environ["IOLAB_TESTBED_DIR"] = str(directory)
+        try:
+            testbed.down()
+        finally:
+            if saved is None:
+                del os.environ["IOLAB_TESTBED_DIR"]
+            else:
+                os.environ["IOLAB_TESTBED_DIR"] = saved
+        for d in (directory, directory.parent / (directory.name + "-files")):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
 @pytest.fixture
 def bed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private testbed state directory, set as IOLAB_TESTBED_DIR; left clean afterwards."""
-    base = Path(tempfile.mkdtemp(prefix="iolab-testbed-test-", dir="/var/tmp"))
+    base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir="/var/tmp"))
     base.chmod(0o755)
     monkeypatch.setenv("IOLAB_TESTBED_DIR", str(base))
     try:
