@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Sets up what iolab needs on Debian/Ubuntu: system packages (when root) and a virtual environment.
 #   scripts/setup.sh          for running iolab (fio)
-#   scripts/setup.sh --tests  also what the test suite needs (MariaDB server, util-linux)
+#   scripts/setup.sh --tests  also what the test suite needs (MariaDB server, mkfs for the testbed)
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want=(fio util-linux)
 if [[ "${1:-}" == "--tests" ]]; then
-    want+=(mariadb-server e2fsprogs chromium)
+    want+=(mariadb-server e2fsprogs xfsprogs chromium)
 fi
 
 missing=()

@@ -45,3 +45,15 @@ class RunFailed(IolabError):
     """A workload run could not finish (a tool failed, a server died, the disk filled)."""
 
     exit_code = 1
+
+
+class Unavailable(IolabError):
+    """The machine refuses what is needed (no root, no loop devices, no cgroup controller);
+    says what is missing. Tests skip with this message."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, reason: str) -> None:
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{what} is not available here: {reason}")

@@ -317,3 +317,57 @@ layout = ["one", "two"]
     assert all(r["summary"]["total_seconds"] > 0 for r in runs)
     assert list((open_tmp / "a").iterdir()) == []
     assert list((open_tmp / "b").iterdir()) == []
+
+
+def _testbed_refused() -> str | None:
+    from iolab.testbed import unavailable_reason
+
+    return unavailable_reason()
+
+
+@pytest.mark.skipif(_testbed_refused() is not None, reason=str(_testbed_refused()))
+def test_devices_section_is_brought_up_and_down_around_the_runs(
+    open_tmp: Path, results_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IOLAB_TESTBED_DIR", str(open_tmp / "testbed"))
+    exp = write(
+        open_tmp,
+        f"""
+[experiment]
+name = "devices"
+repetitions = 1
+order = "sequential"
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = 150
+connections = 1
+[devices.fast]
+size = "64MiB"
+backing_dir = "{open_tmp}"
+[devices.slow]
+size = "64MiB"
+backing_dir = "{open_tmp}"
+write_iops = 40
+[layouts.fast]
+data_dirs = ["device:fast"]
+settings = {{ synchronous = "full", journal_mode = "delete" }}
+[layouts.slow]
+data_dirs = ["device:slow"]
+settings = {{ synchronous = "full", journal_mode = "delete" }}
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+layout = ["fast", "slow"]
+""",
+    )
+    done = iolab("run", str(exp), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["done"] == 2
+    fast, slow = (c["mean"] for c in doc["cells"])
+    assert slow > 2 * fast  # 40 write IOPS for a commit per row
+    status = json.loads(iolab("testbed", "status", "--json").stdout)
+    assert status == [] or all(not d.get("up") for d in status)
+    assert not any(p.suffix == ".img" or "loop" in p.name for p in open_tmp.iterdir())

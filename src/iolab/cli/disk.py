@@ -25,6 +25,7 @@ from iolab.report import disk as disk_report
 from iolab.report import probes as probes_report
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
+from iolab.testbed import resolve_path
 from iolab.units import format_bytes, parse_duration, parse_int_list, parse_size
 from iolab.workloads.diskmark import (
     PROFILES,
@@ -67,7 +68,11 @@ def _sweep(
 
 def disk(
     path: Annotated[
-        Path, typer.Argument(help="Directory on the storage to test.", show_default=False)
+        Path,
+        typer.Argument(
+            help="Directory on the storage to test; device:NAME[/sub] for a testbed device.",
+            show_default=False,
+        ),
     ],
     profile: Annotated[str, typer.Option(help=PROFILE_HELP)] = "default",
     mix: Annotated[
@@ -110,6 +115,7 @@ def disk(
     saw of the test file's device meanwhile (`iolab results show`, `iolab timeline`).
     """
     fio = fio_path()
+    path = resolve_path(str(path), "PATH")
     if profile not in PROFILES:
         raise BadInput.choice("--profile", profile, PROFILES)
     sweep_given = any(v is not None for v in (bs, qd, threads, rw, rwmix))

@@ -9,7 +9,7 @@ from types import FrameType
 import typer
 
 from iolab import __version__
-from iolab.cli import demo, disk, experiment, populate, report, results, timeline, tpch
+from iolab.cli import demo, disk, experiment, populate, report, results, testbed, timeline, tpch
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 
@@ -33,6 +33,7 @@ app.command("export")(report.export)
 app.command("tpch")(tpch.tpch)
 app.add_typer(results.app, name="results")
 app.command("timeline")(timeline.timeline)
+app.add_typer(testbed.app, name="testbed")
 
 
 def _version(value: bool) -> None:

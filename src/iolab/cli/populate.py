@@ -31,6 +31,7 @@ from iolab.report import populate as populate_report
 from iolab.report import probes as probes_report
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
+from iolab.testbed import resolve_path
 from iolab.units import parse_size
 from iolab.workloads.populate import PopulateOptions, check_layout, run_populate
 
@@ -66,7 +67,8 @@ def populate(
         typer.Option(
             "--data-dir",
             help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards.",
+            "directory under /var/tmp, removed afterwards. device:NAME[/sub] names a testbed "
+            "device (also for --wal-dir and --temp-dir).",
         ),
     ] = None,
     files: Annotated[
@@ -132,6 +134,9 @@ def populate(
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
         engine = engine or target.engine
+    data_dir = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
+    wal_dir = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
+    temp_dir = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
     with scratch_dir(not data_dir and target is None) as scratch:
         options = PopulateOptions(
             engine=engine or catalog.DEFAULT_ENGINE,

@@ -141,6 +141,9 @@ def _print_environment(env: dict[str, Any]) -> None:
                 else "no block device"
             )
         )
+        bed = st.get("testbed")
+        if bed:
+            what = f"testbed device {bed['name']} ({bed['limits_text']}), {what}"
         out.print(
             f"[dim]{role}: {st.get('path')} on {st.get('filesystem')} "
             f"({st.get('mount_options')}), {what}, {st.get('fill_percent')}% full[/]"

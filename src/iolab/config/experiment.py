@@ -237,6 +237,10 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
         raise BadInput(
             "experiment.min_repetitions", e.min_repetitions, "give at most max_repetitions"
         )
+    if spec.devices:
+        from iolab.testbed import parse_devices
+
+        parse_devices(spec.devices, "devices")  # validated now; brought up by the runner
     cells = expand(spec, base, model, source.parent)
     baseline = _baseline(spec, cells)
     return Experiment(source, spec, tuple(cells), baseline)

@@ -47,8 +47,9 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
             f"{s.get('wal_bytes_per_row', 0):,.0f} bytes per row",
         )
     for name, dev in s.get("devices", {}).items():
+        shown = f"{dev['testbed']} = {name}" if dev.get("testbed") else name
         table.add_row(
-            f"device {name} ({'+'.join(dev['roles'])})",
+            f"device {shown} ({'+'.join(dev['roles'])})",
             f"{dev['write_bytes_per_row']:,.0f} B/row",
             f"{format_bytes(dev['write_bytes'])} written, {format_bytes(dev['read_bytes'])} read",
         )

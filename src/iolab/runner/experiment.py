@@ -149,9 +149,36 @@ class Outcome:
 
 
 def default_resolve(text: str) -> Path:
+    """A layout path; ``device:NAME[/sub]`` is a testbed device's mount point (+ sub path)."""
     if text.startswith(DEVICE_PREFIX):
-        raise BadInput("layout", text, "device paths need the testbed's devices up")
+        from iolab.testbed import resolve_path
+
+        path = resolve_path(text, "layout")
+        path.mkdir(mode=0o755, parents=True, exist_ok=True)  # a sub dir on iolab's own mount
+        return path
     return Path(text)
+
+
+@contextmanager
+def _devices(experiment: Experiment, events: EventSink) -> Iterator[None]:
+    """Bring the file's ``[devices]`` up for the experiment and take down those it brought up."""
+    table = experiment.spec.devices
+    if not table:
+        yield
+        return
+    from iolab import testbed
+
+    specs = testbed.parse_devices(table, "devices")
+    already = {d.name for d in testbed.status() if d.up}
+    events(Phase(f"bringing up testbed devices: {', '.join(s.name for s in specs)}"))
+    testbed.up(specs, events)
+    try:
+        yield
+    finally:
+        made = [s.name for s in specs if s.name not in already]
+        if made:
+            events(Phase(f"taking down testbed devices: {', '.join(made)}"))
+            testbed.down(events, names=made)
 
 
 class _Deadline:
@@ -260,6 +287,8 @@ def run(
         return status
 
     queue: list[Cell] = []
+    devices = _devices(experiment, events)
+    devices.__enter__()
     try:
         if spec.isolation.warmup and plan.runs and experiment.cells:
             one_run(next(pc.cell for pc in plan.cells if pc.remaining), measured=False)
@@ -314,8 +343,11 @@ def run(
         outcome.aborted = True
         raise
     finally:
-        if not outcome.aborted and not outcome.stopped:
-            _hook(spec.hooks.on_complete, outcome.as_json(experiment, store.path), events)
+        try:
+            devices.__exit__(None, None, None)
+        finally:
+            if not outcome.aborted and not outcome.stopped:
+                _hook(spec.hooks.on_complete, outcome.as_json(experiment, store.path), events)
 
 
 def _order(items: list[tuple[Cell, int]], order: str, rng: random.Random) -> list[Cell]:

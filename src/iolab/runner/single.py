@@ -16,6 +16,7 @@ from iolab.errors import IolabError
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
 from iolab.store import Store
 from iolab.system.snapshot import capture
+from iolab.testbed import throttle_for
 
 
 @dataclass(frozen=True)
@@ -36,12 +37,17 @@ def record(
     versions: Mapping[str, str],
     body: Callable[[RunOutcome], None],
 ) -> tuple[RunId, RunOutcome]:
-    """Record and run ``body``; the outcome is stored however the body ends, then re-raised."""
+    """Record and run ``body``; the outcome is stored however the body ends, then re-raised.
+
+    When a path of the run is on a testbed device with limits, the body runs inside the
+    testbed's cgroup (and so does every process it starts).
+    """
     env_id = store.save_environment(capture(roles, versions))
     run_id = store.start_run(experiment, cell, repetition, env_id)
     outcome = RunOutcome(RunStatus.RUNNING)
     try:
-        body(outcome)
+        with throttle_for(roles.values()):  # a testbed device's limits apply to the run
+            body(outcome)
         outcome.status = RunStatus.DONE
     except KeyboardInterrupt:
         outcome.status = RunStatus.ABORTED

@@ -11,6 +11,7 @@ from typing import Any
 
 from iolab import __version__
 from iolab.system.devices import PathDevice, describe
+from iolab.testbed import device_on
 
 
 def cpu_model() -> str:
@@ -46,6 +47,23 @@ def device_record(pd: PathDevice) -> dict[str, Any]:
         "device": asdict(pd.device) if pd.device else None,
         "total_bytes": pd.total_bytes,
         "fill_percent": round(pd.fill_percent, 1),
+        "testbed": _testbed(pd),
+    }
+
+
+def _testbed(pd: PathDevice) -> dict[str, Any] | None:
+    """For a path on an emulated device: its testbed name, limits in force and make-up."""
+    found = None if pd.memory_backed else device_on(pd.mount.dev)
+    if found is None:
+        return None
+    return {
+        "name": found.name,
+        "limits": found.limits.as_json(),
+        "limits_text": found.limits.describe(),
+        "size_bytes": found.size,
+        "backing_file": str(found.backing_file),
+        "direct_io": found.direct_io,
+        "loop": found.loop,
     }
 
 

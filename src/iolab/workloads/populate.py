@@ -30,6 +30,7 @@ from iolab.probes.standard import populate_recorder
 from iolab.results import RunOutcome
 from iolab.system import diskstats
 from iolab.system.devices import describe
+from iolab.testbed import block_names
 
 STATIC_METHODS: Mapping[str, frozenset[LoadMethod]] = {
     "postgres": frozenset(LoadMethod),
@@ -364,6 +365,7 @@ def load_and_measure(
         _close(admin)
     elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
     device_io = {}
+    testbed_names = block_names()
     for name, roles in devices.items():
         if name in disk_before and name in disk_after:
             d = disk_after[name] - disk_before[name]
@@ -374,6 +376,7 @@ def load_and_measure(
                 "write_bytes_per_row": d.write_bytes / rows,
                 "writes": d.writes,
                 "write_ms": d.write_ms,
+                "testbed": testbed_names.get(name),
             }
     target_ppr = 1.0 / dialect.rows_per_page
     fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr

@@ -1,0 +1,105 @@
+"""``iolab testbed``: emulated devices (loop files, filesystems, I/O limits) on this machine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from iolab import testbed
+from iolab.cli.console import stdout as out
+from iolab.cli.options import JsonOption
+from iolab.cli.progress import ProgressView
+from iolab.units import format_bytes
+
+app = typer.Typer(
+    help="Emulated devices: loop files with a filesystem, mounted under iolab's own directory, "
+    "with optional IOPS and MB/s limits. Name them in paths as device:NAME (e.g. "
+    "`iolab populate --wal-dir device:hdd`). Needs root. See docs/testbed.md.",
+    no_args_is_help=True,
+)
+
+
+def _table(devices: list[testbed.DeviceStatus]) -> Table:
+    table = Table(title=f"testbed ({testbed.state_dir()})", title_justify="left")
+    for col in ("device", "state", "mount point", "loop", "size", "fs", "limits", "backing file"):
+        table.add_column(col)
+    for d in devices:
+        state = "up" if d.up else f"[red]broken[/]: {d.problem}"
+        loop = f"{d.loop} ({d.majmin})" if d.loop else "-"
+        if d.direct_io is False:
+            loop += " [yellow]buffered[/]"
+        table.add_row(
+            d.name,
+            state,
+            str(d.mount_point),
+            loop,
+            format_bytes(d.size),
+            d.filesystem,
+            d.limits.describe(),
+            str(d.backing_file),
+        )
+    return table
+
+
+@app.command("up")
+def up(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="TESTBED",
+            help="TOML file with [devices.NAME] tables (a testbed or an experiment file).",
+            show_default=False,
+        ),
+    ],
+    as_json: JsonOption = False,
+) -> None:
+    """Bring up the devices of TESTBED: a preallocated loop file in backing_dir, mkfs, a mount
+    under iolab's directory, and the limits in the testbed's cgroup. Devices already up with
+    the same settings are kept (changed limits are applied in place); others are left alone."""
+    specs = testbed.load_file(file)
+    with ProgressView() as view:
+        bed = testbed.up(specs, view)
+    if as_json:
+        print(json.dumps([d.as_json() for d in bed.devices], indent=2))
+        return
+    out.print(_table(list(bed.devices)))
+    for d in bed.devices:
+        out.print(f"[dim]use it as device:{d.name} (e.g. --wal-dir device:{d.name})[/]")
+
+
+@app.command("down")
+def down(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[NAME]...", help="Devices to take down (default: all).", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Unmount, detach and remove the devices iolab's state file names (all, or NAME...), and
+    the cgroup after the last. Also cleans what a crashed run left behind. Nothing else is
+    touched: each loop device is detached only if its backing file is still iolab's."""
+    with ProgressView() as view:
+        done = testbed.down(view, names or None)
+    if done:
+        out.print(f"taken down: {', '.join(done)}")
+    else:
+        out.print("no testbed devices were up")
+
+
+@app.command("status")
+def status(as_json: JsonOption = False) -> None:
+    """List the testbed's devices: state, mount point, loop device (maj:min), size,
+    filesystem, limits in force and backing file."""
+    devices = testbed.status()
+    if as_json:
+        print(json.dumps([d.as_json() for d in devices], indent=2))
+        return
+    if not devices:
+        out.print("no testbed devices are up")
+        return
+    out.print(_table(devices))

@@ -1,0 +1,168 @@
+"""File-backed loop devices, through util-linux's losetup, and the identity of iolab's loop files.
+
+A loop device is only ever detached after checking that its backing file is the very file iolab
+created: loop numbers are reused, so a number alone proves nothing, and neither do a path and an
+inode number (a filesystem hands a freed inode number to the next file at once). iolab marks the
+file it creates with an extended attribute holding a random token recorded in its state, and
+checks path, inode and token. (The device number of the backing file is not compared: on btrfs
+and overlay filesystems stat() and the loop driver disagree about it.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from iolab.errors import RunFailed
+from iolab.process import require, run
+
+HOW = "install Debian's util-linux package"
+DELETED = " (deleted)"
+
+
+@dataclass(frozen=True)
+class Loop:
+    """An attached loop device: ``/dev/loopN``, its major:minor and what it reads and writes."""
+
+    path: str
+    dev: tuple[int, int]
+    backing_file: str
+    backing_ino: int | None  # the backing file's inode number
+    deleted: bool  # the backing file was unlinked while attached
+    direct_io: bool
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+MARK = "user.iolab.testbed"  # the extended attribute on iolab's loop files
+
+
+def mark(fd: int, token: str) -> bool:
+    """Mark the file open as ``fd`` with ``token``; False where the filesystem has no xattrs."""
+    try:
+        os.setxattr(fd, MARK, token.encode())
+    except OSError:
+        return False
+    return True
+
+
+def is_ours(path: Path, backing_id: tuple[int, int], token: str) -> bool:
+    """True when ``path`` is the file iolab made: same inode and (if marked) same token."""
+    try:
+        if os.stat(path).st_ino != backing_id[1]:
+            return False
+        if not token:
+            return True  # a filesystem without extended attributes: the inode must do
+        return os.getxattr(path, MARK) == token.encode()
+    except OSError:
+        return False
+
+
+def _majmin(text: str) -> tuple[int, int] | None:
+    major, sep, minor = text.strip().partition(":")
+    if not sep or not major.strip().isdigit() or not minor.strip().isdigit():
+        return None
+    return (int(major), int(minor))
+
+
+def attached() -> list[Loop]:
+    """Every attached loop device of the machine."""
+    losetup = require("losetup", HOW)
+    done = run([losetup, "--json", "--list", "--output", "NAME,MAJ:MIN,BACK-FILE,BACK-INO,DIO"])
+    if not done.stdout.strip():
+        return []
+    loops = []
+    for d in json.loads(done.stdout).get("loopdevices", []):
+        dev = _majmin(str(d.get("maj:min", "")))
+        ino = str(d.get("back-ino", ""))
+        if dev is None:
+            continue
+        back = str(d.get("back-file") or "")
+        loops.append(
+            Loop(
+                path=str(d["name"]),
+                dev=dev,
+                backing_file=back.removesuffix(DELETED),
+                deleted=back.endswith(DELETED),
+                backing_ino=int(ino) if ino.isdigit() else None,
+                direct_io=d.get("dio") in (True, 1, "1"),
+            )
+        )
+    return loops
+
+
+def backed_by(
+    path: Path,
+    backing_id: tuple[int, int] | None,
+    token: str,
+    among: list[Loop] | None = None,
+) -> list[Loop]:
+    """The loop devices (of ``among``, default: all attached) whose backing file is iolab's
+    file ``path`` (see :func:`is_ours`; a file unlinked while attached: path and inode)."""
+    if backing_id is None:
+        return []
+    return [
+        loop
+        for loop in (attached() if among is None else among)
+        if loop.backing_file == str(path)
+        and loop.backing_ino == backing_id[1]
+        and (loop.deleted or is_ours(path, backing_id, token))
+    ]
+
+
+def attach(path: Path, direct_io: bool) -> Loop:
+    """Attach a free loop device to ``path`` (a file iolab created); returns what the kernel gave.
+
+    With ``direct_io`` the loop device does O_DIRECT I/O to its file, so pages are not cached
+    twice; when the kernel cannot (a filesystem without O_DIRECT), ``Loop.direct_io`` is False.
+    """
+    losetup = require("losetup", HOW)
+    argv: list[str | Path] = [losetup, "--find", "--show"]
+    if direct_io:
+        argv.append("--direct-io=on")
+    argv.append(path)
+    done = run(argv)
+    name = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    for loop in attached():
+        if loop.path == name:
+            return loop
+    raise RunFailed(f"losetup attached {path} but {name or 'no device'} is not listed as attached")
+
+
+def set_rotational(loop: Loop, rotational: bool) -> None:
+    """Say whether the device rotates (the kernel and some engines tune for it)."""
+    knob = Path("/sys/block") / loop.name / "queue" / "rotational"
+    try:
+        knob.write_text("1" if rotational else "0")
+    except OSError as exc:
+        raise RunFailed(f"cannot set {knob}: {exc.strerror}") from None
+
+
+def rotational(name: str) -> bool | None:
+    try:
+        return (Path("/sys/block") / name / "queue" / "rotational").read_text().strip() == "1"
+    except OSError:
+        return None
+
+
+def detach(loop: Loop) -> None:
+    """Detach; a device still open elsewhere goes when it is closed (the kernel's autoclear)."""
+    losetup = require("losetup", HOW)
+    run([losetup, "--detach", loop.path])
+
+
+def gone(detached: list[Loop], wait: float) -> bool:
+    """Wait up to ``wait`` seconds until none of these loop devices is attached to its file."""
+    deadline = time.monotonic() + wait
+    while True:
+        now = {(lp.path, lp.backing_ino) for lp in attached()}
+        if not any((lp.path, lp.backing_ino) in now for lp in detached):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)

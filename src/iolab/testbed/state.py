@@ -1,0 +1,201 @@
+"""The testbed's state file: exactly what iolab created, so ``down`` removes that and nothing else.
+
+Where it lives: ``IOLAB_TESTBED_DIR`` if set; else ``/var/lib/iolab/testbed`` for root and
+``$XDG_STATE_HOME/iolab/testbed`` (``~/.local/state/iolab/testbed``) for other users. The directory
+holds ``state.json`` and ``mnt/NAME``, the mount points. Every step of ``up`` is recorded before
+it is taken (the backing file's path, the mount point) and completed after (the loop device, the
+backing file's inode), so a run killed at any moment leaves a state file that names all it made.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from iolab.errors import IolabError
+from iolab.testbed.spec import DeviceSpec
+
+DIR_ENV = "IOLAB_TESTBED_DIR"
+ROOT_DIR = Path("/var/lib/iolab/testbed")
+STATE_FILE = "state.json"
+MOUNTS = "mnt"
+FORMAT = 1
+
+
+def state_dir() -> Path:
+    """The directory of the testbed's state and mount points (see the module docstring)."""
+    given = os.environ.get(DIR_ENV)
+    if given:
+        return Path(given).absolute()
+    if os.geteuid() == 0:
+        return ROOT_DIR
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "iolab" / "testbed"
+
+
+def is_default_dir() -> bool:
+    """True when the state directory is iolab's own (removed when empty), not the user's."""
+    return not os.environ.get(DIR_ENV)
+
+
+@dataclass(frozen=True)
+class DeviceRecord:
+    """One device and what iolab made for it.
+
+    ``backing_id`` is the backing file's (st_dev, st_ino) once created and ``token`` the random
+    mark iolab put on it (empty where the filesystem takes no extended attributes): a loop
+    device is detached and a file removed only when they still match. ``loop`` and ``dev``
+    (major, minor) are set once the loop device is attached; ``mounted`` once iolab mounted it
+    at ``mount_point``.
+    """
+
+    spec: DeviceSpec
+    backing_file: Path
+    mount_point: Path
+    backing_id: tuple[int, int] | None = None
+    token: str = ""
+    loop: str | None = None
+    dev: tuple[int, int] | None = None
+    formatted: bool = False
+    mounted: bool = False
+    direct_io: bool | None = None  # what the kernel granted (None: not attached yet)
+    created_by: int = 0  # pid of the iolab process that created it
+    boot_id: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec.as_json(),
+            "backing_file": str(self.backing_file),
+            "mount_point": str(self.mount_point),
+            "backing_id": list(self.backing_id) if self.backing_id else None,
+            "token": self.token,
+            "loop": self.loop,
+            "dev": list(self.dev) if self.dev else None,
+            "formatted": self.formatted,
+            "mounted": self.mounted,
+            "direct_io": self.direct_io,
+            "created_by": self.created_by,
+            "boot_id": self.boot_id,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> DeviceRecord:
+        bid = doc.get("backing_id")
+        dev = doc.get("dev")
+        return cls(
+            spec=DeviceSpec.from_json(doc["spec"]),
+            backing_file=Path(doc["backing_file"]),
+            mount_point=Path(doc["mount_point"]),
+            backing_id=(int(bid[0]), int(bid[1])) if bid else None,
+            token=str(doc.get("token", "")),
+            loop=doc.get("loop"),
+            dev=(int(dev[0]), int(dev[1])) if dev else None,
+            formatted=bool(doc.get("formatted", False)),
+            mounted=bool(doc.get("mounted", False)),
+            direct_io=doc.get("direct_io"),
+            created_by=int(doc.get("created_by", 0)),
+            boot_id=str(doc.get("boot_id", "")),
+        )
+
+
+@dataclass(frozen=True)
+class CgroupRecord:
+    """The cgroup iolab created for the limits: ``version`` v1 (blkio) or v2 (io)."""
+
+    version: str
+    path: Path
+
+    def as_json(self) -> dict[str, str]:
+        return {"version": self.version, "path": str(self.path)}
+
+
+@dataclass(frozen=True)
+class State:
+    devices: Mapping[str, DeviceRecord] = field(default_factory=dict)
+    cgroup: CgroupRecord | None = None
+
+    def with_device(self, record: DeviceRecord) -> State:
+        return replace(self, devices={**self.devices, record.spec.name: record})
+
+    def without_device(self, name: str) -> State:
+        return replace(self, devices={k: v for k, v in self.devices.items() if k != name})
+
+    @property
+    def empty(self) -> bool:
+        return not self.devices and self.cgroup is None
+
+
+def load(directory: Path | None = None) -> State:
+    """The recorded state; an empty one when there is no state file."""
+    path = (directory or state_dir()) / STATE_FILE
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        return State()
+    except (OSError, ValueError) as exc:
+        raise IolabError(
+            f"cannot read the testbed state {path} ({exc}); look at it, and remove it only if no "
+            "device of it is mounted (`losetup -l`, `findmnt`)"
+        ) from None
+    cg = doc.get("cgroup")
+    return State(
+        devices={name: DeviceRecord.from_json(d) for name, d in doc.get("devices", {}).items()},
+        cgroup=CgroupRecord(cg["version"], Path(cg["path"])) if cg else None,
+    )
+
+
+def save(directory: Path, state: State) -> None:
+    """Write the state atomically (a crash leaves the old or the new file, never half of one);
+    an empty state removes the file."""
+    path = directory / STATE_FILE
+    if state.empty:
+        path.unlink(missing_ok=True)
+        return
+    doc = {
+        "format": FORMAT,
+        "devices": {name: rec.as_json() for name, rec in state.devices.items()},
+        "cgroup": state.cgroup.as_json() if state.cgroup else None,
+    }
+    tmp = directory / f".{STATE_FILE}.{os.getpid()}"
+    with tmp.open("w") as out:
+        json.dump(doc, out, indent=2)
+        out.flush()
+        os.fsync(out.fileno())
+    tmp.replace(path)
+
+
+def ensure_dir(directory: Path) -> None:
+    """Create the state directory (and mnt/) readable by the database server user."""
+    for d in (directory, directory / MOUNTS):
+        if not d.exists():
+            d.mkdir(parents=True, mode=0o755)
+            d.chmod(0o755)  # umask may have taken bits away; servers must reach the mounts
+
+
+@contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Hold the testbed's lock: one ``up`` or ``down`` at a time on one state directory."""
+    ensure_dir(directory)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for stale in directory.glob(f".{STATE_FILE}.*"):
+            stale.unlink(missing_ok=True)  # from a writer killed in save(): writers hold the lock
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_dirs(directory: Path) -> None:
+    """After the last device is down: remove mnt/ and, if it is iolab's own, the state directory
+    and its parent ``iolab``, when they are empty (rmdir never removes content)."""
+    own = [directory, directory.parent] if is_default_dir() else []
+    for d in [directory / MOUNTS, *own]:
+        with suppress(OSError):
+            d.rmdir()
