@@ -181,11 +181,7 @@ def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     if options.dsn is None:
         check_layout(options.layout)
     layout = options.layout
-    roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
-    if layout.wal_dir:
-        roles["wal"] = layout.wal_dir
-    if layout.temp_dir:
-        roles["temp"] = layout.temp_dir
+    roles = layout.roles()
     spec = CommandRun(
         name=f"populate {options.engine}"
         + (f" {options.dsn.redacted}" if options.dsn is not None else ""),

@@ -132,11 +132,7 @@ def _run(options: TpchOptions, results: Path | None, as_json: bool) -> None:
     preflight(options)
     check_layout(options.layout)
     layout = options.layout
-    roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
-    if layout.wal_dir:
-        roles["wal"] = layout.wal_dir
-    if layout.temp_dir:
-        roles["temp"] = layout.temp_dir
+    roles = layout.roles()
     spec = CommandRun(
         name=f"tpch {options.engine} sf {options.scale_factor:g}",
         workload="tpch",

@@ -43,6 +43,16 @@ class Layout:
             named.append(("--temp-dir", self.temp_dir))
         return named
 
+    def roles(self) -> dict[str, Path]:
+        """Role -> directory (``data0``, ``data1``, ..., ``wal``, ``temp``): what a run's
+        environment snapshot describes."""
+        roles = {f"data{i}": d for i, d in enumerate(self.data_dirs)}
+        if self.wal_dir is not None:
+            roles["wal"] = self.wal_dir
+        if self.temp_dir is not None:
+            roles["temp"] = self.temp_dir
+        return roles
+
     def data_dir_for(self, index: int) -> Path:
         """The data directory of data file ``index`` (0-based), round-robin."""
         return self.data_dirs[index % len(self.data_dirs)]

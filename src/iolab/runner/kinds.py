@@ -69,11 +69,7 @@ def _populate(
     )
     options.validate()
     check_layout(layout)
-    roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
-    if layout.wal_dir:
-        roles["wal"] = layout.wal_dir
-    if layout.temp_dir:
-        roles["temp"] = layout.temp_dir
+    roles = layout.roles()
     return (lambda outcome: run_populate(options, outcome, events)), roles, {}
 
 
@@ -150,9 +146,7 @@ def _tpch(
     )
     preflight(options)
     check_layout(layout)
-    roles = {f"data{i}": d for i, d in enumerate(layout.data_dirs)}
-    if layout.temp_dir:
-        roles["temp"] = layout.temp_dir
+    roles = layout.roles()
     return (lambda outcome: run_tpch(options, outcome, events)), roles, {}
 
 
