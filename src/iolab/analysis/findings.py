@@ -72,14 +72,21 @@ def speedup(ratio_of_metric: float, lower_is_better: bool) -> float:
     return 1.0 / ratio_of_metric if lower_is_better else ratio_of_metric
 
 
-def _ratio(a: CellStats, b: CellStats, lower_is_better: bool) -> Ratio | None:
-    if not a.cell.metric or not b.cell.metric:
-        return None
-    c = compare(a.cell.metric, b.cell.metric)
+def ratio(
+    a: str, a_values: Sequence[float], b: str, b_values: Sequence[float], lower_is_better: bool
+) -> Ratio:
+    """How many times better ``a`` is than ``b``, with its 95% interval and significance."""
+    c = compare(a_values, b_values)
     low, high = c.ci_low, c.ci_high
     if lower_is_better and low is not None and high is not None:
         low, high = 1.0 / high, 1.0 / low
-    return Ratio(a.cell.label, b.cell.label, c, speedup(c.ratio, lower_is_better), low, high)
+    return Ratio(a, b, c, speedup(c.ratio, lower_is_better), low, high)
+
+
+def _ratio(a: CellStats, b: CellStats, lower_is_better: bool) -> Ratio | None:
+    if not a.cell.metric or not b.cell.metric:
+        return None
+    return ratio(a.cell.label, a.cell.metric, b.cell.label, b.cell.metric, lower_is_better)
 
 
 def analyse(

@@ -18,10 +18,9 @@ from iolab.analysis.findings import (
     cells_from_runs,
     label_of,
     matrix_values,
+    ratio,
     sentence,
-    speedup,
 )
-from iolab.analysis.stats import compare as compare_samples
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.config import experiment as config
@@ -300,11 +299,7 @@ def compare(
         raise BadInput("B", b, f"give runs measuring {ma}, as A does (B measures {mb})")
     if not va or not vb:
         raise BadInput("A/B", a if not va else b, "give runs that finished (status done)")
-    c = compare_samples(va, vb)
-    low, high = c.ci_low, c.ci_high
-    if lower and low is not None and high is not None:
-        low, high = 1 / high, 1 / low
-    r = Ratio(la, lb, c, speedup(c.ratio, lower), low, high)
+    r = ratio(la, va, lb, vb, lower)
     if as_json:
         print(
             json.dumps({"metric": ma, "a_values": va, "b_values": vb, **_ratio_json(r)}, indent=2)

@@ -8,14 +8,14 @@ what ``provision()`` created. Use :func:`running` to get all of that with guaran
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from iolab.errors import BadInput
-from iolab.ownership import can_write
+from iolab.ownership import can_write, owned_name, reap
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,34 @@ class Engine(Protocol):
     def destroy(self) -> None:
         """Remove what provision() created, nothing else; safe to call twice."""
         ...
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """Where an embedded engine's files go: one owned directory per data dir used, the
+    database files in them round-robin, and an owned temp directory (nothing created yet)."""
+
+    homes: tuple[Path, ...]
+    files: tuple[Path, ...]
+    temp: Path | None
+
+
+def plan_files(
+    layout: Layout, kind_data: str, kind_temp: str, file_name: Callable[[int], str]
+) -> FilePlan:
+    """Reap what killed runs of these kinds left in the layout's dirs, then name the new files."""
+    user_dirs = [*layout.data_dirs, layout.temp_dir]
+    for directory in dict.fromkeys(d for d in user_dirs if d is not None):
+        for kind in (kind_data, kind_temp):
+            reap(directory, kind)
+    homes: dict[Path, Path] = {}
+    for i in range(layout.files):
+        data_dir = layout.data_dir_for(i)
+        if data_dir not in homes:
+            homes[data_dir] = data_dir / owned_name(kind_data)
+    temp = None if layout.temp_dir is None else layout.temp_dir / owned_name(kind_temp)
+    files = tuple(homes[layout.data_dir_for(i)] / file_name(i) for i in range(layout.files))
+    return FilePlan(tuple(homes.values()), files, temp)
 
 
 def check_dirs(named: list[tuple[str, Path]]) -> None:

@@ -35,15 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from iolab.engines.interface import Layout, Placement, check_dirs
+from iolab.engines.interface import Layout, Placement, check_dirs, plan_files
 from iolab.engines.sqlite_load import SQLitePopulate
 from iolab.errors import BadInput, IolabError, RunFailed
-from iolab.ownership import owned_name, reap, remove
+from iolab.ownership import remove
 
 # Kinds of what this engine creates (see iolab.ownership).
 KIND_DATA = "sqlite"
 KIND_TEMP = "sqlitetmp"
-_KINDS = (KIND_DATA, KIND_TEMP)
 
 DEFAULT_BUSY_TIMEOUT_MS = 60000
 
@@ -326,21 +325,11 @@ class SQLiteEngine:
                 "cannot choose where its temp files go; leave --temp-dir out",
             )
 
-        user_dirs = [*layout.data_dirs, layout.temp_dir]
-        for directory in dict.fromkeys(d for d in user_dirs if d is not None):
-            for kind in _KINDS:
-                reap(directory, kind)
-
-        homes: dict[Path, Path] = {}
-        for i in range(layout.files):
-            data_dir = layout.data_dir_for(i)
-            if data_dir not in homes:
-                homes[data_dir] = data_dir / owned_name(KIND_DATA)
-        temp = None if layout.temp_dir is None else layout.temp_dir / owned_name(KIND_TEMP)
-        files = [homes[layout.data_dir_for(i)] / database_file(i) for i in range(layout.files)]
+        plan = plan_files(layout, KIND_DATA, KIND_TEMP, database_file)
+        temp, files = plan.temp, list(plan.files)
 
         try:
-            for target in [*homes.values(), *([temp] if temp is not None else [])]:
+            for target in [*plan.homes, *([temp] if temp is not None else [])]:
                 target.mkdir(mode=0o700)
                 self._created.append(target)
             for path in files:

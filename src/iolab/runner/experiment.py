@@ -210,7 +210,13 @@ def run(
     *,
     resolve: Resolve = default_resolve,
 ) -> Outcome:
-    """Run what the plan says is missing; returns what happened. Ctrl-C propagates."""
+    """Run what the plan says is missing, with the file's devices up; returns what happened.
+    Ctrl-C propagates."""
+    with _devices(experiment, events):
+        return _run(experiment, store, events, resolve)
+
+
+def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resolve) -> Outcome:
     store.reap_stale()
     spec = experiment.spec
     e = spec.experiment
@@ -287,8 +293,6 @@ def run(
         return status
 
     queue: list[Cell] = []
-    devices = _devices(experiment, events)
-    devices.__enter__()
     try:
         if spec.isolation.warmup and plan.runs and experiment.cells:
             one_run(next(pc.cell for pc in plan.cells if pc.remaining), measured=False)
@@ -343,11 +347,8 @@ def run(
         outcome.aborted = True
         raise
     finally:
-        try:
-            devices.__exit__(None, None, None)
-        finally:
-            if not outcome.aborted and not outcome.stopped:
-                _hook(spec.hooks.on_complete, outcome.as_json(experiment, store.path), events)
+        if not outcome.aborted and not outcome.stopped:
+            _hook(spec.hooks.on_complete, outcome.as_json(experiment, store.path), events)
 
 
 def _order(items: list[tuple[Cell, int]], order: str, rng: random.Random) -> list[Cell]:
