@@ -155,6 +155,42 @@ def test_disk_full_fails_the_run_and_touches_nothing_else(
     assert "disk full" in run["error"]
 
 
+def test_postgres_disk_full_names_the_loader_and_stops(
+    tiny_tmpfs: Path, open_tmp: Path, results_db: Path
+) -> None:
+    """A tablespace on a full device: the multiplexed client loader fails the run with the
+    server's error, names the loader, and leaves no server and no file of its own."""
+    d0 = open_tmp / "d0"
+    d0.mkdir(mode=0o755)
+    full = tiny_tmpfs / "data"
+    full.mkdir(mode=0o755)
+    done = iolab(
+        "populate",
+        "--engine",
+        "postgres",
+        "--data-dir",
+        str(d0),
+        "--data-dir",
+        str(full),
+        "--files",
+        "2",
+        "--rows",
+        "2000",
+        "--connections",
+        "4",
+    )
+    assert done.returncode == 1, done.stderr
+    assert "disk full: loader " in done.stderr
+    assert "No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert servers_of(open_tmp) == []
+    assert list(full.iterdir()) == []
+    assert list(d0.iterdir()) == []
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["status"] == "failed"
+    assert "No space left on device" in run["error"]
+
+
 def test_postgres_layout_wal_and_tablespaces(open_tmp: Path, results_db: Path) -> None:
     d0, d1, wal = make_dirs(open_tmp, "d0", "d1", "wal")
     done = iolab(

@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 TABLE = "iolab_populate"
 
@@ -76,6 +76,15 @@ class TableStats:
 Progress = Callable[[int], None]  # called with the number of rows just committed
 
 
+class LoaderError(Exception):
+    """A statement of loader ``index`` failed (raised by a multiplexed load)."""
+
+    def __init__(self, index: int, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
+
+
 class PopulateDialect(Protocol):
     page_size: int
     rows_per_page: int  # what the payload is sized for: 1, or 2 for InnoDB
@@ -106,6 +115,27 @@ class PopulateDialect(Protocol):
         ...
 
     def table_stats(self, conn: Any) -> TableStats: ...
+
+
+@runtime_checkable
+class MultiplexedLoad(Protocol):
+    """A dialect that can drive many loaders' connections from one thread (as pgbench does),
+    for the specs where ``multiplexes(spec)`` says so; the workload then uses one driver
+    thread instead of a thread per loader."""
+
+    def multiplexes(self, spec: LoadSpec) -> bool: ...
+
+    def load_multiplexed(
+        self,
+        conns: Sequence[Any],
+        spec: LoadSpec,
+        counts: Sequence[int],
+        progress: Callable[[int, int], None],
+    ) -> list[float]:
+        """Insert ``counts[i]`` rows on ``conns[i]``; ``progress(i, n)`` after each commit of
+        loader i (it may raise to stop); :class:`LoaderError` names a loader whose statement
+        failed. Returns each loader's elapsed seconds from the call."""
+        ...
 
 
 def uuid7() -> bytes:

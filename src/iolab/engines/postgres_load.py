@@ -17,13 +17,15 @@ from __future__ import annotations
 import contextlib
 import itertools
 import select
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from iolab.engines.loading import (
     TABLE,
     KeyKind,
+    LoaderError,
     LoadMethod,
     LoadMode,
     LoadSpec,
@@ -327,18 +329,18 @@ class PostgresPopulate:
         the last statement. When every statement reaches it (``commit_every`` <= rows per
         statement: always for insert with commit_every 1, the seed's case) the connection runs
         in autocommit, one implicit transaction per statement, with no BEGIN/COMMIT round trips,
-        and INSERTs go straight through libpq (:meth:`_libpq_inserter`); otherwise in explicit
+        and INSERTs go straight through libpq (:meth:`load_multiplexed`); otherwise in explicit
         transactions, through a psycopg cursor. For COPY, each chunk of ``batch`` rows is one COPY
         command, so commits happen at chunk boundaries: the chunk that reaches commit_every.
         """
+        if self.multiplexes(spec):
+            self.load_multiplexed([conn], spec, [count], lambda _i, n: progress(n))
+            return
         per_statement = 1 if spec.method is LoadMethod.INSERT else spec.batch
         autocommit = spec.commit_every <= per_statement
         conn.autocommit = autocommit
         write = self._copier(conn, spec) if spec.method is LoadMethod.COPY else None
-        insert = None
-        if write is None:
-            # autocommit: no BEGIN to send, so the statements can go straight through libpq
-            insert = self._libpq_inserter(conn, spec) if autocommit else self._inserter(conn, spec)
+        insert = None if write is not None else self._inserter(conn, spec)
         done = pending = 0
         try:
             while done < count:
@@ -376,60 +378,116 @@ class PostgresPopulate:
 
         return insert
 
-    def _libpq_inserter(
-        self, conn: psycopg.Connection[Any], spec: LoadSpec
-    ) -> Callable[[int], None]:
-        """:meth:`_inserter` for a connection in autocommit, straight through psycopg's libpq.
+    def multiplexes(self, spec: LoadSpec) -> bool:
+        """Whether :meth:`load_multiplexed` can drive loaders of ``spec``: client-mode INSERTs
+        in autocommit (every statement reaches ``commit_every``: the seed's case)."""
+        return (
+            spec.mode is LoadMode.CLIENT
+            and spec.method is not LoadMethod.COPY
+            and spec.commit_every <= (1 if spec.method is LoadMethod.INSERT else spec.batch)
+        )
 
-        Each k gets a statement prepared once; a call is then a PQsendQueryPrepared, a wait on
-        the socket and the result. The cursor path spends ~10 us of Python per statement on one
-        connection, 40-60 us with 16-64 loader threads (query conversion, adaptation,
-        prepared-statement bookkeeping, and every GIL hand-over of its generator-driven wait);
-        with one row per statement that capped the seed's client mode at 60-75% of pgbench on a
-        2-CPU machine, where the client's CPU is the server's. This path costs ~20 us a row
-        under the same threads (pgbench: ~14).
+    def load_multiplexed(
+        self,
+        conns: Sequence[psycopg.Connection[Any]],
+        spec: LoadSpec,
+        counts: Sequence[int],
+        progress: Callable[[int, int], None],
+    ) -> list[float]:
+        """Insert ``counts[i]`` rows on ``conns[i]``, all connections driven from this thread.
 
-        There is no BEGIN here (psycopg's cursor sends one when autocommit is off): use it on
-        a connection in autocommit only, where each statement is its own transaction.
+        Each connection runs in autocommit, one implicit transaction per statement (no BEGIN
+        or COMMIT round trips), through psycopg's libpq: a statement per distinct row count is
+        prepared once, then each statement is a PQsendQueryPrepared; one ``poll`` over every
+        socket collects whichever results are ready and sends those connections their next
+        statement, as pgbench's threads do with their clients. Loader threads, one per
+        connection, spent most of a 2-CPU machine's spare time handing the GIL over (the
+        client's CPU is the server's here); one thread costs ~8 us a row whatever the number
+        of connections.
+
+        ``progress(i, n)`` follows each committed statement of loader i; it may raise to stop
+        the load. A statement that fails raises :class:`LoaderError` naming its loader. Returns
+        each loader's seconds from the call until its last row was committed.
         """
         from psycopg import errors as pg_errors
         from psycopg import pq
 
-        pgconn = conn.pgconn
-        encoding = conn.info.encoding
+        if not self.multiplexes(spec):
+            raise BadInput("spec", spec, "client-mode INSERTs with a commit per statement")
+        per_statement = 1 if spec.method is LoadMethod.INSERT else spec.batch
         make_key = key_factory(spec.key)
         prefix = f"iolab_insert_{next(_STATEMENT_IDS)}_"
-        names: dict[int, bytes] = {}
+        t0 = time.perf_counter()
+        elapsed = [0.0] * len(conns)
+        left = list(counts)
+        pending = [0] * len(conns)  # rows in the statement in flight
+        prepared: list[set[int]] = [set() for _ in conns]
+        pgconns = [c.pgconn for c in conns]
+        for c in conns:
+            c.autocommit = True
+        by_fd: dict[int, int] = {}
         poller = select.poll()
-        poller.register(pgconn.socket, select.POLLIN)
 
-        def result() -> None:
-            """Wait for the statement's result; raise the server's error as psycopg does."""
-            while True:
-                poller.poll()
-                pgconn.consume_input()
-                if not pgconn.is_busy():
-                    break
+        def send(i: int) -> None:
+            """Send loader i its next statement (preparing it first when k is new)."""
+            k = min(per_statement, left[i])
+            name = f"{prefix}{k}".encode()
+            if k not in prepared[i]:
+                text = _insert_statement(k, make_key is not None, "$")
+                pgconns[i].send_prepare(name, text.encode())
+                wait(i)
+                prepared[i].add(k)
+            params = [] if make_key is None else [make_key().hex().encode() for _ in range(k)]
+            pgconns[i].send_query_prepared(name, params)
+            pending[i] = k
+
+        def finish(i: int) -> None:
+            """Collect loader i's result (its socket is readable and libpq is not busy)."""
             failed: pq.abc.PGresult | None = None
+            pgconn = pgconns[i]
             while (res := pgconn.get_result()) is not None:  # drain to the next query
                 if res.status != pq.ExecStatus.COMMAND_OK and failed is None:
                     failed = res
             if failed is not None:
-                raise pg_errors.error_from_result(failed, encoding=encoding)
+                error = pg_errors.error_from_result(failed, encoding=conns[i].info.encoding)
+                raise LoaderError(i, error)
 
-        def insert(k: int) -> None:
-            name = names.get(k)
-            if name is None:
-                name = f"{prefix}{k}".encode()
-                text = _insert_statement(k, make_key is not None, "$")
-                pgconn.send_prepare(name, text.encode())
-                result()
-                names[k] = name
-            params = [] if make_key is None else [make_key().hex().encode() for _ in range(k)]
-            pgconn.send_query_prepared(name, params)
-            result()
+        def wait(i: int) -> None:
+            """Block on loader i alone (a PREPARE, once per statement shape)."""
+            alone = select.poll()
+            alone.register(pgconns[i].socket, select.POLLIN)
+            while True:
+                pgconns[i].consume_input()
+                if not pgconns[i].is_busy():
+                    break
+                alone.poll()
+            finish(i)
 
-        return insert
+        for i, n in enumerate(counts):
+            if n > 0:
+                send(i)
+                fd = pgconns[i].socket
+                by_fd[fd] = i
+                poller.register(fd, select.POLLIN)
+            else:
+                elapsed[i] = 0.0
+        while by_fd:
+            for fd, _ in poller.poll():
+                i = by_fd[fd]
+                pgconn = pgconns[i]
+                pgconn.consume_input()
+                if pgconn.is_busy():
+                    continue
+                finish(i)
+                left[i] -= pending[i]
+                progress(i, pending[i])
+                if left[i] > 0:
+                    send(i)
+                else:
+                    elapsed[i] = time.perf_counter() - t0
+                    poller.unregister(fd)
+                    del by_fd[fd]
+        return elapsed
 
     def _copier(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> Callable[[int], None]:
         """A function sending k rows in one ``COPY ... FROM STDIN`` (text format)."""

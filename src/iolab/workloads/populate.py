@@ -21,7 +21,15 @@ from typing import Any
 from iolab.engines import catalog, external
 from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Layout, Placement, check_dirs, running
-from iolab.engines.loading import KeyKind, LoadMethod, LoadMode, LoadSpec, PopulateDialect
+from iolab.engines.loading import (
+    KeyKind,
+    LoaderError,
+    LoadMethod,
+    LoadMode,
+    LoadSpec,
+    MultiplexedLoad,
+    PopulateDialect,
+)
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
 from iolab.probes.recorder import recording
@@ -190,6 +198,39 @@ def _run_loader(
         shared.stop.set()
 
 
+def _run_multiplexed(
+    dialect: MultiplexedLoad,
+    spec: LoadSpec,
+    loaders: list[_Loader],
+    shared: _Shared,
+    start: threading.Barrier,
+) -> None:
+    """Every loader's connection driven from this one thread (see MultiplexedLoad)."""
+
+    def progress(i: int, n: int) -> None:
+        loaders[i].done_rows += n
+        with shared.lock:
+            shared.committed += n
+        if shared.stop.is_set():
+            raise LoadCancelled
+
+    try:
+        start.wait()
+        elapsed = dialect.load_multiplexed(
+            [ld.conn for ld in loaders], spec, [ld.rows for ld in loaders], progress
+        )
+        for ld, seconds in zip(loaders, elapsed, strict=True):
+            ld.elapsed = seconds
+    except LoadCancelled:
+        pass
+    except LoaderError as exc:
+        loaders[exc.index].error = exc.error
+        shared.stop.set()
+    except BaseException as exc:
+        loaders[0].error = exc
+        shared.stop.set()
+
+
 def _stop_loaders(
     loaders: list[_Loader],
     threads: list[threading.Thread],
@@ -309,16 +350,27 @@ def load_and_measure(
             loaders.append(_Loader(i, n, engine.connect()))
         dialect.checkpoint(admin)
         shared = _Shared()
-        barrier = threading.Barrier(len(loaders) + 1)
-        threads = [
-            threading.Thread(
-                target=_run_loader,
-                args=(dialect, spec, ld, shared, barrier),
-                name=f"loader-{ld.index}",
-                daemon=True,
-            )
-            for ld in loaders
-        ]
+        if isinstance(dialect, MultiplexedLoad) and dialect.multiplexes(spec):
+            barrier = threading.Barrier(2)  # one driver thread for every loader's connection
+            threads = [
+                threading.Thread(
+                    target=_run_multiplexed,
+                    args=(dialect, spec, loaders, shared, barrier),
+                    name="loaders",
+                    daemon=True,
+                )
+            ]
+        else:
+            barrier = threading.Barrier(len(loaders) + 1)
+            threads = [
+                threading.Thread(
+                    target=_run_loader,
+                    args=(dialect, spec, ld, shared, barrier),
+                    name=f"loader-{ld.index}",
+                    daemon=True,
+                )
+                for ld in loaders
+            ]
         try:
             for t in threads:
                 t.start()
