@@ -3,6 +3,7 @@ are there; a screenshot is kept in test-artifacts/."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -50,6 +51,8 @@ def test_report_html_renders_with_charts_findings_and_timelines(
 [experiment]
 name = "html"
 repetitions = 2
+baseline = { layout = "one", connections = 2 }
+baseline_every = 2
 [workload]
 kind = "populate"
 engine = "sqlite"
@@ -67,10 +70,28 @@ layout = ["one", "two"]
 connections = [2, 4]
 """
     )
+    # the device's sequential write, for the efficiency section
+    quick = ["--size", "16MiB", "--runs", "1", "--duration", "1", "--interval", "0"]
+    disk = iolab("disk", str(open_tmp / "a"), "--profile", "real", *quick, "--json")
+    assert disk.returncode == 0, disk.stderr
     assert iolab("run", str(exp)).returncode == 0
     page = open_tmp / "report.html"
     done = iolab("report", str(exp), "--html", str(page))
     assert done.returncode == 0, done.stderr
+    assert "of its sequential write" in done.stdout  # the best cell's efficiency
+    assert "baseline layout=one connections=2" in done.stdout  # its drift, either verdict
+    report = json.loads(iolab("report", str(exp), "--json").stdout)
+    eff = report["efficiency"]
+    assert {e["cell"] for e in eff} == {c["label"] for c in report["cells"]}
+    for e in eff:
+        assert e["limit_test"] == "SEQ1M Q1T1 write" and e["limit_disk_run"] == 1
+        assert e["write_mb_per_second"] > 0
+        assert e["share"] == pytest.approx(e["write_mb_per_second"] / e["limit_mb_per_second"])
+    drift = report["drift"]
+    assert drift["cell"] == "layout=one connections=2"
+    assert len(drift["values"]) >= 3 and drift["hours"][0] == 0.0
+    baseline_runs = next(c for c in report["cells"] if c["label"] == drift["cell"])["runs"]
+    assert sorted(drift["values"]) == sorted(baseline_runs)
     text = page.read_text()
     # self-contained: no script, no link to anything outside the file
     assert "<script" not in text
@@ -90,6 +111,8 @@ connections = [2, 4]
     assert html.count("Runs underneath") == 1
     assert "rows/s" in html  # the timelines' throughput series
     assert "environment of the first run" in html
+    assert "Efficiency against the device" in html and "SEQ1M Q1T1 write, disk run 1" in html
+    assert "drift of the baseline layout=one connections=2" in html
 
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from iolab.analysis.stats import compare, summarize, t_cdf, t_ppf
+from iolab.analysis.stats import compare, summarize, t_cdf, t_ppf, trend
 
 
 @pytest.mark.parametrize(
@@ -102,3 +102,26 @@ def test_too_few_runs_give_only_the_ratio() -> None:
     c = compare([2.0], [1.0, 1.1])
     assert c.ratio == pytest.approx(2.0 / math.sqrt(1.1))
     assert (c.ci_low, c.p_value, c.significant) == (None, None, False)
+
+
+def test_trend_matches_scipy_linregress() -> None:
+    # scipy.stats.linregress([1, 2, 3, 4, 5], [2, 4, 5, 4, 5]): slope 0.6, intercept 2.2,
+    # pvalue 0.12402706265755456
+    t = trend([1, 2, 3, 4, 5], [2, 4, 5, 4, 5])
+    assert t.slope == pytest.approx(0.6)
+    assert t.intercept == pytest.approx(2.2)
+    assert t.p_value == pytest.approx(0.12402706265755456, rel=1e-9)
+    assert not t.significant
+    assert t.change == pytest.approx(0.6 * 4 / 4.0)
+
+
+def test_a_steady_drift_is_significant() -> None:
+    t = trend([0, 1, 2, 3, 4, 5], [10.0, 10.5, 11.1, 11.4, 12.0, 12.6])
+    assert t.significant
+    assert t.change > 0.2
+
+
+def test_trend_of_two_points_has_no_test_and_flat_x_is_refused() -> None:
+    assert trend([0, 1], [1, 2]).p_value is None
+    with pytest.raises(ValueError):
+        trend([1, 1, 1], [1, 2, 3])

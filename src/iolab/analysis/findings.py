@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from iolab.analysis.efficiency import Drift, Efficiency, drift_sentence
 from iolab.analysis.stats import Comparison, Summary, compare, summarize
 
 
@@ -65,6 +66,20 @@ class Findings:
     best_vs: list[Ratio] = field(default_factory=list)  # best vs baseline, runner-up, worst
     dimensions: list[DimensionGain] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    efficiency: list[Efficiency] = field(default_factory=list)  # cell x device vs its limit
+    drift: Drift | None = None  # the baseline cell's metric over time
+
+    def add_context(self, efficiency: Sequence[Efficiency], drift: Drift | None) -> None:
+        """What the store knows beyond the metric: device limits and the baseline over time.
+        A drift the test finds significant becomes a warning."""
+        self.efficiency = list(efficiency)
+        self.drift = drift
+        if drift is not None and drift.trend.significant:
+            self.warnings.append(drift_sentence(drift, self.metric))
+
+    def best_efficiency(self) -> list[Efficiency]:
+        best = self.best.cell.label if self.best is not None else None
+        return [e for e in self.efficiency if e.cell == best]
 
 
 def speedup(ratio_of_metric: float, lower_is_better: bool) -> float:

@@ -195,3 +195,38 @@ def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
     t = t_ppf(0.5 + CONFIDENCE / 2, df)
     p = 2.0 * (1.0 - t_cdf(abs(diff) / se, df))
     return Comparison(ratio, math.exp(diff - t * se), math.exp(diff + t * se), p, len(a), len(b))
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A least-squares line through (x, y), and whether its slope differs from zero."""
+
+    n: int
+    slope: float  # y units per x unit
+    intercept: float
+    p_value: float | None  # t-test of slope = 0 with n - 2 degrees of freedom; None below n = 3
+    change: float  # the line's change over the x span, relative to the mean of y
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < 1.0 - CONFIDENCE
+
+
+def trend(xs: Sequence[float], ys: Sequence[float]) -> Trend:
+    """Ordinary least squares of ``ys`` on ``xs`` (e.g. a baseline's metric over time)."""
+    n = len(xs)
+    if n != len(ys) or n < 2:
+        raise ValueError("a trend needs two or more (x, y) pairs")
+    mx, my = math.fsum(xs) / n, math.fsum(ys) / n
+    sxx = math.fsum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        raise ValueError("a trend needs two or more distinct x values")
+    slope = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    intercept = my - slope * mx
+    change = slope * (max(xs) - min(xs)) / my if my else 0.0
+    p: float | None = None
+    if n >= 3:
+        residual = math.fsum((y - intercept - slope * x) ** 2 for x, y in zip(xs, ys, strict=True))
+        se = math.sqrt(residual / (n - 2) / sxx)
+        p = 2.0 * (1.0 - t_cdf(abs(slope) / se, n - 2)) if se > 0 else (0.0 if slope else 1.0)
+    return Trend(n, slope, intercept, p, change)

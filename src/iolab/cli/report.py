@@ -12,6 +12,15 @@ from typing import Annotated, Any
 
 import typer
 
+from iolab.analysis.efficiency import (
+    Drift,
+    Efficiency,
+    Limit,
+    baseline_drift,
+    disk_device,
+    populate_efficiency,
+    seq_write_limit,
+)
 from iolab.analysis.findings import (
     Ratio,
     analyse,
@@ -27,10 +36,11 @@ from iolab.config import experiment as config
 from iolab.errors import BadInput
 from iolab.report import html as html_report
 from iolab.report.findings import findings_text
-from iolab.results import ExperimentId
+from iolab.results import ExperimentId, RunId
 from iolab.runner.kinds import KINDS
 from iolab.store import Store, open_store
 from iolab.store import experiments as store_experiments
+from iolab.store.database import RunRecord
 
 TargetArgument = Annotated[
     str,
@@ -70,12 +80,16 @@ def _metric(cfg: dict[str, Any], rows: list[Any]) -> tuple[str, bool]:
     return k.metric, k.lower_is_better
 
 
-def _cells(store: Store, exp: ExperimentId) -> tuple[list[Any], dict[str, Any], str, bool]:
+def _cells(
+    store: Store, exp: ExperimentId
+) -> tuple[list[Any], list[Any], dict[str, Any], str, bool]:
+    """The experiment's cells with their metric, the rows they come from (cell id, params,
+    runs), its config, the metric and its direction."""
     cfg = store_experiments.config_of(store, exp)
     rows = store_experiments.cell_runs(store, exp)
     metric, lower = _metric(cfg, rows)
     keys = _matrix_keys(cfg)
-    return cells_from_runs(rows, keys, metric), cfg, metric, lower
+    return cells_from_runs(rows, keys, metric), rows, cfg, metric, lower
 
 
 def _matrix_keys(cfg: dict[str, Any]) -> list[str]:
@@ -93,17 +107,23 @@ def report(
     ] = None,
     with_disk: Annotated[
         list[int] | None,
-        typer.Option("--with-disk", help="Add a stored `iolab disk` run to the HTML report."),
+        typer.Option(
+            "--with-disk",
+            help="A stored `iolab disk` run: its profile goes into the HTML report and its "
+            "sequential write is the device's limit for efficiency (default: the newest disk "
+            "run of each device).",
+        ),
     ] = None,
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
-    confidence intervals, warnings), then every cell's statistics; --html writes them with
+    confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
+    statistics; --html writes them with
     charts, a timeline of each cell's median run, and the environment, into one file."""
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
-        cells, cfg, metric, lower = _cells(store, exp)
-        rows = store_experiments.cell_runs(store, exp) if html is not None else []
+        cells, rows, cfg, metric, lower = _cells(store, exp)
         extra = _html_parts(store, rows, metric, with_disk or []) if html is not None else None
+        efficiency = _efficiency(store, rows, cells, with_disk or [])
     baseline = None
     if (cfg.get("experiment") or {}).get("baseline"):
         baseline = label_of(
@@ -112,7 +132,10 @@ def report(
                 [k for k in _matrix_keys(cfg) if k in cfg["experiment"]["baseline"]],
             )
         )
-    f = analyse(cells, metric, lower, baseline=_full_label(cells, baseline))
+    base_label = _full_label(cells, baseline)
+    f = analyse(cells, metric, lower, baseline=base_label)
+    with open_store(results, create=False) as store:
+        f.add_context(efficiency, _drift(store, rows, cells, metric, base_label))
     name = (cfg.get("experiment") or {}).get("name", target)
     direction = "lower is better" if lower else "higher is better"
     if html is not None and extra is not None:
@@ -174,13 +197,66 @@ def _html_parts(
             env = store.environment(record.env_id) if record.env_id else None
     disks = []
     for run_id in disk_runs:
-        record = store.run(run_id)
-        if record.workload != "disk":
-            raise BadInput("--with-disk", run_id, "give the number of an `iolab disk` run")
+        record = _disk_run(store, run_id)
         disks.append(
             (str(record.params.get("path", run_id)), disk_summarize(store.disk_passes(record.id)))
         )
     return runs, disks, env, params
+
+
+def _disk_run(store: Store, run_id: int) -> RunRecord:
+    record = store.run(run_id)
+    if record.workload != "disk":
+        raise BadInput("--with-disk", run_id, "give the number of an `iolab disk` run")
+    return record
+
+
+def _efficiency(
+    store: Store, rows: list[Any], cells: list[Any], disk_runs: list[int]
+) -> list[Efficiency]:
+    """Each populate cell's device MB/s against the device's sequential write, from the disk
+    runs given, else the newest finished disk run of each device in the results database."""
+    from iolab.analysis.disk import summarize as disk_summarize
+
+    if not any(s.get("devices") for _, _, runs in rows for _, _, s in runs):
+        return []  # no run of this experiment counted device bytes (not populate)
+    chosen = [
+        (RunId(r), store.run(r).env_id) for r in disk_runs
+    ] or store_experiments.done_disk_runs(store)
+    limits: dict[str, Limit] = {}
+    for run_id, env_id in chosen:
+        device = disk_device(store.environment(env_id)) if env_id is not None else None
+        if device is None or device in limits:
+            continue
+        limit = seq_write_limit(run_id, device, disk_summarize(store.disk_passes(run_id)))
+        if limit is not None:
+            limits[device] = limit
+    if not limits:
+        return []
+    done = [
+        (cell.label, [s for _, status, s in runs if status == "done"])
+        for cell, (_, _, runs) in zip(cells, rows, strict=True)
+    ]
+    return populate_efficiency(done, limits)
+
+
+def _drift(
+    store: Store, rows: list[Any], cells: list[Any], metric: str, baseline: str | None
+) -> Drift | None:
+    """The baseline cell's metric over its runs' start times."""
+    if baseline is None:
+        return None
+    for cell, (_, _, runs) in zip(cells, rows, strict=True):
+        if cell.label != baseline:
+            continue
+        done = {
+            run_id: float(s[metric])
+            for run_id, status, s in runs
+            if status == "done" and isinstance(s.get(metric), int | float)
+        }
+        times = store_experiments.started_at(store, list(done))
+        return baseline_drift(baseline, [(times[r], v) for r, v in done.items() if r in times])
+    return None
 
 
 def _full_label(cells: list[Any], partial: str | None) -> str | None:
@@ -221,6 +297,30 @@ def _findings_json(f: Any) -> dict[str, Any]:
             for d in f.dimensions
         ],
         "warnings": f.warnings,
+        "efficiency": [
+            {
+                "cell": e.cell,
+                "device": e.device,
+                "roles": list(e.roles),
+                "write_mb_per_second": e.mbps,
+                "runs": e.runs,
+                "limit_mb_per_second": e.limit.mbps,
+                "limit_test": e.limit.test,
+                "limit_disk_run": e.limit.run_id,
+                "share": e.share,
+            }
+            for e in f.efficiency
+        ],
+        "drift": None
+        if f.drift is None
+        else {
+            "cell": f.drift.cell,
+            "hours": list(f.drift.hours),
+            "values": list(f.drift.values),
+            "change": f.drift.trend.change,
+            "p_value": f.drift.trend.p_value,
+            "significant": f.drift.trend.significant,
+        },
         "cells": [
             {
                 "label": c.cell.label,
@@ -272,7 +372,7 @@ def _sample(store: Store, spec: str) -> tuple[str, list[float], str, bool]:
         return f"runs {spec}", values, k.metric, k.lower_is_better
     name, _, cell = spec.partition(":")
     exp = _experiment(store, name)
-    cells, _, metric, lower = _cells(store, exp)
+    cells, _, _, metric, lower = _cells(store, exp)
     wanted = set(cell.split())
     chosen = [c for c in cells if wanted <= set(c.label.split())]
     if len(chosen) != 1:

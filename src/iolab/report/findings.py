@@ -6,6 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
 
 
@@ -23,6 +24,10 @@ def findings_text(f: Findings, title: str) -> Group:
         parts.append(Text("  " + sentence(r)))
     for d in f.dimensions:
         parts.append(Text("  " + gain_sentence(d)))
+    for e in f.best_efficiency():
+        parts.append(Text("  " + efficiency_sentence(e)))
+    if f.drift is not None and not f.drift.trend.significant:
+        parts.append(Text("  " + drift_sentence(f.drift, f.metric)))  # significant: a warning
     for w in f.warnings:
         parts.append(Text.from_markup(f"[yellow]warning:[/] {w}"))
     parts.append(cells_table(f))

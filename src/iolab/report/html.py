@@ -2,9 +2,11 @@
 
 Sections: the findings (the same sentences as the terminal), the metric per cell with 95%
 confidence intervals, one chart per numeric matrix dimension (the metric against it, one line
-per group of the other keys), the per-cell table, disk profiles (the CrystalDiskMark grid), a
-timeline with wait statistics and checkpoints for one run of each cell (its median run), and the
-environment and settings. Statistics come from :mod:`iolab.analysis`; nothing is recomputed.
+per group of the other keys), the baseline's drift over time, the per-cell table, each cell's
+device write MB/s against the device's sequential write (efficiency), disk profiles (the
+CrystalDiskMark grid), a timeline with wait statistics and checkpoints for one run of each cell
+(its median run), and the environment and settings. Statistics come from
+:mod:`iolab.analysis`; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from iolab.analysis.disk import DiskTestSummary
+from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
 from iolab.probes.data import ProbeData
 from iolab.report import timeline
-from iolab.report.charts import Bar, Frame, Plot, bar_chart
+from iolab.report.charts import Bar, Frame, Line, Plot, bar_chart, stack
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,9 @@ def findings_html(f: Findings) -> str:
         )
     items += [f"<li>{_e(sentence(r))}</li>" for r in f.best_vs]
     items += [f"<li>{_e(gain_sentence(d))}</li>" for d in f.dimensions]
+    items += [f"<li>{_e(efficiency_sentence(e))}</li>" for e in f.best_efficiency()]
+    if f.drift is not None and not f.drift.trend.significant:  # significant: a warning
+        items.append(f"<li>{_e(drift_sentence(f.drift, f.metric))}</li>")
     warnings = "".join(f"<li class='warn'>{_e(w)}</li>" for w in f.warnings)
     return (
         "<section id='findings'><h2>Findings</h2><ul>"
@@ -114,6 +120,56 @@ def dimension_charts(f: Findings, unit: str) -> str:
             bar_chart(plot, title=f"{f.metric} by {key}", frame=Frame(width=width, right=40))
         )
     return "".join(out)
+
+
+def efficiency_table(f: Findings) -> str:
+    """Every cell's write MB/s per device against the device's sequential write."""
+    if not f.efficiency:
+        return ""
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("cell", "device", "roles", "write MB/s", "limit MB/s", "share", "limit from")
+    )
+    rows = "".join(
+        f"<tr><td>{_e(e.cell)}</td><td>{_e(e.device)}</td><td>{_e('+'.join(e.roles))}</td>"
+        f"<td>{e.mbps:,.1f}</td><td>{e.limit.mbps:,.0f}</td><td>{e.share:.0%}</td>"
+        f"<td>{_e(e.limit.test)}, disk run {e.limit.run_id}</td></tr>"
+        for e in f.efficiency
+    )
+    return (
+        "<section id='efficiency'><h2>Efficiency against the device</h2><p>Bytes the block "
+        "device wrote during the load / the load's elapsed time (median over the cell's runs), "
+        "as a share of the same device's sequential write MB/s from <code>iolab disk</code>."
+        f"</p><table class='cells'><tr>{head}</tr>{rows}</table></section>"
+    )
+
+
+def drift_chart(f: Findings, unit: str) -> str:
+    """The baseline cell's metric over the experiment, with its least-squares line."""
+    d = f.drift
+    if d is None:
+        return ""
+    seconds = [h * 3600.0 for h in d.hours]
+    fitted = [d.trend.intercept + d.trend.slope * h for h in d.hours]
+    plot = Plot(
+        f"{f.metric} of the baseline, run by run",
+        unit,
+        lines=[
+            Line("baseline runs", seconds, list(d.values)),
+            Line(f"trend {d.trend.change:+.1%}", seconds, fitted, dashed=True),
+        ],
+        y_min=None,
+        height=200,
+    )
+    return (
+        stack(
+            [plot],
+            x_max=max(seconds),
+            x_label="seconds since the baseline's first run",
+            title=f"drift of the baseline {d.cell}",
+        )
+        + f"<p>{_e(drift_sentence(d, f.metric))}</p>"
+    )
 
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
@@ -236,9 +292,11 @@ def page(
         "<section id='charts'><h2>Charts</h2>",
         cells_chart(findings, unit),
         dimension_charts(findings, unit),
+        drift_chart(findings, unit),
         "</section><section id='cells'><h2>Cells</h2>",
         cells_table(findings),
         "</section>",
+        efficiency_table(findings),
     ]
     if disks:
         parts.append("<section id='disk'><h2>Disk profiles</h2>")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
-from iolab.results import CellId, ExperimentId, canonical_json
+from iolab.results import CellId, EnvId, ExperimentId, RunId, canonical_json
 from iolab.store.database import Store
 
 KIND = "experiment"  # experiments.kind of experiment files; single commands are 'command'
@@ -125,3 +126,25 @@ def cell_runs(
         if str(cell) in cells:
             cells[str(cell)][1].append((int(run_id), str(status), json.loads(summary)))
     return [(cell, params, runs) for cell, (params, runs) in cells.items()]
+
+
+def done_disk_runs(store: Store) -> list[tuple[RunId, EnvId | None]]:
+    """Every finished `iolab disk` run (id, environment id), newest first."""
+    return [
+        (RunId(int(run_id)), None if env_id is None else EnvId(str(env_id)))
+        for run_id, env_id in store.conn.execute(
+            "SELECT r.id, r.env_id FROM runs r JOIN cells c"
+            " ON c.experiment_id = r.experiment_id AND c.id = r.cell_id"
+            " WHERE c.workload = 'disk' AND r.status = 'done' ORDER BY r.id DESC"
+        )
+    ]
+
+
+def started_at(store: Store, run_ids: Sequence[int]) -> dict[int, str]:
+    """When each of the runs started (ISO time), for the runs that have a start."""
+    out: dict[int, str] = {}
+    for run_id in run_ids:
+        row = store.conn.execute("SELECT started_at FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is not None and row[0]:
+            out[run_id] = str(row[0])
+    return out
