@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NewType
@@ -94,6 +95,9 @@ class QueryResult:
     rows: int | None
     answer_ok: bool | None
     error: str | None = None
+    # what each block device behind the layout did during the timed query: device name ->
+    # roles, read/write bytes, I/Os and milliseconds (iolab.probes.standard.device_deltas)
+    io: Mapping[str, Mapping[str, Any]] | None = None
 
 
 @dataclass

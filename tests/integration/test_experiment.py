@@ -315,6 +315,16 @@ layout = ["one", "two"]
     assert (doc["done"], doc["metric"]) == (4, "total_seconds")
     runs = json.loads(iolab("results", "list", "--json").stdout)
     assert all(r["summary"]["total_seconds"] > 0 for r in runs)
+    # the report shows each query's median seconds per cell
+    report = json.loads(iolab("report", str(exp), "--json").stdout)
+    per_query = {q["cell"]: q for q in report["queries"]}
+    assert set(per_query) == {"layout=one", "layout=two"}
+    for q in per_query.values():
+        assert q["runs"] == 2
+        assert set(q["median_seconds"]) == {"1", "6"}
+        assert all(v > 0 for v in q["median_seconds"].values())
+    text = iolab("report", str(exp)).stdout
+    assert "median seconds per query" in text and "Q6" in text
     assert list((open_tmp / "a").iterdir()) == []
     assert list((open_tmp / "b").iterdir()) == []
 

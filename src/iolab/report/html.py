@@ -20,6 +20,7 @@ from typing import Any
 from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
+from iolab.analysis.queries import fastest
 from iolab.probes.data import ProbeData
 from iolab.report import timeline
 from iolab.report.charts import Bar, Frame, Line, Plot, bar_chart, stack
@@ -141,6 +142,27 @@ def efficiency_table(f: Findings) -> str:
         "device wrote during the load / the load's elapsed time (median over the cell's runs), "
         "as a share of the same device's sequential write MB/s from <code>iolab disk</code>."
         f"</p><table class='cells'><tr>{head}</tr>{rows}</table></section>"
+    )
+
+
+def queries_table(f: Findings) -> str:
+    """Median seconds of each query per cell (query workloads); the fastest cell in bold."""
+    if not f.queries:
+        return ""
+    head = "<th>query</th>" + "".join(f"<th>{_e(q.cell)}</th>" for q in f.queries)
+    rows = []
+    for n in sorted({n for q in f.queries for n in q.seconds}):
+        best = fastest(f.queries, n)
+        tds = []
+        for q in f.queries:
+            v = q.seconds.get(n)
+            text = "-" if v is None else f"{v:.3f}"
+            tds.append(f"<td><b>{text}</b></td>" if q.cell == best else f"<td>{text}</td>")
+        rows.append(f"<tr><td>Q{n}</td>{''.join(tds)}</tr>")
+    return (
+        "<section id='queries'><h2>Seconds per query</h2><p>The median over each cell's done "
+        "runs; the fastest cell of each query in bold.</p>"
+        f"<table class='cells'><tr>{head}</tr>{''.join(rows)}</table></section>"
     )
 
 
@@ -296,6 +318,7 @@ def page(
         "</section><section id='cells'><h2>Cells</h2>",
         cells_table(findings),
         "</section>",
+        queries_table(findings),
         efficiency_table(findings),
     ]
     if disks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
@@ -50,22 +51,59 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
     return table
 
 
+@dataclass(frozen=True)
+class QueryIO:
+    """What the layout's devices did during one query, summed over the devices of a role."""
+
+    data_read_mbps: float | None  # bytes read from the data devices / the query's seconds
+    written_bytes: int  # written to any device of the layout (temp spills, the WAL, ...)
+    temp_written_bytes: int | None  # to the devices holding temp, when temp has its own role
+    read_latency_ms: float | None  # mean over every read of the layout's devices
+
+    @staticmethod
+    def of(r: QueryResult) -> QueryIO | None:
+        if r.io is None:
+            return None
+        data = [d for d in r.io.values() if "data" in d.get("roles", ())]
+        read = sum(int(d.get("read_bytes", 0)) for d in data)
+        reads = sum(int(d.get("reads", 0)) for d in r.io.values())
+        read_ms = sum(int(d.get("read_ms", 0)) for d in r.io.values())
+        temp = [d for d in r.io.values() if "temp" in d.get("roles", ())]
+        return QueryIO(
+            data_read_mbps=read / r.seconds / 1e6 if r.seconds else None,
+            written_bytes=sum(int(d.get("write_bytes", 0)) for d in r.io.values()),
+            temp_written_bytes=sum(int(d.get("write_bytes", 0)) for d in temp) if temp else None,
+            read_latency_ms=read_ms / reads if reads else None,
+        )
+
+
 def queries_table(results: list[QueryResult], title: str = "queries") -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("query", justify="right")
     table.add_column("seconds", justify="right")
     table.add_column("rows", justify="right")
     table.add_column("answer")
+    table.add_column("data read MB/s", justify="right")
+    table.add_column("written", justify="right")
+    table.add_column("temp written", justify="right")
+    table.add_column("read ms", justify="right")
     table.add_column("note", style="dim")
     for r in results:
         answer = {True: "[green]ok[/]", False: "[red]wrong[/]", None: "unchecked"}[r.answer_ok]
         if r.seconds is None:
             answer = "[red]-[/]"
+        io = QueryIO.of(r)
         table.add_row(
             f"Q{r.query}",
             f"{r.seconds:.3f}" if r.seconds is not None else "-",
             f"{r.rows:,}" if r.rows is not None else "-",
             answer,
+            "-" if io is None or io.data_read_mbps is None else f"{io.data_read_mbps:,.1f}",
+            "-" if io is None else format_bytes(io.written_bytes),
+            "-"
+            if io is None or io.temp_written_bytes is None
+            else format_bytes(io.temp_written_bytes),
+            "-" if io is None or io.read_latency_ms is None else f"{io.read_latency_ms:.2f}",
             r.error or "",
         )
     return table

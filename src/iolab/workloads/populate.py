@@ -34,11 +34,9 @@ from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
 from iolab.probes.recorder import recording
 from iolab.probes.serverlog import read_log
-from iolab.probes.standard import populate_recorder
+from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
-from iolab.system.devices import describe
-from iolab.testbed import block_names
 
 STATIC_METHODS: Mapping[str, frozenset[LoadMethod]] = {
     "postgres": frozenset(LoadMethod),
@@ -257,23 +255,6 @@ def _stop_loaders(
         t.join(max(0.0, deadline - time.monotonic()))
 
 
-def _devices(placement: Placement) -> dict[str, list[str]]:
-    """Block device name -> the roles whose files it holds."""
-    roles: dict[str, list[str]] = {}
-    paths: list[tuple[str, Path | None]] = [("data", p) for p in placement.data]
-    paths += [("wal", placement.wal), ("temp", placement.temp)]
-    for role, path in paths:
-        if path is None:
-            continue
-        dev = describe(path if path.is_dir() else path.parent).device
-        if dev is None:
-            continue
-        kept = roles.setdefault(dev.name, [])
-        if role not in kept:
-            kept.append(role)
-    return roles
-
-
 def _failure(loaders: list[_Loader]) -> str:
     errors = [ld for ld in loaders if ld.error is not None]
     first = errors[0]
@@ -344,7 +325,7 @@ def load_and_measure(
     loaders: list[_Loader] = []
     try:
         dialect.create_table(admin, spec)
-        devices = _devices(placement)
+        devices = role_devices(placement)
         events(Phase(f"opening {options.connections} loader connections"))
         for i, n in enumerate(split(rows, options.connections)):
             loaders.append(_Loader(i, n, engine.connect()))
@@ -416,20 +397,9 @@ def load_and_measure(
             _close(ld.conn)
         _close(admin)
     elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
-    device_io = {}
-    testbed_names = block_names()
-    for name, roles in devices.items():
-        if name in disk_before and name in disk_after:
-            d = disk_after[name] - disk_before[name]
-            device_io[name] = {
-                "roles": roles,
-                "read_bytes": d.read_bytes,
-                "write_bytes": d.write_bytes,
-                "write_bytes_per_row": d.write_bytes / rows,
-                "writes": d.writes,
-                "write_ms": d.write_ms,
-                "testbed": testbed_names.get(name),
-            }
+    device_io = device_deltas(disk_before, disk_after, devices)
+    for d in device_io.values():
+        d["write_bytes_per_row"] = d["write_bytes"] / rows
     target_ppr = 1.0 / dialect.rows_per_page
     fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr
     wal_bytes = (log_after - log_before) if log_before is not None and log_after else None

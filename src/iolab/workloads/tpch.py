@@ -31,7 +31,10 @@ from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase, Step, Warning
+from iolab.probes.recorder import recording
+from iolab.probes.standard import device_deltas, role_devices, tpch_recorder
 from iolab.results import QueryResult, RunOutcome
+from iolab.system import diskstats
 from iolab.workloads import tpch_answers, tpch_data
 from iolab.workloads.tpch_answers import QUERIES, Answer
 
@@ -64,6 +67,7 @@ class TpchOptions:
     loaders: int | None = None
     pg_bin: Path | None = None
     reference_sf: float | None = None
+    sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
 
     @property
     def compressed(self) -> bool:
@@ -91,6 +95,8 @@ class TpchOptions:
                 raise BadInput("--queries", q, "give query numbers from 1 to 22, e.g. 1,3,6")
         if len(set(self.queries)) != len(self.queries):
             raise BadInput("--queries", ",".join(map(str, self.queries)), "name each query once")
+        if self.sample_interval is not None and not self.sample_interval >= 0.1:
+            raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
         if not self.timeout > 0:
             raise BadInput("--timeout", self.timeout, "give a positive number of seconds")
         if self.loaders is not None and self.loaders < 1:
@@ -304,7 +310,7 @@ def load_and_query(
         engine.stop()
         summary["page_cache_dropped"] = drop_caches(events)
         engine.start()
-    results = power_run(engine, dialect, options, texts, reference, events)
+    results = power_run(engine, placement, dialect, options, texts, reference, outcome, events)
     outcome.query_results = results
     done = [r.seconds for r in results if r.seconds is not None and r.error is None]
     summary.update(
@@ -337,37 +343,49 @@ def _query_json(r: QueryResult) -> dict[str, Any]:
         "rows": r.rows,
         "answer_ok": r.answer_ok,
         "error": r.error,
+        "io": r.io,
     }
 
 
 def power_run(
     engine: Any,
+    placement: Placement,
     dialect: TpchDialect,
     options: TpchOptions,
     texts: dict[int, str],
     reference: dict[int, Answer] | None,
+    outcome: RunOutcome,
     events: EventSink,
 ) -> list[QueryResult]:
-    """The queries in one stream on one connection; each result checked."""
+    """The queries in one stream on one connection; each result checked, and what each block
+    device behind the layout did during each timed query (/proc/diskstats before and after).
+    The probes record the whole stream."""
+    devices = role_devices(placement)
     conn = engine.connect()
     results: list[QueryResult] = []
     spent = 0.0
     try:
-        for index, number in enumerate(options.queries, start=1):
-            left = spent / (index - 1) * (len(options.queries) - index + 1) if index > 1 else 0.0
-            events(Step(f"query {number}", index, len(options.queries), left))
-            sql = dialect.query(number, texts[number])
-            if not options.cold:
-                _run_one(dialect, conn, number, sql, options.timeout, None)
-            result = _run_one(dialect, conn, number, sql, options.timeout, reference)
-            spent += result.seconds or options.timeout
-            results.append(result)
-            detail = (
-                f"{result.seconds:.3f} s, {result.rows} rows"
-                if result.error is None
-                else str(result.error)
-            )
-            events(Measured(f"Q{number}", detail))
+        recorder = tpch_recorder(engine, placement, conn, options.sample_interval, events)
+        with recording(recorder, outcome):
+            for index, number in enumerate(options.queries, start=1):
+                left = (
+                    spent / (index - 1) * (len(options.queries) - index + 1) if index > 1 else 0.0
+                )
+                events(Step(f"query {number}", index, len(options.queries), left))
+                sql = dialect.query(number, texts[number])
+                if not options.cold:
+                    _run_one(dialect, conn, number, sql, options.timeout, None)
+                before = diskstats.read()
+                result = _run_one(dialect, conn, number, sql, options.timeout, reference)
+                result = replace(result, io=device_deltas(before, diskstats.read(), devices))
+                spent += result.seconds or options.timeout
+                results.append(result)
+                detail = (
+                    f"{result.seconds:.3f} s, {result.rows} rows"
+                    if result.error is None
+                    else str(result.error)
+                )
+                events(Measured(f"Q{number}", detail))
     finally:
         conn.close()
     return results
