@@ -127,8 +127,9 @@ def test_a_migration_numbered_below_the_newest_applied_is_still_applied(tmp_path
         "CREATE TABLE schema_migrations "
         "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
-    newest = max(available(), key=lambda m: m.version)
-    conn.executescript(newest.sql)  # the newest one only, as if the others came later
+    # 0003 stands alone (later ones alter its table): applied first, as if 1 and 2 came later
+    newest = next(m for m in available() if m.version == 3)
+    conn.executescript(newest.sql)
     conn.execute(
         "INSERT INTO schema_migrations VALUES (?, ?, 'now')", (newest.version, newest.name)
     )
