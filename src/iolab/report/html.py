@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,13 @@ def _e(text: object) -> str:
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:,.4g}"
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css: str = "cells") -> str:
+    """A table of ready-made cells (already escaped HTML); the header is escaped here."""
+    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table class='{css}'><tr>{th}</tr>{trs}</table>"
 
 
 def findings_html(f: Findings) -> str:
@@ -127,21 +134,26 @@ def efficiency_table(f: Findings) -> str:
     """Every cell's write MB/s per device against the device's sequential write."""
     if not f.efficiency:
         return ""
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("cell", "device", "roles", "write MB/s", "limit MB/s", "share", "limit from")
-    )
-    rows = "".join(
-        f"<tr><td>{_e(e.cell)}</td><td>{_e(e.device)}</td><td>{_e('+'.join(e.roles))}</td>"
-        f"<td>{e.mbps:,.1f}</td><td>{e.limit.mbps:,.0f}</td><td>{e.share:.0%}</td>"
-        f"<td>{_e(e.limit.test)}, disk run {e.limit.run_id}</td></tr>"
-        for e in f.efficiency
+    table = _table(
+        ("cell", "device", "roles", "write MB/s", "limit MB/s", "share", "limit from"),
+        (
+            (
+                _e(e.cell),
+                _e(e.device),
+                _e("+".join(e.roles)),
+                f"{e.mbps:,.1f}",
+                f"{e.limit.mbps:,.0f}",
+                f"{e.share:.0%}",
+                f"{_e(e.limit.test)}, disk run {e.limit.run_id}",
+            )
+            for e in f.efficiency
+        ),
     )
     return (
         "<section id='efficiency'><h2>Efficiency against the device</h2><p>Bytes the block "
         "device wrote during the load / the load's elapsed time (median over the cell's runs), "
         "as a share of the same device's sequential write MB/s from <code>iolab disk</code>."
-        f"</p><table class='cells'><tr>{head}</tr>{rows}</table></section>"
+        f"</p>{table}</section>"
     )
 
 
@@ -149,20 +161,20 @@ def queries_table(f: Findings) -> str:
     """Median seconds of each query per cell (query workloads); the fastest cell in bold."""
     if not f.queries:
         return ""
-    head = "<th>query</th>" + "".join(f"<th>{_e(q.cell)}</th>" for q in f.queries)
     rows = []
     for n in sorted({n for q in f.queries for n in q.seconds}):
         best = fastest(f.queries, n)
-        tds = []
+        row = [f"Q{n}"]
         for q in f.queries:
             v = q.seconds.get(n)
             text = "-" if v is None else f"{v:.3f}"
-            tds.append(f"<td><b>{text}</b></td>" if q.cell == best else f"<td>{text}</td>")
-        rows.append(f"<tr><td>Q{n}</td>{''.join(tds)}</tr>")
+            row.append(f"<b>{text}</b>" if q.cell == best else text)
+        rows.append(row)
     return (
         "<section id='queries'><h2>Seconds per query</h2><p>The median over each cell's done "
         "runs; the fastest cell of each query in bold.</p>"
-        f"<table class='cells'><tr>{head}</tr>{''.join(rows)}</table></section>"
+        + _table(["query", *(q.cell for q in f.queries)], rows)
+        + "</section>"
     )
 
 
@@ -252,15 +264,21 @@ def cells_table(f: Findings) -> str:
 
 def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
     """The CrystalDiskMark-like table: MB/s (median and best), IOPS, latency per test."""
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("test", "MB/s median", "MB/s best", "IOPS", "lat mean us", "p99 us", "spread")
-    )
-    rows = "".join(
-        f"<tr><td>{_e(s.test)}</td><td>{s.median.mbps:,.1f}</td><td>{s.best.mbps:,.1f}</td>"
-        f"<td>{s.median.iops:,.0f}</td><td>{s.median.lat.mean:,.0f}</td>"
-        f"<td>{s.median.lat.p99:,.0f}</td><td>{s.spread:.0%}</td></tr>"
-        for s in summaries
+    table = _table(
+        ("test", "MB/s median", "MB/s best", "IOPS", "lat mean us", "p99 us", "spread"),
+        (
+            (
+                _e(s.test),
+                f"{s.median.mbps:,.1f}",
+                f"{s.best.mbps:,.1f}",
+                f"{s.median.iops:,.0f}",
+                f"{s.median.lat.mean:,.0f}",
+                f"{s.median.lat.p99:,.0f}",
+                f"{s.spread:.0%}",
+            )
+            for s in summaries
+        ),
+        css="disk",
     )
     bars = [Bar(s.test, s.median.mbps) for s in summaries]
     chart = (
@@ -272,7 +290,7 @@ def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
         if bars
         else ""
     )
-    return f"<h3>{_e(title)}</h3>{chart}<table class='disk'><tr>{head}</tr>{rows}</table>"
+    return f"<h3>{_e(title)}</h3>{chart}{table}"
 
 
 def _flat(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:

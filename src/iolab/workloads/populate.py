@@ -169,6 +169,14 @@ class _Shared:
     lock: threading.Lock = field(default_factory=threading.Lock)
     committed: int = 0
 
+    def count(self, loader: _Loader, n: int) -> None:
+        """``loader`` committed ``n`` rows; raises LoadCancelled once the load must stop."""
+        loader.done_rows += n
+        with self.lock:
+            self.committed += n
+        if self.stop.is_set():
+            raise LoadCancelled
+
 
 def _run_loader(
     dialect: PopulateDialect,
@@ -178,11 +186,7 @@ def _run_loader(
     start: threading.Barrier,
 ) -> None:
     def progress(n: int) -> None:
-        loader.done_rows += n
-        with shared.lock:
-            shared.committed += n
-        if shared.stop.is_set():
-            raise LoadCancelled
+        shared.count(loader, n)
 
     try:
         start.wait()
@@ -206,11 +210,7 @@ def _run_multiplexed(
     """Every loader's connection driven from this one thread (see MultiplexedLoad)."""
 
     def progress(i: int, n: int) -> None:
-        loaders[i].done_rows += n
-        with shared.lock:
-            shared.committed += n
-        if shared.stop.is_set():
-            raise LoadCancelled
+        shared.count(loaders[i], n)
 
     try:
         start.wait()
