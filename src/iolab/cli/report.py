@@ -26,6 +26,7 @@ from iolab.cli.options import JsonOption, ResultsOption
 from iolab.config import experiment as config
 from iolab.errors import BadInput
 from iolab.report import html as html_report
+from iolab.report import timeline as timeline_report
 from iolab.report.findings import findings_text
 from iolab.results import ExperimentId
 from iolab.runner.kinds import KINDS
@@ -70,12 +71,16 @@ def _metric(cfg: dict[str, Any], rows: list[Any]) -> tuple[str, bool]:
     return k.metric, k.lower_is_better
 
 
-def _cells(store: Store, exp: ExperimentId) -> tuple[list[Any], dict[str, Any], str, bool]:
+def _cells(
+    store: Store, exp: ExperimentId
+) -> tuple[list[Any], list[Any], dict[str, Any], str, bool]:
+    """The experiment's cells with their metric, the ``cell_runs`` rows they come from, its
+    config, metric and direction."""
     cfg = store_experiments.config_of(store, exp)
     rows = store_experiments.cell_runs(store, exp)
     metric, lower = _metric(cfg, rows)
     keys = _matrix_keys(cfg)
-    return cells_from_runs(rows, keys, metric), cfg, metric, lower
+    return cells_from_runs(rows, keys, metric), rows, cfg, metric, lower
 
 
 def _matrix_keys(cfg: dict[str, Any]) -> list[str]:
@@ -101,8 +106,7 @@ def report(
     charts, a timeline of each cell's median run, and the environment, into one file."""
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
-        cells, cfg, metric, lower = _cells(store, exp)
-        rows = store_experiments.cell_runs(store, exp) if html is not None else []
+        cells, rows, cfg, metric, lower = _cells(store, exp)
         extra = _html_parts(store, rows, metric, with_disk or []) if html is not None else None
     baseline = None
     if (cfg.get("experiment") or {}).get("baseline"):
@@ -166,7 +170,7 @@ def _html_parts(
             continue
         done.sort()
         run_id = done[(len(done) - 1) // 2][1]
-        data = store.probes(run_id)
+        data = store.probes(run_id, names=timeline_report.SERIES)
         if data is not None:
             runs.append((cell_id, run_id, data))
         if env is None:
@@ -272,7 +276,7 @@ def _sample(store: Store, spec: str) -> tuple[str, list[float], str, bool]:
         return f"runs {spec}", values, k.metric, k.lower_is_better
     name, _, cell = spec.partition(":")
     exp = _experiment(store, name)
-    cells, _, metric, lower = _cells(store, exp)
+    cells, _, _, metric, lower = _cells(store, exp)
     wanted = set(cell.split())
     chosen = [c for c in cells if wanted <= set(c.label.split())]
     if len(chosen) != 1:
