@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import random
+import re
 import xml.etree.ElementTree as ET
 
 from iolab.probes.data import ProbeData, Series
@@ -14,6 +16,7 @@ from iolab.report.charts import (
     Line,
     Plot,
     bar_chart,
+    line_path,
     nice_ticks,
     stack,
     thin,
@@ -54,8 +57,49 @@ def test_stacked_timeline_has_titles_units_and_bands() -> None:
     assert "device throughput" in texts and "MB/s" in texts
     assert "write data (vda)" in texts and "checkpoint" in texts
     assert "seconds from the start" in texts
-    assert root.findall(f"{SVG}circle")  # the lone points either side of the gap
-    assert any(r.get("fill-opacity") == "0.25" for r in root.iter(f"{SVG}rect"))
+    paths = list(root.iter(f"{SVG}path"))
+    # the lone points either side of the gap: two dots (zero-length subpaths, round caps)
+    dots = [p for p in paths if p.get("stroke-linecap") == "round"]
+    assert len(dots) == 1 and dots[0].get("d", "").count("h0") == 2
+    # the checkpoint: one shaded rectangle, a closed subpath
+    bands = [p for p in paths if p.get("fill-opacity") == "0.25"]
+    assert len(bands) == 1 and bands[0].get("d", "").count("z") == 1
+    assert "font-family" in root.attrib and "font-family" not in svg.split("<text", 1)[1]
+
+
+def _decode(d: str) -> list[list[tuple[float, float]]]:
+    """The points of path data made of M (absolute) then l (relative) steps, per subpath."""
+    tokens = re.findall(r"[A-Za-z]|-?(?:\d+\.?\d*|\.\d+)", d)
+    out: list[list[tuple[float, float]]] = []
+    i, x, y = 0, 0.0, 0.0
+    while i < len(tokens):
+        if tokens[i] == "M":
+            x, y = float(tokens[i + 1]), float(tokens[i + 2])
+            out.append([(x, y)])
+            i += 3
+        elif tokens[i] == "l":
+            i += 1
+            while i < len(tokens) and not tokens[i].isalpha():
+                x, y = x + float(tokens[i]), y + float(tokens[i + 1])
+                out[-1].append((x, y))
+                i += 2
+        else:
+            raise AssertionError(f"unexpected {tokens[i]!r} in {d[:80]!r}")
+    return out
+
+
+def test_line_path_steps_do_not_drift() -> None:
+    rng = random.Random(3)
+    long = [(float(i), rng.uniform(-500.0, 500.0)) for i in range(10_000)]
+    short = [(3.0, 4.25), (3.3, -0.04)]
+    d, dots = line_path([long, short, [(9.0, 9.0)]], lambda x: 78 + x * 0.0722, lambda y: y)
+    decoded = _decode(d)
+    assert len(decoded) == 2 and len(decoded[0]) == 10_000
+    for got, want in zip(decoded[0] + decoded[1], long + short, strict=True):
+        assert abs(got[0] - round((78 + want[0] * 0.0722) * 10) / 10) < 1e-6
+        assert abs(got[1] - round(want[1] * 10) / 10) < 1e-6
+    assert "-" in d and " -" not in d  # a minus separates numbers by itself
+    assert dots == "M78.6 9h0"
 
 
 def test_bar_chart_with_error_bars() -> None:
@@ -103,3 +147,30 @@ def test_timeline_panels_from_probe_data() -> None:
     page = timeline.html_page(data, "run 7", ["intro"])
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "script" not in page
     assert "write data (vda)" in page and "<td>300</td>" in page
+
+
+def test_thin_keeps_each_column_extremes_and_empty_columns_as_gaps() -> None:
+    xs = [float(i) for i in range(36_000)]  # ten hours at 1 s
+    ys = [float(i % 97) for i in range(36_000)]
+    ys[20_000:21_000] = [math.nan] * 1000  # recording missed a stretch
+    ys[123] = -5.0
+    tx, ty = thin(xs, ys, 361)
+    assert len(tx) <= 2 * 361 and tx == sorted(tx)
+    assert min(y for y in ty if not math.isnan(y)) == -5.0 and max(ty) == 96.0
+    gaps = [x for x, y in zip(tx, ty, strict=True) if math.isnan(y)]
+    assert gaps and all(20_000 <= x < 21_000 for x in gaps)
+
+
+def test_checkpoint_bands_merge_where_they_overlap_and_tables_stay_short() -> None:
+    ten_hours = 36_000.0
+    often = tuple(Checkpoint(t, t + 8.0, 1000, "wal") for t in range(25, 36_000, 25))
+    rare = (Checkpoint(3_000.0, 3_600.0, 9, "time"), Checkpoint(20_000.0, None, None, "wal"))
+    for checkpoints, spans in ((often, 1), (rare, 2)):
+        plot = Plot("t", "x", bands=[Band(c.start_s, c.end_s) for c in checkpoints])
+        root = ET.fromstring(stack([plot], x_max=ten_hours))
+        bands = [p for p in root.iter(f"{SVG}path") if p.get("fill-opacity") == "0.25"]
+        assert len(bands) == 1 and bands[0].get("d", "").count("z") == spans
+    data = ProbeData(interval=1.0, wait_interval=0.1, duration=ten_hours, checkpoints=often)
+    html = timeline.sections(data, 42)
+    assert html.count("<tr>") == 1 + 20  # the header and the first 20
+    assert f"{len(often) - 20:,} more" in html and "iolab results show 42 --json" in html

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from iolab.probes.data import ProbeData, Series
 from iolab.probes.interface import Checkpoint, Kind, RoleDevice, SeriesKey, WaitStat
+from iolab.report import timeline
 from iolab.results import RunOutcome, RunStatus, cell_id
 from iolab.store import open_store
 from iolab.store.probes import pack, unpack
@@ -111,3 +112,48 @@ def test_run_without_probes_has_none(tmp_path: Path) -> None:
     with open_store(path) as store:
         assert store.probes(run) is None
         assert store.logs(run) == {}
+
+
+def test_a_report_reads_only_the_series_its_timeline_draws(tmp_path: Path) -> None:
+    def series(probe: str, name: str, seed: int, subject: str = "") -> Series:
+        values = tuple(array("f", _noisy(600, seed)))
+        return Series(
+            SeriesKey(probe, name, "x", Kind.RATE, subject=subject),
+            1.0,
+            1.0,
+            600.0,
+            600,
+            sum(values),
+            600.0,
+            max(values),
+            values,
+        )
+
+    drawn = [
+        series("workload", "rows_per_s", 1),
+        series("postgres", "pages_allocated_per_s", 2),
+        *(series("device", n, 3 + i, "vda") for i, n in enumerate(timeline.DEVICE)),
+        *(series("host", n, 10 + i, "all") for i, n in enumerate(timeline.CPU)),
+    ]
+    others = [
+        series("postgres", "wal_mbps", 20),
+        series("host", "dirty_mb", 21),
+        series("device", "util_pct", 22, "vda"),
+    ]
+    data = ProbeData(
+        interval=1.0,
+        wait_interval=0.1,
+        duration=600.0,
+        series=(*others[:1], *drawn, *others[1:]),
+        checkpoints=(Checkpoint(100.0, 130.0, 800, "wal"),),
+    )
+    path = tmp_path / "r.db"
+    run = _run(path, RunOutcome(RunStatus.DONE, probes=data))
+    with open_store(path) as store:
+        full = store.probes(run)
+        some = store.probes(run, names=timeline.SERIES)
+        none = store.probes(run, names=[])
+    assert full is not None and some is not None and none is not None
+    assert [s.key for s in some.series] == [s.key for s in drawn]
+    assert none.series == () and none.checkpoints == data.checkpoints
+    assert timeline.svg(some, "run 1") == timeline.svg(full, "run 1")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 CONFIDENCE = 0.95
 WIDE_CV = 0.10  # a coefficient of variation above this is too wide to trust
@@ -74,8 +75,10 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@lru_cache(maxsize=1024)
 def t_ppf(p: float, df: float) -> float:
-    """The quantile of Student's t: the t with P(T <= t) = p (bisection on :func:`t_cdf`)."""
+    """The quantile of Student's t: the t with P(T <= t) = p (bisection on :func:`t_cdf`).
+    Remembered: every cell of an experiment with n runs asks for the same one."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
     if p == 0.5:

@@ -36,6 +36,7 @@ from iolab.cli.options import JsonOption, ResultsOption
 from iolab.config import experiment as config
 from iolab.errors import BadInput
 from iolab.report import html as html_report
+from iolab.report import timeline as timeline_report
 from iolab.report.findings import findings_text
 from iolab.results import ExperimentId, RunId
 from iolab.runner.kinds import KINDS
@@ -118,26 +119,16 @@ def report(
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
     confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
-    statistics; --html writes them with
-    charts, a timeline of each cell's median run, and the environment, into one file."""
+    statistics; --html writes them with charts, a timeline of each cell's median run, and the
+    environment, into one file."""
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
         cells, rows, cfg, metric, lower = _cells(store, exp)
         extra = _html_parts(store, rows, metric, with_disk or []) if html is not None else None
-        efficiency = _efficiency(store, rows, cells, with_disk or [])
-    baseline = None
-    if (cfg.get("experiment") or {}).get("baseline"):
-        baseline = label_of(
-            matrix_values(
-                {**cfg["experiment"]["baseline"]},
-                [k for k in _matrix_keys(cfg) if k in cfg["experiment"]["baseline"]],
-            )
-        )
-    base_label = _full_label(cells, baseline)
-    f = analyse(cells, metric, lower, baseline=base_label)
-    with open_store(results, create=False) as store:
+        base_label = _full_label(cells, _baseline_label(cfg))
+        f = analyse(cells, metric, lower, baseline=base_label)
         f.add_context(
-            efficiency,
+            _efficiency(store, rows, cells, with_disk or []),
             _drift(store, rows, cells, metric, base_label),
             query_times(_done_summaries(rows, cells)),
         )
@@ -169,6 +160,14 @@ def report(
         out.print(f"[dim]wrote {html}[/]")
 
 
+def _baseline_label(cfg: dict[str, Any]) -> str | None:
+    """The label of ``experiment.baseline`` (a partial one: only the keys it names)."""
+    base = (cfg.get("experiment") or {}).get("baseline")
+    if not base:
+        return None
+    return label_of(matrix_values({**base}, [k for k in _matrix_keys(cfg) if k in base]))
+
+
 def _unit(metric: str) -> str:
     return "seconds" if metric.endswith("_seconds") else metric
 
@@ -194,7 +193,7 @@ def _html_parts(
             continue
         done.sort()
         run_id = done[(len(done) - 1) // 2][1]
-        data = store.probes(run_id)
+        data = store.probes(run_id, names=timeline_report.SERIES)
         if data is not None:
             runs.append((cell_id, run_id, data))
         if env is None:
@@ -225,9 +224,8 @@ def _efficiency(
 
     if not any(s.get("devices") for _, _, runs in rows for _, _, s in runs):
         return []  # no run of this experiment counted device bytes (not populate)
-    chosen = [
-        (RunId(r), store.run(r).env_id) for r in disk_runs
-    ] or store_experiments.done_disk_runs(store)
+    given = [(RunId(r), _disk_run(store, r).env_id) for r in disk_runs]
+    chosen = given or store_experiments.done_disk_runs(store)
     limits: dict[str, Limit] = {}
     for run_id, env_id in chosen:
         device = disk_device(store.environment(env_id)) if env_id is not None else None

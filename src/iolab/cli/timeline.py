@@ -54,7 +54,7 @@ def timeline(
             f"{len(data.series)} series sampled every {data.interval:g} s over "
             f"{data.duration:.1f} s; shaded: checkpoints.",
         ]
-        output.write_text(timeline_report.html_page(data, title, lines))
+        output.write_text(timeline_report.html_page(data, title, lines, run.id))
     else:
         svg = timeline_report.svg(data, title)
         if suffix == ".svg":

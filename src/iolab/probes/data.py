@@ -42,7 +42,8 @@ class Series:
 
     def times(self) -> list[float]:
         """The end of each value's interval, seconds from t0."""
-        out = [self.t0 + i * self.interval for i in range(len(self.values))]
+        t0, step = self.t0, self.interval  # locals: 36,000 samples of a 10-hour run
+        out = [t0 + i * step for i in range(len(self.values))]
         if out:
             out[-1] = self.end_s
         return out

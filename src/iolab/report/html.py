@@ -348,7 +348,7 @@ def page(
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
             parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}"))
-            parts.append(timeline.sections(r.probes))
+            parts.append(timeline.sections(r.probes, r.run_id))
         parts.append("</section>")
     parts.append("<section id='settings'><h2>Environment and settings</h2>")
     if environment:

@@ -9,6 +9,18 @@ from collections.abc import Sequence
 
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.report.charts import Band, Line, Plot, stack
+from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
+
+CPU = ("cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct")
+DEVICE = ("write_mbps", "read_mbps", "write_await_ms", "read_await_ms", "aqu_sz")
+ENGINES = ("postgres", "mariadb", "sqlite")  # the probes that count pages allocated
+# (probe, name) of every series the timeline may draw: what a report reads of a run
+SERIES: tuple[tuple[str, str], ...] = (
+    ("workload", "rows_per_s"),
+    *((probe, "pages_allocated_per_s") for probe in ENGINES),
+    *(("device", name) for name in DEVICE),
+    *(("host", name) for name in CPU),
+)
 
 
 def _line(s: Series, label: str, *, dashed: bool = False) -> Line:
@@ -30,7 +42,9 @@ def plots(data: ProbeData) -> list[Plot]:
     rows = data.find("workload", "rows_per_s")
     if rows:
         out.append(Plot("throughput", "rows/s", [_line(rows[0], "rows committed/s")], bands))
-    allocated = [s for s in data.series if s.key.name == "pages_allocated_per_s"]
+    allocated = [
+        s for s in data.series if s.key.probe in ENGINES and s.key.name == "pages_allocated_per_s"
+    ]
     if allocated:
         lines = [_line(s, f"{s.key.probe}") for s in allocated]
         out.append(Plot("pages allocated", "pages/s", lines, bands))
@@ -56,11 +70,7 @@ def plots(data: ProbeData) -> list[Plot]:
     if queue:
         lines = [_line(s, _device_label(s)) for s in queue]
         out.append(Plot("queue depth (requests in flight)", "requests", lines, bands))
-    cpu = [
-        s
-        for name in ("cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct")
-        for s in data.find("host", name, subject="all")
-    ]
+    cpu = [s for name in CPU for s in data.find("host", name, subject="all")]
     if cpu:
         lines = [_line(s, s.key.name.removeprefix("cpu_").removesuffix("_pct")) for s in cpu]
         out.append(Plot("CPU (all cores)", "%", lines, bands))
@@ -79,20 +89,28 @@ def _cell(value: float | None, fmt: str = "{:.1f}") -> str:
     )
 
 
-def sections(data: ProbeData) -> str:
-    """The checkpoints, the top wait events and the probes' notes of a run, as HTML."""
+def sections(data: ProbeData, run_id: int | None = None) -> str:
+    """The checkpoints (the first 20), the top wait events and the probes' notes of a run (of
+    ``run_id``, named where the rest can be found), as HTML."""
     rows = "".join(
         f"<tr><td>{i}</td><td>{c.start_s:.1f}</td><td>{_cell(c.end_s)}</td>"
         f"<td>{_cell(c.pages, '{:,}')}</td><td>{html.escape(c.kind)}</td></tr>"
-        for i, c in enumerate(data.checkpoints, 1)
+        for i, c in enumerate(data.checkpoints[:CHECKPOINTS_SHOWN], 1)
     )
+    more = len(data.checkpoints) - CHECKPOINTS_SHOWN
     checkpoints = (
         "<h3>Checkpoints</h3><table><tr><th>#</th><th>start s</th><th>end s</th><th>pages</th>"
         f"<th>kind</th></tr>{rows}</table>"
+        + (
+            f"<p>{more:,} more, shaded in the timeline; `iolab results show "
+            f"{'RUN' if run_id is None else run_id} --json` lists them all.</p>"
+            if more > 0
+            else ""
+        )
         if data.checkpoints
         else ""
     )
-    waits = ordered_waits(data.waits)[:15]
+    waits = ordered_waits(data.waits)[:WAITS_SHOWN]
     wait_rows = "".join(
         f"<tr><td>{html.escape(w.wait_class)}</td><td>{html.escape(w.event)}</td>"
         f"<td>{100 * w.share:.1f}%</td><td>{w.est_seconds:.2f}</td><td>{w.samples:,}</td></tr>"
@@ -119,12 +137,12 @@ STYLE = (
 )
 
 
-def html_page(data: ProbeData, title: str, lines: Sequence[str]) -> str:
+def html_page(data: ProbeData, title: str, lines: Sequence[str], run_id: int | None = None) -> str:
     """One self-contained HTML file: the timeline, checkpoints and the top wait events."""
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"{intro}{svg(data, title)}{sections(data)}"
+        f"{intro}{svg(data, title)}{sections(data, run_id)}"
         "</body></html>\n"
     )

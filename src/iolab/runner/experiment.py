@@ -203,6 +203,21 @@ class _Deadline:
             raise RunTimeout(f"timed out after {self.seconds:g} s (experiment.timeout)")
 
 
+def register(experiment: Experiment, store: Store) -> ExperimentId:
+    """The experiment in the results database (found by name, its config updated, or created)
+    with every cell of its matrix: what runs are then recorded against."""
+    # The stored JSON sorts keys: matrix_keys keeps the file's order for reports.
+    config = {
+        "file": str(experiment.source),
+        "matrix_keys": list(experiment.spec.matrix),
+        **json.loads(experiment.spec.model_dump_json()),
+    }
+    exp_id, _ = store_experiments.find_or_create(store, experiment.name, config)
+    for cell in experiment.cells:
+        store.ensure_cell(exp_id, cell.id, cell.kind, cell.params)
+    return exp_id
+
+
 def run(
     experiment: Experiment,
     store: Store,
@@ -222,14 +237,7 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
     e = spec.experiment
     kind = kind_of(experiment)
     plan = make_plan(experiment, store)
-    config = {
-        "file": str(experiment.source),
-        "matrix_keys": list(spec.matrix),  # the stored JSON sorts keys; reports keep this order
-        **json.loads(spec.model_dump_json()),
-    }
-    exp_id, _ = store_experiments.find_or_create(store, experiment.name, config)
-    for cell in experiment.cells:
-        store.ensure_cell(exp_id, cell.id, cell.kind, cell.params)
+    exp_id = register(experiment, store)
     outcome = Outcome(exp_id, plan.runs, plan.kept)
     rng = random.Random(e.seed + plan.kept)
     deadline = _Deadline(e.timeout_seconds())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -225,7 +225,7 @@ class Store:
         run_id: RunId,
         *,
         values: bool = True,
-        names: list[tuple[str, str]] | None = None,
+        names: Sequence[tuple[str, str]] | None = None,
     ) -> ProbeData | None:
         """What the probes recorded in a run (None if they did not run); see store/probes.py."""
         return probe_store.load(self.conn, run_id, values=values, names=names)
