@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.engines.postgres_tpch import chunks
-from iolab.engines.tpch import TABLES, TpchFiles
+from iolab.engines.tpch import TABLES, TpchFiles, chunks
 from iolab.errors import BadInput
 from iolab.results import QueryResult, RunOutcome, RunStatus, cell_id
 from iolab.store import open_store
