@@ -99,6 +99,20 @@ def _quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def placement(dirs: list[Path], partitioning: str) -> str:
+    """The table options that put a table's data files in ``dirs``: with one directory, its
+    ``DATA DIRECTORY``; with several, ``PARTITION BY <partitioning>`` (e.g. ``KEY (id)``) with
+    one partition per directory; with none, the server's datadir."""
+    if not dirs:
+        return ""
+    if len(dirs) == 1:
+        return f" DATA DIRECTORY = {_quote(str(dirs[0]))}"
+    parts = ", ".join(
+        f"PARTITION p{i} DATA DIRECTORY = {_quote(str(d))}" for i, d in enumerate(dirs)
+    )
+    return f" PARTITION BY {partitioning} ({parts})"
+
+
 class MariaDBPopulate:
     """The population workload on InnoDB: two rows per leaf page (InnoDB's minimum).
 
@@ -135,17 +149,6 @@ class MariaDBPopulate:
         record = min((free - 1) // 2, REC_MAX_DATA_SIZE)
         return record - RECORD_OVERHEAD
 
-    def _placement(self) -> str:
-        dirs = self.partition_dirs
-        if not dirs:
-            return ""
-        if len(dirs) == 1:
-            return f" DATA DIRECTORY = {_quote(str(dirs[0]))}"
-        parts = ", ".join(
-            f"PARTITION p{i} DATA DIRECTORY = {_quote(str(d))}" for i, d in enumerate(dirs)
-        )
-        return f" PARTITION BY KEY (id) ({parts})"
-
     def create_table(self, conn: Any, spec: LoadSpec) -> None:
         if spec.key is KeyKind.SEQUENTIAL:
             key = "id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY"
@@ -158,7 +161,7 @@ class MariaDBPopulate:
             f"CREATE TABLE {TABLE} ({key}, "
             f"payload VARCHAR({n}) CHARACTER SET latin1 NOT NULL DEFAULT (REPEAT('a', {n}))) "
             "ENGINE=InnoDB ROW_FORMAT=DYNAMIC STATS_PERSISTENT=1 STATS_AUTO_RECALC=0"
-            + self._placement()
+            + placement(self.partition_dirs, "KEY (id)")
         )
         with conn.cursor() as cur:
             cur.execute(f"DROP PROCEDURE IF EXISTS {PROCEDURE}")
@@ -267,53 +270,8 @@ class MariaDBPopulate:
     # --- measuring -------------------------------------------------------------------------
 
     def checkpoint(self, conn: Any) -> None:
-        """Flush every dirty page of the buffer pool and let InnoDB write a checkpoint.
-
-        ``innodb_max_dirty_pages_pct = 0`` makes the page cleaner flush until no page is dirty
-        (MariaDB lowers ``innodb_max_dirty_pages_pct_lwm`` with it); both are restored when the
-        buffer pool has no dirty page, purge has caught up (purge rewrites the DB_TRX_ID of
-        freshly inserted rows, dirtying their pages again) and the checkpoint is within a few
-        bytes of the current LSN. This settles the whole instance, undo and system pages too,
-        where ``FLUSH TABLES ... FOR EXPORT`` flushes one table and leaves those dirty. The page
-        cleaner works in one-second rounds, so this takes a second or a few.
-        """
-        conn.commit()  # no read view of ours may hold purge back
-        with conn.cursor() as cur:
-            cur.execute(
-                "SELECT @@GLOBAL.innodb_max_dirty_pages_pct, "
-                "@@GLOBAL.innodb_max_dirty_pages_pct_lwm"
-            )
-            pct, lwm = cur.fetchone()
-            try:
-                cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
-                self._wait_until_settled(cur)
-            finally:
-                cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = %s", (pct,))
-                cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = %s", (lwm,))
-        conn.commit()
-
-    @staticmethod
-    def _wait_until_settled(cur: Any) -> None:
-        """Poll until nothing is left to flush; fail after CHECKPOINT_STALL s without progress."""
-        best: tuple[int, int, int] | None = None
-        stalled_since = time.monotonic()
-        while True:
-            dirty = _status(cur, "Innodb_buffer_pool_pages_dirty") or 0
-            history = _status(cur, "Innodb_history_list_length") or 0
-            age = _status(cur, "Innodb_checkpoint_age") or 0
-            if dirty == 0 and history == 0 and age <= CHECKPOINT_SETTLED_AGE:
-                return
-            now = (dirty, history, age)
-            if best is None or now < best:
-                best, stalled_since = now, time.monotonic()
-            elif time.monotonic() - stalled_since > CHECKPOINT_STALL:
-                raise IolabError(
-                    f"InnoDB did not settle: {dirty} dirty pages, a purge backlog of {history} "
-                    f"transactions and a checkpoint age of {age} bytes after "
-                    f"{CHECKPOINT_STALL:.0f} s without progress; is another session holding "
-                    "a transaction open?"
-                )
-            time.sleep(CHECKPOINT_POLL)
+        """Every dirty page flushed and a checkpoint written: see :func:`checkpoint`."""
+        checkpoint(conn)
 
     def log_bytes(self, conn: Any) -> int | None:
         """The redo log sequence number: ``Innodb_lsn_current``, else SHOW ENGINE INNODB STATUS."""
@@ -364,6 +322,55 @@ class MariaDBPopulate:
             pages=int(leaf_pages),
             page_size=self.page_size,
         )
+
+
+def checkpoint(conn: Any) -> None:
+    """Flush every dirty page of the buffer pool and let InnoDB write a checkpoint.
+
+    ``innodb_max_dirty_pages_pct = 0`` makes the page cleaner flush until no page is dirty
+    (MariaDB lowers ``innodb_max_dirty_pages_pct_lwm`` with it); both are restored when the
+    buffer pool has no dirty page, purge has caught up (purge rewrites the DB_TRX_ID of
+    freshly inserted rows, dirtying their pages again) and the checkpoint is within a few
+    bytes of the current LSN. This settles the whole instance, undo and system pages too,
+    where ``FLUSH TABLES ... FOR EXPORT`` flushes one table and leaves those dirty. The page
+    cleaner works in one-second rounds, so this takes a second or a few.
+    """
+    conn.commit()  # no read view of ours may hold purge back
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT @@GLOBAL.innodb_max_dirty_pages_pct, @@GLOBAL.innodb_max_dirty_pages_pct_lwm"
+        )
+        pct, lwm = cur.fetchone()
+        try:
+            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+            _wait_until_settled(cur)
+        finally:
+            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = %s", (pct,))
+            cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = %s", (lwm,))
+    conn.commit()
+
+
+def _wait_until_settled(cur: Any) -> None:
+    """Poll until nothing is left to flush; fail after CHECKPOINT_STALL s without progress."""
+    best: tuple[int, int, int] | None = None
+    stalled_since = time.monotonic()
+    while True:
+        dirty = _status(cur, "Innodb_buffer_pool_pages_dirty") or 0
+        history = _status(cur, "Innodb_history_list_length") or 0
+        age = _status(cur, "Innodb_checkpoint_age") or 0
+        if dirty == 0 and history == 0 and age <= CHECKPOINT_SETTLED_AGE:
+            return
+        now = (dirty, history, age)
+        if best is None or now < best:
+            best, stalled_since = now, time.monotonic()
+        elif time.monotonic() - stalled_since > CHECKPOINT_STALL:
+            raise IolabError(
+                f"InnoDB did not settle: {dirty} dirty pages, a purge backlog of {history} "
+                f"transactions and a checkpoint age of {age} bytes after "
+                f"{CHECKPOINT_STALL:.0f} s without progress; is another session holding "
+                "a transaction open?"
+            )
+        time.sleep(CHECKPOINT_POLL)
 
 
 def _rollback(conn: Any) -> None:
