@@ -90,11 +90,12 @@ SERVER_CHUNK = 1000  # rows per CALL in server mode, so that progress is reporte
 CHECKPOINT_STALL = 60.0  # seconds a checkpoint may make no progress before it fails
 CHECKPOINT_POLL = 0.05
 CHECKPOINT_SETTLED_AGE = 4096  # redo bytes past the checkpoint: its own record, a few others
+CHECKPOINT_IO_CAPACITY = 1_000_000  # pages a second the page cleaner may write while settling
 
 _LSN = re.compile(r"Log sequence number\s+(\d+)")
 
 
-def _quote(text: str) -> str:
+def sql_string(text: str) -> str:
     """A single-quoted SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -106,9 +107,9 @@ def placement(dirs: list[Path], partitioning: str) -> str:
     if not dirs:
         return ""
     if len(dirs) == 1:
-        return f" DATA DIRECTORY = {_quote(str(dirs[0]))}"
+        return f" DATA DIRECTORY = {sql_string(str(dirs[0]))}"
     parts = ", ".join(
-        f"PARTITION p{i} DATA DIRECTORY = {_quote(str(d))}" for i, d in enumerate(dirs)
+        f"PARTITION p{i} DATA DIRECTORY = {sql_string(str(d))}" for i, d in enumerate(dirs)
     )
     return f" PARTITION BY {partitioning} ({parts})"
 
@@ -328,25 +329,34 @@ def checkpoint(conn: Any) -> None:
     """Flush every dirty page of the buffer pool and let InnoDB write a checkpoint.
 
     ``innodb_max_dirty_pages_pct = 0`` makes the page cleaner flush until no page is dirty
-    (MariaDB lowers ``innodb_max_dirty_pages_pct_lwm`` with it); both are restored when the
-    buffer pool has no dirty page, purge has caught up (purge rewrites the DB_TRX_ID of
-    freshly inserted rows, dirtying their pages again) and the checkpoint is within a few
-    bytes of the current LSN. This settles the whole instance, undo and system pages too,
-    where ``FLUSH TABLES ... FOR EXPORT`` flushes one table and leaves those dirty. The page
-    cleaner works in one-second rounds, so this takes a second or a few.
+    (MariaDB lowers ``innodb_max_dirty_pages_pct_lwm`` with it), and ``innodb_io_capacity``
+    (with ``innodb_io_capacity_max``) raised to :data:`CHECKPOINT_IO_CAPACITY` lets it flush as
+    fast as the device goes, not the default 200 pages a second (a 128 MiB buffer pool full of
+    dirty pages would take 40 s). All four are restored when the buffer pool has no dirty page,
+    purge has caught up (purge rewrites the DB_TRX_ID of freshly inserted rows, dirtying their
+    pages again) and the checkpoint is within a few bytes of the current LSN. This settles the
+    whole instance, undo and system pages too, where ``FLUSH TABLES ... FOR EXPORT`` flushes
+    one table and leaves those dirty. The page cleaner works in one-second rounds, so this
+    takes a second or a few.
     """
     conn.commit()  # no read view of ours may hold purge back
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT @@GLOBAL.innodb_max_dirty_pages_pct, @@GLOBAL.innodb_max_dirty_pages_pct_lwm"
+            "SELECT @@GLOBAL.innodb_max_dirty_pages_pct, @@GLOBAL.innodb_max_dirty_pages_pct_lwm, "
+            "@@GLOBAL.innodb_io_capacity, @@GLOBAL.innodb_io_capacity_max"
         )
-        pct, lwm = cur.fetchone()
+        pct, lwm, capacity, capacity_max = cur.fetchone()
         try:
+            # the maximum first: innodb_io_capacity may not exceed it
+            cur.execute("SET GLOBAL innodb_io_capacity_max = %s", (CHECKPOINT_IO_CAPACITY,))
+            cur.execute("SET GLOBAL innodb_io_capacity = %s", (CHECKPOINT_IO_CAPACITY,))
             cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
             _wait_until_settled(cur)
         finally:
             cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = %s", (pct,))
             cur.execute("SET GLOBAL innodb_max_dirty_pages_pct_lwm = %s", (lwm,))
+            cur.execute("SET GLOBAL innodb_io_capacity = %s", (capacity,))
+            cur.execute("SET GLOBAL innodb_io_capacity_max = %s", (capacity_max,))
     conn.commit()
 
 
