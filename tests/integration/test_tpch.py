@@ -129,7 +129,6 @@ def test_a_wrong_answer_fails_the_run_and_is_kept(
         (["--queries", "3,3"], "--queries: '3,3' is not allowed; name each query once"),
         (["--compression", "maybe"], "--compression: 'maybe' is not allowed; choose one of: on"),
         (["--engine", "postgres", "--compression", "on"], "PostgreSQL cannot compress"),
-        (["--engine", "mariadb", "--loaders", "0"], "--loaders: 0 is not allowed"),
         (["--engine", "mariadb", "--pg-bin", "/usr"], "--pg-bin goes with --engine postgres"),
         (["--set", "force_compression=uncompressed"], "use --compression on|off"),
         (["--set", "no_such_thing=1"], "--set: 'no_such_thing' is not allowed"),

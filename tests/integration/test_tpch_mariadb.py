@@ -153,3 +153,22 @@ def test_queries_over_the_timeout_are_reported_and_stored(
     stored = json.loads(iolab("results", "show", str(run["id"]), "--json").stdout)
     assert [q["error"] for q in stored["query_results"]] == [message] * 3
     assert list(open_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "no_such_thing=1"], "--set: 'no_such_thing' is not allowed; 'no_such_thing' is"),
+        (["--set", "datadir=/tmp"], "iolab sets datadir itself from the layout"),
+        (["--loaders", "0"], "--loaders: 0 is not allowed; give 1 or more loader connections"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_recorded(
+    cache: Path, open_tmp: Path, results_db: Path, args: list[str], message: str
+) -> None:
+    done = iolab("tpch", "--engine", "mariadb", "--data-dir", str(open_tmp), "--sf", SF, *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr.replace("\n", " ")
+    assert "Traceback" not in done.stderr
+    assert list(open_tmp.iterdir()) == []
+    assert not results_db.exists() or "tpch" not in iolab("results", "list").stdout

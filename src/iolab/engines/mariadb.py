@@ -209,6 +209,11 @@ class MariaDBEngine:
 
     # -- provision ---------------------------------------------------------------------------
 
+    @staticmethod
+    def check(layout: Layout) -> None:
+        """Refuse a layout or settings MariaDB cannot use, before anything is created."""
+        MariaDBEngine(layout)._validate(_find_binary(("mariadbd", "mysqld")))
+
     def _validate(self, mariadbd: str) -> None:
         layout = self._layout
         if not layout.data_dirs:

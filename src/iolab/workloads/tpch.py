@@ -27,6 +27,7 @@ from typing import Any
 from iolab.engines import catalog
 from iolab.engines.duckdb import DuckDBEngine
 from iolab.engines.interface import Layout, Placement, running
+from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
 from iolab.errors import BadInput, RunFailed
@@ -130,6 +131,8 @@ def preflight(options: TpchOptions) -> dict[int, str]:
     options.validate()
     if options.engine == "duckdb":
         DuckDBEngine.check(options.layout)
+    elif options.engine == "mariadb":
+        MariaDBEngine.check(options.layout)
     texts = tpch_answers.queries()
     for sf in {options.scale_factor, options.reference_sf or options.scale_factor}:
         if tpch_data.cached(sf) is None:
