@@ -123,9 +123,7 @@ class MariaDBTpch:
         def work(conn: Any, chunk: Chunk, stop: threading.Event) -> None:
             progress(load_chunk(conn, chunk, stop))
 
-        run_parallel(
-            ENGINE, self._autocommit(self.loader_connect), self.loaders, chunks(files), work
-        )
+        run_parallel(ENGINE, _autocommit(self.loader_connect), self.loaders, chunks(files), work)
 
     def finish_load(self, connect: Connect) -> None:
         def run(conn: Any, statements: list[str], _stop: threading.Event) -> None:
@@ -143,23 +141,14 @@ class MariaDBTpch:
             ]
             for table, indexes in INDEXES.items()
         ]
-        run_parallel(ENGINE, self._autocommit(connect), self.loaders, builds, run)
+        run_parallel(ENGINE, _autocommit(connect), self.loaders, builds, run)
         analyze = [[f"ANALYZE TABLE {table} PERSISTENT FOR ALL"] for table in TABLES]
-        run_parallel(ENGINE, self._autocommit(connect), self.loaders, analyze, run)
+        run_parallel(ENGINE, _autocommit(connect), self.loaders, analyze, run)
         conn = connect()
         try:
             checkpoint(conn)
         finally:
             conn.close()
-
-    @staticmethod
-    def _autocommit(connect: Connect) -> Connect:
-        def make() -> Any:
-            conn = connect()
-            conn.autocommit(True)
-            return conn
-
-        return make
 
     def query(self, number: int, text: str) -> str:
         for pattern, replacement in REWRITES.get(number, ()):
@@ -176,7 +165,8 @@ class MariaDBTpch:
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
         conn.autocommit(True)
         with conn.cursor() as cur:
-            cur.execute(f"SET SESSION max_statement_time = {timeout:.6f}")
+            # in microseconds, at least one (0 would mean no limit)
+            cur.execute(f"SET SESSION max_statement_time = {max(timeout, 1e-6):.6f}")
             try:
                 cur.execute(sql)
                 names = [d[0] for d in cur.description or []]
@@ -234,6 +224,17 @@ def load_chunk(conn: Any, chunk: Chunk, stop: threading.Event | None = None) -> 
     if failed:
         raise failed[0]
     return sent
+
+
+def _autocommit(connect: Connect) -> Connect:
+    """Connections from ``connect`` with autocommit on: each statement its own transaction."""
+
+    def make() -> Any:
+        conn = connect()
+        conn.autocommit(True)
+        return conn
+
+    return make
 
 
 def _index_name(table: str, columns: tuple[str, ...]) -> str:
