@@ -2,97 +2,33 @@
 placed in the layout's directories, compression's effect on size, a wrong answer caught, bad
 input refused with one line.
 
-The generated data lives in one cache for the module (IOLAB_CACHE), removed at the end.
+The generated data lives in one cache for the session (the ``cache`` fixture sets
+IOLAB_CACHE), removed at the end.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from iolab.engines.interface import Layout
+from iolab.engines import catalog
+from iolab.engines.interface import Layout, running
 from iolab.errors import RunFailed
 from iolab.events import Collect
+from iolab.results import RunOutcome, RunStatus
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
-from iolab.workloads.tpch import TpchOptions, run_tpch
-from tests.conftest import make_dirs
+from iolab.workloads import tpch_data
+from iolab.workloads.tpch import TpchOptions, load_and_query, run_tpch
+from tests.conftest import make_dirs, requires_mariadb
+from tests.integration.conftest import SF, check_answers, iolab, placed_under, tpch_json
 
 pytestmark = pytest.mark.integration
-IOLAB = [sys.executable, "-m", "iolab"]
-SF = "0.01"
-# rows of each query's answer at SF 0.01 (the reference's)
-ROWS = {1: 4, 2: 4, 3: 10, 9: 173, 11: 359, 13: 33, 16: 296, 22: 7}
-
-
-@pytest.fixture(scope="module")
-def cache() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="iolab-test-cache-", dir="/var/tmp"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IOLAB_CACHE", str(path))
-        try:
-            yield path
-        finally:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def iolab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*IOLAB, *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def tpch_json(*args: str) -> dict[str, object]:
-    done = iolab("tpch", "--sf", SF, "--json", *args)
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    assert isinstance(doc, dict)
-    return doc
-
-
-def check_answers(doc: dict[str, object]) -> None:
-    assert doc["status"] == "done"
-    queries = doc["queries"]
-    assert isinstance(queries, list)
-    assert [q["query"] for q in queries] == list(range(1, 23))
-    assert all(q["answer_ok"] is True and q["error"] is None for q in queries), queries
-    for q in queries:
-        if q["query"] in ROWS:
-            assert q["rows"] == ROWS[q["query"]]
-    assert doc["queries_ok"] == 22
-    assert doc["total_seconds"] == pytest.approx(sum(q["seconds"] for q in queries))
-    assert 0 < doc["geomean_seconds"] <= max(q["seconds"] for q in queries)  # type: ignore[operator]
-    assert doc["reference"] == "SF 0.01, checked against DuckDB's tpch_answers()"
-    assert doc["data_rows"] == {
-        "lineitem": 60175,
-        "orders": 15000,
-        "partsupp": 8000,
-        "part": 2000,
-        "customer": 1500,
-        "supplier": 100,
-        "nation": 25,
-        "region": 5,
-    }
-    assert doc["data_bytes"] == 10670284  # tpchgen-cli's CSV at SF 0.01
-
-
-def placed_under(doc: dict[str, object], directory: Path) -> int:
-    placement = doc["placement"]
-    assert isinstance(placement, dict)
-    return sum(p["bytes"] for p in placement["data"] if Path(p["path"]).is_relative_to(directory))
 
 
 def test_duckdb_answers_all_22_on_two_files(cache: Path, open_tmp: Path, results_db: Path) -> None:
@@ -200,7 +136,7 @@ def test_a_wrong_answer_fails_the_run_and_is_kept(
     [
         (
             ["--engine", "oracle"],
-            "--engine: 'oracle' is not allowed; choose one of: duckdb, postgres",
+            "--engine: 'oracle' is not allowed; choose one of: duckdb, postgres, mariadb",
         ),
         (["--sf", "0"], "--sf: 0.0 is not allowed; give a positive scale factor"),
         (["--sf", "-1"], "--sf: -1.0 is not allowed; give a positive scale factor"),
@@ -210,6 +146,7 @@ def test_a_wrong_answer_fails_the_run_and_is_kept(
         (["--queries", "3,3"], "--queries: '3,3' is not allowed; name each query once"),
         (["--compression", "maybe"], "--compression: 'maybe' is not allowed; choose one of: on"),
         (["--engine", "postgres", "--compression", "on"], "PostgreSQL cannot compress"),
+        (["--engine", "mariadb", "--pg-bin", "/usr"], "--pg-bin goes with --engine postgres"),
         (["--set", "force_compression=uncompressed"], "use --compression on|off"),
         (["--set", "no_such_thing=1"], "--set: 'no_such_thing' is not allowed"),
         (["--set", "threads=many"], "--set threads: 'many' is not allowed; DuckDB refuses it"),
@@ -278,3 +215,50 @@ def test_a_cache_without_room_is_refused_before_generating(
     )
     assert "MiB free; choose a smaller scale factor" in message
     assert list(tiny_cache.iterdir()) == []
+
+
+# A query no engine finishes within a second at SF 0.01 (60175 x 60175 x 25 rows to count),
+# then one that takes a millisecond.
+ENDLESS = (
+    "SELECT count(*) AS n FROM lineitem a, lineitem b, nation c "
+    "WHERE a.l_orderkey + b.l_orderkey + c.n_nationkey < 0"
+)
+QUICK = "SELECT r_name FROM region ORDER BY r_name"
+
+
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("mariadb", marks=[requires_mariadb])])
+def test_a_query_over_its_timeout_is_stopped_and_the_run_goes_on(
+    cache: Path, open_tmp: Path, engine: str
+) -> None:
+    """The endless query is stopped at the timeout and reported as timed out; the next query
+    runs on the same connection, and afterwards the engine still answers."""
+    options = TpchOptions(
+        engine, Layout((open_tmp,)), scale_factor=0.01, cold=False, timeout=1.0, queries=(1, 2)
+    )
+    files = tpch_data.ensure(0.01, Collect())
+    outcome = RunOutcome(RunStatus.RUNNING)
+    instance = catalog.create(engine, options.layout)
+    with running(instance) as placement:
+        with pytest.raises(RunFailed, match=r"1 of 2 queries failed: Q1: timed out"):
+            load_and_query(
+                instance,
+                placement,
+                options,
+                files,
+                {1: ENDLESS, 2: QUICK},
+                None,
+                outcome,
+                Collect(),
+            )
+        stopped, quick = outcome.query_results
+        assert (stopped.query, stopped.seconds, stopped.rows) == (1, None, None)
+        assert stopped.error == "timed out: stopped after 1 s"
+        assert (quick.query, quick.rows, quick.error) == (2, 5, None)
+        assert [q["error"] for q in outcome.summary["queries"]] == [stopped.error, None]
+        conn = instance.connect()
+        try:
+            counts = instance.tpch_dialect().row_counts(conn)
+        finally:
+            conn.close()
+        assert counts == tpch_data.expected_rows(files)
+    assert list(open_tmp.iterdir()) == []

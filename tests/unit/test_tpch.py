@@ -1,5 +1,6 @@
-"""TPC-H pieces that need no engine: the answer check, the cache's names, CSV chunks, the
-per-query results in the results database, the migrator with a gap in the numbers."""
+"""TPC-H pieces that need no engine: the answer check, the cache's names, CSV chunks,
+MariaDB's table definitions and query text, the per-query results in the results database,
+the migrator with a gap in the numbers."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from iolab.engines.postgres_tpch import chunks
-from iolab.engines.tpch import TABLES, TpchFiles
-from iolab.errors import BadInput
+from iolab.engines.mariadb_tpch import MariaDBTpch
+from iolab.engines.tpch import TABLES, TpchFiles, chunks
+from iolab.errors import BadInput, RunFailed
 from iolab.results import QueryResult, RunOutcome, RunStatus, cell_id
 from iolab.store import open_store
 from iolab.store.migrate import available
@@ -91,8 +92,41 @@ def test_chunks_cut_whole_lines_and_skip_the_header(tmp_path: Path) -> None:
     for c in found:
         part = c.path.read_bytes()[c.start : c.end]
         assert part.endswith(b"\n") and part[:1].isdigit()
+        assert b"".join(c.blocks()) == part
         data += part
     assert data == b"".join(lines)
+
+
+def test_mariadb_tables_are_split_over_the_dirs_and_page_compressed() -> None:
+    two = MariaDBTpch([Path("/d0"), Path("/d1")], lambda: None, compression=True)
+    sql = two.create_table_sql("lineitem")
+    assert "l_comment VARCHAR(44) CHARACTER SET latin1 COLLATE latin1_bin NOT NULL" in sql
+    assert "l_quantity DECIMAL(15,2) NOT NULL" in sql
+    assert "PRIMARY KEY (l_orderkey, l_linenumber)" in sql
+    assert sql.endswith(
+        "PAGE_COMPRESSED=1 PARTITION BY HASH (l_orderkey) "
+        "(PARTITION p0 DATA DIRECTORY = '/d0', PARTITION p1 DATA DIRECTORY = '/d1')"
+    )
+    one = MariaDBTpch([Path("/d0")], lambda: None).create_table_sql("orders")
+    assert one.endswith("ROW_FORMAT=DYNAMIC STATS_PERSISTENT=1 DATA DIRECTORY = '/d0'")
+    assert "PAGE_COMPRESSED" not in one
+
+
+def test_mariadb_q13_names_its_derived_columns_in_the_select_list() -> None:
+    duckdb_q13 = (
+        "SELECT c_count, count(*) AS custdist FROM (SELECT c_custkey, count(o_orderkey)\n"
+        "    FROM customer LEFT OUTER JOIN orders ON c_custkey = o_custkey\n"
+        "GROUP BY c_custkey) AS c_orders (c_custkey,\n        c_count)\nGROUP BY c_count;"
+    )
+    dialect = MariaDBTpch([Path("/d0")], lambda: None)
+    assert dialect.query(13, duckdb_q13) == (
+        "SELECT c_count, count(*) AS custdist FROM (SELECT c_custkey, count(o_orderkey) "
+        "AS c_count\n    FROM customer LEFT OUTER JOIN orders ON c_custkey = o_custkey\n"
+        "GROUP BY c_custkey) AS c_orders\nGROUP BY c_count;"
+    )
+    assert dialect.query(6, "SELECT 6;") == "SELECT 6;"
+    with pytest.raises(RunFailed, match="query 13 of the tpch extension is not the text"):
+        dialect.query(13, "SELECT 13")
 
 
 def test_geometric_mean() -> None:

@@ -45,7 +45,9 @@ def _scale_factor(text: str) -> float:
 
 
 def tpch(
-    engine: Annotated[str, typer.Option(help="duckdb (embedded) or postgres.")] = "duckdb",
+    engine: Annotated[
+        str, typer.Option(help="duckdb (embedded), postgres or mariadb (InnoDB).")
+    ] = "duckdb",
     sf: Annotated[
         str, typer.Option("--sf", help="Scale factor: 1 is about 1 GB of CSV (0.01, 0.1, 1, 10).")
     ] = "1",
@@ -60,12 +62,12 @@ def tpch(
     files: Annotated[
         int,
         typer.Option(
-            help="Data files (tablespaces or database files) round-robin over the data dirs; "
-            "every table is split over all of them."
+            help="Data files (database files, tablespaces or InnoDB partitions) round-robin "
+            "over the data dirs; every table is split over all of them."
         ),
     ] = 1,
     wal_dir: Annotated[
-        Path | None, typer.Option(help="Directory for the WAL (PostgreSQL).")
+        Path | None, typer.Option(help="Directory for the WAL (PostgreSQL) or redo log (MariaDB).")
     ] = None,
     temp_dir: Annotated[
         Path | None, typer.Option(help="Directory for temporary files (spilled sorts, hashes).")
@@ -77,7 +79,8 @@ def tpch(
     compression: Annotated[
         str | None,
         typer.Option(
-            help="on or off. Default: the engine's (DuckDB on; PostgreSQL has none for TPC-H)."
+            help="on or off. Default: the engine's (DuckDB on; MariaDB off, on is InnoDB page "
+            "compression; PostgreSQL has none for TPC-H)."
         ),
     ] = None,
     cold: Annotated[
@@ -96,7 +99,10 @@ def tpch(
     ] = None,
     loaders: Annotated[
         int | None,
-        typer.Option(help="PostgreSQL: parallel COPY connections. Default: the CPUs (at least 2)."),
+        typer.Option(
+            help="PostgreSQL, MariaDB: parallel loader connections (COPY, LOAD DATA). "
+            "Default: the CPUs (at least 2)."
+        ),
     ] = None,
     pg_bin: Annotated[
         Path | None,

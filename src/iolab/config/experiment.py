@@ -126,7 +126,7 @@ class DiskWorkload(_Section):
 
 class TpchWorkload(_Section):
     kind: Literal["tpch"]
-    engine: Literal["duckdb", "postgres"] = "duckdb"
+    engine: Literal["duckdb", "postgres", "mariadb"] = "duckdb"
     scale_factor: float = Field(default=1.0, gt=0)
     compression: Literal["on", "off", "default"] = "default"
     cold: bool = True

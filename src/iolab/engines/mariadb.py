@@ -16,13 +16,14 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 from iolab import ownership
 from iolab.engines.interface import Layout, Placement, check_dirs
 from iolab.engines.mariadb_load import MariaDBPopulate
+from iolab.engines.mariadb_tpch import MariaDBTpch
 from iolab.engines.server_process import ServerUser, make_owned_dir, run_as, server_user, spawn
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
 from iolab.process import run, tail
@@ -76,6 +77,8 @@ REPORTED_VARIABLES = (
     "innodb_page_size",
     "innodb_log_group_home_dir",
     "innodb_file_per_table",
+    "innodb_compression_algorithm",
+    "innodb_compression_level",
     "tmpdir",
 )
 
@@ -205,6 +208,11 @@ class MariaDBEngine:
         return f"the server log{where} ends: " + tail("\n".join(lines), 6)
 
     # -- provision ---------------------------------------------------------------------------
+
+    @staticmethod
+    def check(layout: Layout) -> None:
+        """Refuse a layout or settings MariaDB cannot use, before anything is created."""
+        MariaDBEngine(layout)._validate(_find_binary(("mariadbd", "mysqld")))
 
     def _validate(self, mariadbd: str) -> None:
         layout = self._layout
@@ -339,6 +347,9 @@ class MariaDBEngine:
             f'innodb_log_group_home_dir="{redo or self._datadir}"',
             *([f'tmpdir="{temp}"'] if temp is not None else []),
             "innodb_file_per_table=ON",
+            "# a restart starts with an empty buffer pool (a cold run), not the pages of the last",
+            "innodb_buffer_pool_dump_at_shutdown=OFF",
+            "innodb_buffer_pool_load_at_startup=OFF",
             "performance_schema=ON",
             "# waits for iolab's wait statistics (iolab.probes.waits); --set may turn them off",
             "performance_schema_instrument='wait/synch/%=ON'",
@@ -432,18 +443,33 @@ class MariaDBEngine:
         except pymysql.MySQLError:
             return None
 
-    def connect(self) -> Any:
+    def connect(self, *, local_infile: bool = False) -> Any:
+        """A connection to the benchmark database; ``local_infile``: it may send files of
+        this process to the server (``LOAD DATA LOCAL INFILE``)."""
         pymysql = _pymysql()
         if not _alive(self._proc):
             raise IolabError("the MariaDB server is not running: start() it first")
         return pymysql.connect(
-            unix_socket=str(self.socket), user="root", database=DATABASE, autocommit=False
+            unix_socket=str(self.socket),
+            user="root",
+            database=DATABASE,
+            autocommit=False,
+            local_infile=local_infile,
         )
 
     def populate_dialect(self) -> MariaDBPopulate:
         """The population workload's SQL for this instance (started): its page size, its dirs."""
         page_size = int(self._query(["SELECT @@innodb_page_size"])[0][0])
         return MariaDBPopulate(list(self.partition_dirs), page_size)
+
+    def tpch_dialect(self, *, compression: bool = False, loaders: int = 2) -> MariaDBTpch:
+        """The TPC-H workload's SQL for this instance's data files."""
+        return MariaDBTpch(
+            list(self.partition_dirs),
+            partial(self.connect, local_infile=True),
+            compression=compression,
+            loaders=loaders,
+        )
 
     def version(self) -> str:
         if _alive(self._proc):

@@ -6,10 +6,10 @@ so the layout's data directories each hold a share of every table, as the files 
 Server filegroup do. Temporary files (sorts and hashes that spill) go to the temp tablespace
 when the layout has a temp dir (the engine sets ``temp_tablespaces``).
 
-Load: the CSV files are cut into chunks of about :data:`CHUNK_BYTES` at line ends, and
-``loaders`` connections, each in its own thread, take chunks off one queue and send each in one
-``COPY <table> FROM STDIN (FORMAT csv)``; the server routes rows to partitions. The largest
-tables go first so the loaders finish together.
+Load: the CSV files are cut into chunks of about 16 MiB at line ends
+(:func:`iolab.engines.tpch.chunks`), and ``loaders`` connections, each in its own thread, take
+chunks off one queue and send each in one ``COPY <table> FROM STDIN (FORMAT csv)``; the
+server routes rows to partitions. The largest tables go first so the loaders finish together.
 
 After the load, also in parallel on ``loaders`` connections: primary keys and the secondary
 indexes of :data:`iolab.engines.tpch.INDEXES`, built per partition in the partition's
@@ -24,11 +24,7 @@ about 2 KB only), so ``compression=True`` is refused.
 from __future__ import annotations
 
 import contextlib
-import queue
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from iolab.engines.tpch import (
@@ -36,130 +32,43 @@ from iolab.engines.tpch import (
     INDEXES,
     PRIMARY_KEYS,
     TABLES,
+    Chunk,
     Connect,
     Progress,
     QueryTimeout,
     TpchFiles,
+    chunks,
     partition_key,
+    run_parallel,
 )
-from iolab.errors import BadInput, RunFailed
+from iolab.errors import BadInput
 
-CHUNK_BYTES = 16 * 2**20  # CSV bytes per COPY
-BLOCK_BYTES = 1 * 2**20  # bytes per write to the COPY stream
+ENGINE = "PostgreSQL"
 NO_COMPRESSION = (
     "PostgreSQL cannot compress TPC-H's rows (TOAST compresses only values over about 2 KB); "
     "use --compression off"
 )
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """Bytes ``start`` to ``end`` of a table's CSV file: whole lines, no header."""
-
-    table: str
-    path: Path
-    start: int
-    end: int
-
-
-def chunks(files: TpchFiles, size: int = CHUNK_BYTES) -> list[Chunk]:
-    """Every table's CSV cut at line ends into chunks of about ``size`` bytes, largest first."""
-    found: list[Chunk] = []
-    for table in TABLES:
-        path = files.path(table)
-        total = path.stat().st_size
-        with path.open("rb") as f:
-            start = len(f.readline())  # the header line
-            while start < total:
-                end = min(total, start + size)
-                if end < total:
-                    f.seek(end)
-                    end += len(f.readline())  # to the end of the line cut
-                found.append(Chunk(table, path, start, end))
-                start = end
-    return found
-
-
 def send_chunk(conn: Any, chunk: Chunk, stop: threading.Event | None = None) -> int:
     """One ``COPY ... FROM STDIN`` of ``chunk``; returns the bytes sent."""
     sent = 0
-    with (
-        conn.cursor() as cur,
-        cur.copy(f"COPY {chunk.table} FROM STDIN (FORMAT csv)") as copy,
-        chunk.path.open("rb") as f,
-    ):
-        f.seek(chunk.start)
-        while sent < chunk.end - chunk.start:
-            if stop is not None and stop.is_set():
-                raise _Stopped
-            block = f.read(min(BLOCK_BYTES, chunk.end - chunk.start - sent))
-            if not block:
-                raise RunFailed(f"{chunk.path} is shorter than when the load began")
+    with conn.cursor() as cur, cur.copy(f"COPY {chunk.table} FROM STDIN (FORMAT csv)") as copy:
+        for block in chunk.blocks(stop):
             copy.write(block)
             sent += len(block)
     return sent
 
 
-class _Stopped(Exception):
-    """A worker stopped because another failed or the run was interrupted."""
+def _autocommit(connect: Connect) -> Connect:
+    """Connections from ``connect`` with autocommit on: each statement its own transaction."""
 
+    def make() -> Any:
+        conn = connect()
+        conn.autocommit = True
+        return conn
 
-def run_parallel(
-    connect: Connect,
-    workers: int,
-    tasks: list[Any],
-    work: Callable[[Any, Any, threading.Event], None],
-) -> None:
-    """``work(conn, task, stop)`` for every task, on ``workers`` connections (autocommit) each
-    in its own thread; the first error stops the others and is raised."""
-    pending: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    for task in tasks:
-        pending.put(task)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    conns = []
-    try:
-        for _ in range(max(1, min(workers, len(tasks)))):
-            conn = connect()
-            conn.autocommit = True
-            conns.append(conn)
-
-        def worker(conn: Any) -> None:
-            while not stop.is_set():
-                try:
-                    task = pending.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    work(conn, task, stop)
-                except _Stopped:
-                    return
-                except BaseException as exc:
-                    errors.append(exc)
-                    stop.set()
-                    return
-
-        threads = [
-            threading.Thread(target=worker, args=(c,), name=f"tpch-{i}", daemon=True)
-            for i, c in enumerate(conns)
-        ]
-        for t in threads:
-            t.start()
-        try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
-        except BaseException:
-            stop.set()
-            raise
-    finally:
-        for conn in conns:
-            with contextlib.suppress(Exception):
-                conn.close()
-    if errors:
-        first = errors[0]
-        text = str(first).strip().splitlines()[0] if str(first).strip() else repr(first)
-        raise RunFailed(f"PostgreSQL: {text}") from first
+    return make
 
 
 class PostgresTpch:
@@ -207,7 +116,7 @@ class PostgresTpch:
         def work(conn: Any, chunk: Chunk, stop: threading.Event) -> None:
             progress(send_chunk(conn, chunk, stop))
 
-        run_parallel(connect, self.loaders, chunks(files), work)
+        run_parallel(ENGINE, _autocommit(connect), self.loaders, chunks(files), work)
 
     def finish_load(self, connect: Connect) -> None:
         def run(conn: Any, statements: list[str], _stop: threading.Event) -> None:
@@ -228,9 +137,9 @@ class PostgresTpch:
                         f"({', '.join(cols)}) TABLESPACE {space}"
                     )
                 builds.append(todo)
-        run_parallel(connect, self.loaders, builds, run)
+        run_parallel(ENGINE, _autocommit(connect), self.loaders, builds, run)
         vacuums = [[f"VACUUM (ANALYZE) {part}"] for t in TABLES for part, _ in self.partitions(t)]
-        run_parallel(connect, self.loaders, vacuums, run)
+        run_parallel(ENGINE, _autocommit(connect), self.loaders, vacuums, run)
         if self.partitioned:
             attach: list[list[str]] = []
             for table in TABLES:
@@ -244,7 +153,7 @@ class PostgresTpch:
                     ]
                 todo.append(f"ANALYZE {table}")
                 attach.append(todo)
-            run_parallel(connect, self.loaders, attach, run)
+            run_parallel(ENGINE, _autocommit(connect), self.loaders, attach, run)
         conn = connect()
         try:
             conn.autocommit = True

@@ -5,6 +5,10 @@ engine's ``TpchDialect`` owns the SQL: the tables spread over the layout's data 
 load from the generated CSV files, keys/indexes/statistics after the load, the queries in its
 dialect and how a query is stopped at its timeout.
 
+Server engines load in parallel with the same two pieces: :func:`chunks` cuts the CSV files at
+line ends into pieces of about :data:`CHUNK_BYTES`, and :func:`run_parallel` hands tasks (chunks,
+index builds) to a number of connections, each in its own thread.
+
 The schema is TPC-H's (specification 1.4): fixed text as ``CHAR(n)``, variable text as
 ``VARCHAR(n)``, money and quantities as ``DECIMAL(15,2)``, dates as ``DATE``. Each table is
 split over the data files by its first key column (``PARTITION_KEY``).
@@ -12,10 +16,18 @@ split over the data files by its first key column (``PARTITION_KEY``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+from iolab.errors import RunFailed
+
+CHUNK_BYTES = 16 * 2**20  # CSV bytes per chunk of a parallel load
+BLOCK_BYTES = 1 * 2**20  # bytes read from a chunk at a time
 
 # Load order: small tables first does not matter for the load; the largest go first so that
 # parallel loaders finish together.
@@ -147,6 +159,49 @@ class TpchFiles:
         return sum(self.bytes(t) for t in TABLES)
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """Bytes ``start`` to ``end`` of a table's CSV file: whole lines, no header."""
+
+    table: str
+    path: Path
+    start: int
+    end: int
+
+    def blocks(self, stop: threading.Event | None = None) -> Iterator[bytes]:
+        """The chunk's bytes, :data:`BLOCK_BYTES` at a time; :class:`Stopped` once ``stop``
+        is set."""
+        with self.path.open("rb") as f:
+            f.seek(self.start)
+            left = self.end - self.start
+            while left > 0:
+                if stop is not None and stop.is_set():
+                    raise Stopped
+                block = f.read(min(BLOCK_BYTES, left))
+                if not block:
+                    raise RunFailed(f"{self.path} is shorter than when the load began")
+                left -= len(block)
+                yield block
+
+
+def chunks(files: TpchFiles, size: int = CHUNK_BYTES) -> list[Chunk]:
+    """Every table's CSV cut at line ends into chunks of about ``size`` bytes, largest first."""
+    found: list[Chunk] = []
+    for table in TABLES:
+        path = files.path(table)
+        total = path.stat().st_size
+        with path.open("rb") as f:
+            start = len(f.readline())  # the header line
+            while start < total:
+                end = min(total, start + size)
+                if end < total:
+                    f.seek(end)
+                    end += len(f.readline())  # to the end of the line cut
+                found.append(Chunk(table, path, start, end))
+                start = end
+    return found
+
+
 class QueryTimeout(Exception):
     """A query ran into its timeout and was stopped by the engine."""
 
@@ -161,7 +216,8 @@ class TpchDialect(Protocol):
     compression: bool
 
     def create_tables(self, conn: Any) -> None:
-        """Create the eight tables (without keys), spread over the layout's data files."""
+        """Create the eight tables spread over the layout's data files (keys and indexes may
+        wait for :meth:`finish_load`)."""
         ...
 
     def load(self, connect: Connect, files: TpchFiles, progress: Progress) -> None:
@@ -185,3 +241,65 @@ class TpchDialect(Protocol):
     def row_counts(self, conn: Any) -> dict[str, int]:
         """Rows in each table."""
         ...
+
+
+class Stopped(Exception):
+    """A worker stopped because another failed or the run was interrupted."""
+
+
+def run_parallel(
+    engine: str,
+    connect: Connect,
+    workers: int,
+    tasks: list[Any],
+    work: Callable[[Any, Any, threading.Event], None],
+) -> None:
+    """``work(conn, task, stop)`` for every task, on ``workers`` connections from ``connect``,
+    each in its own thread; the first error stops the others and is raised as RunFailed naming
+    ``engine``. ``work`` raises :class:`Stopped` when it sees ``stop`` set."""
+    pending: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    for task in tasks:
+        pending.put(task)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    conns = []
+    try:
+        for _ in range(max(1, min(workers, len(tasks)))):
+            conns.append(connect())
+
+        def worker(conn: Any) -> None:
+            while not stop.is_set():
+                try:
+                    task = pending.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    work(conn, task, stop)
+                except Stopped:
+                    return
+                except BaseException as exc:
+                    errors.append(exc)
+                    stop.set()
+                    return
+
+        threads = [
+            threading.Thread(target=worker, args=(c,), name=f"tpch-{i}", daemon=True)
+            for i, c in enumerate(conns)
+        ]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except BaseException:
+            stop.set()
+            raise
+    finally:
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+    if errors:
+        first = errors[0]
+        text = str(first).strip().splitlines()[0] if str(first).strip() else repr(first)
+        raise RunFailed(f"{engine}: {text}") from first

@@ -2,10 +2,10 @@
 
 1. Data: generated once per scale factor by ``tpchgen-cli`` into the cache (tpch_data.py).
 2. Load: a fresh engine on the layout; the engine's TPC-H dialect creates the tables spread
-   over the layout's data files, loads the CSV files (PostgreSQL: parallel COPY), then builds
-   keys, indexes and statistics. Measured: load seconds and MB/s of CSV, index seconds, the
-   on-disk size (allocated bytes of the engine's data files) and the compression ratio (CSV
-   bytes / on-disk bytes). Row counts must match the generator's.
+   over the layout's data files, loads the CSV files (PostgreSQL: parallel COPY; MariaDB:
+   parallel LOAD DATA), then builds keys, indexes and statistics. Measured: load seconds and
+   MB/s of CSV, index seconds, the on-disk size (allocated bytes of the engine's data files)
+   and the compression ratio (CSV bytes / on-disk bytes). Row counts must match the generator's.
 3. Power run: the queries (1..22 or a subset) in one stream on one connection, each with a
    timeout. Cold (default): the engine is restarted and, when iolab runs as root, the page
    cache dropped (``sync; echo 3 > /proc/sys/vm/drop_caches``) once before the stream. Warm:
@@ -27,6 +27,7 @@ from typing import Any
 from iolab.engines import catalog
 from iolab.engines.duckdb import DuckDBEngine
 from iolab.engines.interface import Layout, Placement, running
+from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
 from iolab.errors import BadInput, RunFailed
@@ -38,8 +39,9 @@ from iolab.system import diskstats
 from iolab.workloads import tpch_answers, tpch_data
 from iolab.workloads.tpch_answers import QUERIES, Answer
 
-ENGINES = ("duckdb", "postgres")
-COMPRESSION_DEFAULT = {"duckdb": True, "postgres": False}
+ENGINES = ("duckdb", "postgres", "mariadb")
+COMPRESSION_DEFAULT = {"duckdb": True, "postgres": False, "mariadb": False}
+PARALLEL_LOADERS = frozenset({"postgres", "mariadb"})  # engines that take --loaders
 DEFAULT_TIMEOUT = 300.0
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 PROGRESS_EVERY = 0.5
@@ -51,7 +53,8 @@ def default_loaders() -> int:
 
 @dataclass(frozen=True)
 class TpchOptions:
-    """A TPC-H run. ``compression`` None: the engine's default (DuckDB on, PostgreSQL off).
+    """A TPC-H run. ``compression`` None: the engine's default (DuckDB on, PostgreSQL and
+    MariaDB off).
 
     ``reference_sf``: check the answers against another scale factor's reference instead of
     this one's (only to prove that wrong answers are caught).
@@ -134,6 +137,8 @@ def preflight(options: TpchOptions) -> dict[int, str]:
     options.validate()
     if options.engine == "duckdb":
         DuckDBEngine.check(options.layout)
+    elif options.engine == "mariadb":
+        MariaDBEngine.check(options.layout)
     texts = tpch_answers.queries()
     for sf in {options.scale_factor, options.reference_sf or options.scale_factor}:
         if tpch_data.cached(sf) is None:
@@ -211,7 +216,7 @@ def run_tpch(options: TpchOptions, outcome: RunOutcome, events: EventSink) -> No
 
 
 def _dialect(engine: Any, options: TpchOptions) -> TpchDialect:
-    if options.engine == "postgres":
+    if options.engine in PARALLEL_LOADERS:
         dialect: TpchDialect = engine.tpch_dialect(
             compression=options.compressed, loaders=options.loader_count
         )
@@ -289,7 +294,7 @@ def load_and_query(
             "compression": options.compressed,
             "mode": "cold" if options.cold else "warm",
             "timeout_seconds": options.timeout,
-            "loaders": options.loader_count if options.engine == "postgres" else 1,
+            "loaders": options.loader_count if options.engine in PARALLEL_LOADERS else 1,
             "generator": tpch_data.manifest(files).get("generator"),
             "data_bytes": data_bytes,
             "data_rows": expected,
