@@ -300,3 +300,26 @@ def test_default_data_dir_is_a_scratch_dir(results_db: Path) -> None:
     assert doc["placement"]["data"][0].startswith("/var/tmp/iolab-populate-")
     after = {p.name for p in Path("/var/tmp").iterdir() if p.name.startswith("iolab-populate-")}
     assert after == before  # removed again
+
+
+def test_postgres_takes_relative_directories(open_tmp: Path, results_db: Path) -> None:
+    make_dirs(open_tmp, "data", "wal")
+    done = iolab(
+        "populate",
+        "--engine",
+        "postgres",
+        "--data-dir",
+        "data",
+        "--wal-dir",
+        "wal",
+        "--rows",
+        "100",
+        "--connections",
+        "2",
+        "--json",
+        cwd=open_tmp,
+    )
+    assert done.returncode == 0, done.stderr
+    placement = json.loads(done.stdout)["placement"]
+    assert Path(placement["wal"]).parent == open_tmp / "wal"  # initdb got an absolute path
+    assert [Path(p).parent for p in placement["data"]] == [open_tmp / "data"]

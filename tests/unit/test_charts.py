@@ -174,3 +174,17 @@ def test_checkpoint_bands_merge_where_they_overlap_and_tables_stay_short() -> No
     html = timeline.sections(data, 42)
     assert html.count("<tr>") == 1 + 20  # the header and the first 20
     assert f"{len(often) - 20:,} more" in html and "iolab results show 42 --json" in html
+
+
+def test_a_time_axis_labels_every_tick_the_same_way() -> None:
+    from iolab.report.charts import Line, Plot, stack
+
+    def labels(seconds: float) -> list[str]:
+        plot = Plot("p", "MB/s", lines=[Line("a", [0.0, seconds], [1.0, 2.0])])
+        svg = stack([plot], x_max=seconds)
+        return re.findall(r'text-anchor="middle"[^>]*>([^<]+)</text>', svg)
+
+    ten_minutes = labels(600.0)
+    assert "600" in ten_minutes and not any(":" in t for t in ten_minutes)
+    half_hour = [t for t in labels(1800.0) if t[0].isdigit()]
+    assert half_hour[:2] == ["0:00:00", "0:05:00"] and all(t.count(":") == 2 for t in half_hour)

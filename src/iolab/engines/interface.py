@@ -26,6 +26,8 @@ class Layout:
     tablespaces, partitions, attached databases) to spread round-robin over ``data_dirs``;
     ``wal_dir``: where the WAL / redo log goes (None: the engine's default, beside the data);
     ``temp_dir``: where temporary files go (None: default); ``settings``: engine settings by name.
+    Directories are made absolute (from the current directory) when the layout is made: engines
+    hand them to servers that run elsewhere (initdb refuses a relative ``--waldir``).
     """
 
     data_dirs: tuple[Path, ...]
@@ -33,6 +35,13 @@ class Layout:
     wal_dir: Path | None = None
     temp_dir: Path | None = None
     settings: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "data_dirs", tuple(Path(d).absolute() for d in self.data_dirs))
+        for name in ("wal_dir", "temp_dir"):
+            path = getattr(self, name)
+            if path is not None:
+                object.__setattr__(self, name, Path(path).absolute())
 
     def named_dirs(self) -> list[tuple[str, Path]]:
         """Every directory of the layout with the option that names it, for messages."""

@@ -207,17 +207,21 @@ def tick_label(value: float, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
-def duration_label(seconds: float) -> str:
-    """Tick labels of a time axis: seconds, or h:mm:ss beyond ten minutes."""
-    if seconds < 600:
+def duration_label(seconds: float, clock: bool) -> str:
+    """A tick label of a time axis: seconds, or h:mm:ss on a ``clock`` axis (one that runs
+    beyond ten minutes: every label of an axis takes the same form)."""
+    if not clock:
         return f"{seconds:g}"
     whole = round(seconds)
     return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
+CLOCK_AXIS = 600.0  # seconds: a time axis longer than this is labelled h:mm:ss
+
+
 def time_ticks(hi: float) -> list[float]:
     """Ticks for 0..hi seconds on whole seconds, minutes or hours where they fit."""
-    if hi <= 600:
+    if hi <= CLOCK_AXIS:
         return nice_ticks(0.0, hi, 8)
     for step in (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600):
         if hi / step <= 10:
@@ -437,7 +441,7 @@ def stack(
     frame = frame or Frame()
     x_ticks = time_ticks(max(x_max, 1e-9))
     x_hi = x_ticks[-1]
-    labels = [duration_label(t) for t in x_ticks]
+    labels = [duration_label(t, x_hi > CLOCK_AXIS) for t in x_ticks]
     svg = _Svg()
     y = float(frame.top + (24 if title else 0))
     if title:
@@ -446,7 +450,7 @@ def stack(
         y += 18
         _draw_plot(svg, plot, frame, y, 0.0, x_hi, x_ticks, labels)
         y += plot.height + frame.gap
-    unit = " (h:mm:ss)" if x_hi >= 600 else ""
+    unit = " (h:mm:ss)" if x_hi > CLOCK_AXIS else ""
     svg.text(frame.left + frame.inner / 2, y - frame.gap + 38, x_label + unit, anchor="middle")
     height = int(y - frame.gap + frame.bottom)
     return svg.document(frame.width, height, title or "timeline")
