@@ -92,6 +92,11 @@ connections = [2, 4]
     assert len(drift["values"]) >= 3 and drift["hours"][0] == 0.0
     baseline_runs = next(c for c in report["cells"] if c["label"] == drift["cell"])["runs"]
     assert sorted(drift["values"]) == sorted(baseline_runs)
+    every = open_tmp / "every.html"
+    assert iolab("report", str(exp), "--html", str(every), "--timelines", "all").returncode == 0
+    done_runs = sum(len(c["runs"]) for c in report["cells"])
+    assert len(re.findall(r"<h3>[^<]* · run \d+</h3>", every.read_text())) == done_runs
+    assert "Runs underneath (every run)" in every.read_text()
     text = page.read_text()
     # self-contained: no script, no link to anything outside the file
     assert "<script" not in text
@@ -108,7 +113,8 @@ connections = [2, 4]
     bars = re.findall(r"<rect[^>]*fill=\"#[0-9a-f]{6}\"", charts[0])
     assert len(bars) >= 4  # one bar per cell, each with data
     assert "seconds" in charts[0]  # the axis says its unit
-    assert html.count("Runs underneath") == 1
+    assert html.count("Runs underneath (the median run of each cell)") == 1
+    assert len(re.findall(r"<h3>[^<]* · run \d+</h3>", html)) == 4  # one per cell
     assert "rows/s" in html  # the timelines' throughput series
     assert "environment of the first run" in html
     assert "Efficiency against the device" in html and "SEQ1M Q1T1 write, disk run 1" in html

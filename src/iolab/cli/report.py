@@ -116,15 +116,28 @@ def report(
             "run of each device).",
         ),
     ] = None,
+    timelines: Annotated[
+        str,
+        typer.Option(
+            help="HTML: the timeline of each cell's median run (median) or of every done run "
+            "(all; the file grows with the runs)."
+        ),
+    ] = "median",
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
     confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
     statistics; --html writes them with charts, a timeline of each cell's median run, and the
     environment, into one file."""
+    if timelines not in ("median", "all"):
+        raise BadInput("--timelines", timelines, "give median or all")
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
         cells, rows, cfg, metric, lower = _cells(store, exp)
-        extra = _html_parts(store, rows, metric, with_disk or []) if html is not None else None
+        extra = (
+            _html_parts(store, rows, metric, with_disk or [], timelines == "all")
+            if html is not None
+            else None
+        )
         base_label = _full_label(cells, _baseline_label(cfg))
         f = analyse(cells, metric, lower, baseline=base_label)
         f.add_context(
@@ -173,10 +186,11 @@ def _unit(metric: str) -> str:
 
 
 def _html_parts(
-    store: Store, rows: list[Any], metric: str, disk_runs: list[int]
+    store: Store, rows: list[Any], metric: str, disk_runs: list[int], every_run: bool = False
 ) -> tuple[list[Any], list[Any], dict[str, Any] | None, dict[str, Any]]:
-    """What the HTML report shows beyond the statistics: each cell's median run with its
-    probes, the disk runs asked for, the environment of the first run, each cell's params."""
+    """What the HTML report shows beyond the statistics: each cell's median run (or every
+    done run) with its probes, the disk runs asked for, the environment of the first run,
+    each cell's params."""
     from iolab.analysis.disk import summarize as disk_summarize
 
     runs = []
@@ -191,13 +205,13 @@ def _html_parts(
         ]
         if not done:
             continue
-        done.sort()
-        run_id = done[(len(done) - 1) // 2][1]
-        data = store.probes(run_id, names=timeline_report.SERIES)
-        if data is not None:
-            runs.append((cell_id, run_id, data))
+        chosen = [r for _, r in done] if every_run else [sorted(done)[(len(done) - 1) // 2][1]]
+        for run_id in chosen:
+            data = store.probes(run_id, names=timeline_report.SERIES)
+            if data is not None:
+                runs.append((cell_id, run_id, data))
         if env is None:
-            record = store.run(run_id)
+            record = store.run(chosen[0])
             env = store.environment(record.env_id) if record.env_id else None
     disks = []
     for run_id in disk_runs:

@@ -344,7 +344,9 @@ def page(
         parts += [disk_section(name, s) for name, s in disks]
         parts.append("</section>")
     if runs:
-        parts.append("<section id='runs'><h2>Runs underneath (the median run of each cell)</h2>")
+        cells = [r.cell for r in runs]
+        which = "every run" if len(set(cells)) < len(cells) else "the median run of each cell"
+        parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
             parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}"))
