@@ -10,6 +10,8 @@ from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
 from iolab.analysis.queries import fastest
 
+PAIRS_SHOWN = 6  # paired comparisons listed under each dimension's average gain
+
 
 def findings_text(f: Findings, title: str) -> Group:
     parts: list[Text | Table] = [Text(title, style="bold")]
@@ -25,6 +27,11 @@ def findings_text(f: Findings, title: str) -> Group:
         parts.append(Text("  " + sentence(r)))
     for d in f.dimensions:
         parts.append(Text("  " + gain_sentence(d)))
+        for r in d.pairs[:PAIRS_SHOWN]:
+            parts.append(Text("    " + sentence(r), style="dim" if not r.significant else ""))
+        if len(d.pairs) > PAIRS_SHOWN:
+            more = len(d.pairs) - PAIRS_SHOWN
+            parts.append(Text(f"    ... and {more} more pair(s): --json or --html", style="dim"))
     for e in f.best_efficiency():
         parts.append(Text("  " + efficiency_sentence(e)))
     if f.drift is not None and not f.drift.trend.significant:

@@ -60,7 +60,12 @@ def findings_html(f: Findings) -> str:
             f"{_num(s.mean)}{ci}, n = {s.n}</li>"
         )
     items += [f"<li>{_e(sentence(r))}</li>" for r in f.best_vs]
-    items += [f"<li>{_e(gain_sentence(d))}</li>" for d in f.dimensions]
+    for d in f.dimensions:
+        pairs = "".join(f"<li>{_e(sentence(r))}</li>" for r in d.pairs)
+        items.append(
+            f"<li>{_e(gain_sentence(d))}<details><summary>the {len(d.pairs)} paired "
+            f"cell(s)</summary><ul>{pairs}</ul></details></li>"
+        )
     items += [f"<li>{_e(efficiency_sentence(e))}</li>" for e in f.best_efficiency()]
     if f.drift is not None and not f.drift.trend.significant:  # significant: a warning
         items.append(f"<li>{_e(drift_sentence(f.drift, f.metric))}</li>")
