@@ -381,3 +381,56 @@ layout = ["fast", "slow"]
     status = json.loads(iolab("testbed", "status", "--json").stdout)
     assert status == [] or all(not d.get("up") for d in status)
     assert not any(p.suffix == ".img" or "loop" in p.name for p in open_tmp.iterdir())
+
+
+def test_disk_experiment_report_and_any_metric(open_tmp: Path, results_db: Path) -> None:
+    make_dirs(open_tmp, "a", "b")
+    exp = write(
+        open_tmp,
+        """
+[experiment]
+name = "disks"
+repetitions = 2
+[workload]
+kind = "disk"
+profile = "real"
+size = "16MiB"
+runs = 1
+duration = 1
+interval = 0
+[layouts.a]
+data_dirs = ["a"]
+[layouts.b]
+data_dirs = ["b"]
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+layout = ["a", "b"]
+""",
+    )
+    assert iolab("run", str(exp)).returncode == 0
+    # a disk experiment compares its profile's first test, CrystalDiskMark's first row
+    doc = json.loads(iolab("report", str(exp), "--json").stdout)
+    assert (doc["metric"], doc["lower_is_better"]) == ("tests.SEQ1M Q1T1 read.mbps", False)
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    for cell in doc["cells"]:
+        layout = cell["values"]["layout"]
+        mine = [
+            r["summary"]["tests"]["SEQ1M Q1T1 read"]["mbps"]
+            for r in runs
+            if r["params"]["layout"] == layout
+        ]
+        assert sorted(cell["runs"]) == sorted(mine)
+    # any number the runs record, with its direction
+    lat = json.loads(
+        iolab("report", str(exp), "--json", "--metric", "tests.RND4K Q1T1 read.lat_p99_us").stdout
+    )
+    assert lat["lower_is_better"] is True and all(c["n"] == 2 for c in lat["cells"])
+    page = open_tmp / "disks.html"
+    assert iolab("report", str(exp), "--html", str(page)).returncode == 0
+    assert page.read_text().count("MB/s median") == 2  # each cell's CrystalDiskMark grid
+    bad = iolab("report", str(exp), "--metric", "nope")
+    assert bad.returncode == 2
+    assert "--metric: 'nope' is not allowed" in bad.stderr
+    assert "tests.TEST.iops|lat_p99_us|mbps with TEST one of: RND4K Q1T1 read" in bad.stderr

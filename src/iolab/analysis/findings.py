@@ -247,6 +247,30 @@ def label_of(values: Mapping[str, Any]) -> str:
     )
 
 
+def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
+    """The metric's value in a run summary: a key (``elapsed_seconds``) or a dotted path into
+    its tables (``tests.SEQ1M Q8T1 read.mbps``); None when absent or not a number."""
+    value: Any = summary.get(metric) if metric in summary else summary
+    if metric not in summary:
+        for part in metric.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                return None
+            value = value[part]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+HIGHER_IS_BETTER = ("per_second", "mbps", "iops", "ratio", "_ok")
+
+
+def lower_is_better(metric: str) -> bool:
+    """Rates, throughputs, ratios and counts of successes are better high; times, latencies,
+    sizes and bytes per row are better low."""
+    last = metric.rsplit(".", 1)[-1]
+    return not any(word in last for word in HIGHER_IS_BETTER)
+
+
 def cells_from_runs(
     rows: Sequence[tuple[str, Mapping[str, Any], Sequence[tuple[int, str, Mapping[str, Any]]]]],
     matrix_keys: Sequence[str],
@@ -256,11 +280,8 @@ def cells_from_runs(
     out = []
     for cell_id, params, runs in rows:
         values = matrix_values(params, matrix_keys)
-        numbers = tuple(
-            float(s[metric])
-            for _, status, s in runs
-            if status == "done" and isinstance(s.get(metric), int | float)
-        )
+        found = (metric_of(s, metric) for _, status, s in runs if status == "done")
+        numbers = tuple(v for v in found if v is not None)
         failed = sum(1 for _, status, _ in runs if status in ("failed", "aborted"))
         out.append(CellData(label_of(values) or cell_id[:8], values, numbers, failed))
     return out

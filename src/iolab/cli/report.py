@@ -26,7 +26,9 @@ from iolab.analysis.findings import (
     analyse,
     cells_from_runs,
     label_of,
+    lower_is_better,
     matrix_values,
+    metric_of,
     ratio,
     sentence,
 )
@@ -44,6 +46,16 @@ from iolab.store import Store, open_store
 from iolab.store import experiments as store_experiments
 from iolab.store.database import RunRecord
 
+MetricOption = Annotated[
+    str | None,
+    typer.Option(
+        help="What to compare: a number of the runs' summaries (rows_per_second, wal_bytes, "
+        "'tests.SEQ1M Q8T1 read.mbps', ...). Default: the workload's (elapsed_seconds, "
+        "total_seconds; a disk experiment's first test's MB/s). Rates, MB/s, IOPS and ratios "
+        "are better high, everything else low.",
+        show_default=False,
+    ),
+]
 TargetArgument = Annotated[
     str,
     typer.Argument(help="An experiment file (.toml) or an experiment's name.", show_default=False),
@@ -72,24 +84,62 @@ def _experiment(store: Store, target: str) -> ExperimentId:
     return found
 
 
-def _metric(cfg: dict[str, Any], rows: list[Any]) -> tuple[str, bool]:
+def _metric(cfg: dict[str, Any], rows: list[Any], wanted: str | None) -> tuple[str, bool]:
+    """The metric the statistics are about, and whether lower is better: ``--metric`` when
+    given, else the workload kind's (a disk experiment's: its first test's MB/s)."""
     kind = (cfg.get("workload") or {}).get("kind") or cfg.get("workload")
     if not isinstance(kind, str) and rows:
         kind = rows[0][1].get("kind")
     k = KINDS.get(str(kind))
-    if k is None or k.metric is None:
-        raise BadInput("EXPERIMENT", str(kind), "report works on populate experiments so far")
-    return k.metric, k.lower_is_better
+    summaries = [s for _, _, runs in rows for _, status, s in runs if status == "done"]
+    if wanted is None and k is not None and k.metric is not None:
+        return k.metric, k.lower_is_better
+    if wanted is None:  # a disk experiment: the first test of its profile that ran
+        wanted = _first_disk_test(rows, summaries)
+    if not any(metric_of(s, wanted) is not None for s in summaries):
+        raise BadInput("--metric", wanted, _metric_choices(summaries))
+    if k is not None and wanted == k.metric:
+        return wanted, k.lower_is_better
+    return wanted, lower_is_better(wanted)
+
+
+def _first_disk_test(rows: list[Any], summaries: list[dict[str, Any]]) -> str:
+    """``tests.<the profile's first test that ran>.mbps`` (CrystalDiskMark's first row)."""
+    from iolab.workloads.diskmark import profile_tests
+
+    ran = {t for s in summaries for t in s.get("tests") or {}}
+    profiles = [p.get("profile") for _, p, _ in rows if p.get("profile") in _DISK_PROFILES]
+    order = [t.label for t in profile_tests(profiles[0], mix=True)] if profiles else []
+    first = next((t for t in order if t in ran), None) or min(ran, default=None)
+    if first is None:
+        raise BadInput("EXPERIMENT", "disk", "it has no finished test to report on")
+    return f"tests.{first}.mbps"
+
+
+_DISK_PROFILES = ("default", "nvme", "peak", "real", "db")  # sweeps: give --metric
+
+
+def _metric_choices(summaries: list[dict[str, Any]]) -> str:
+    """What --metric can name, from the first finished run's summary."""
+    if not summaries:
+        return "the experiment has no finished run yet"
+    s = summaries[0]
+    names = [k for k in s if metric_of(s, k) is not None][:12]
+    tests = s.get("tests")
+    if isinstance(tests, dict) and tests:
+        fields = sorted({f for t in tests.values() for f in t})
+        names.append(f"tests.TEST.{'|'.join(fields)} with TEST one of: " + ", ".join(sorted(tests)))
+    return "give a number the runs record: " + ", ".join(names)
 
 
 def _cells(
-    store: Store, exp: ExperimentId
+    store: Store, exp: ExperimentId, wanted: str | None = None
 ) -> tuple[list[Any], list[Any], dict[str, Any], str, bool]:
     """The experiment's cells with their metric, the rows they come from (cell id, params,
     runs), its config, the metric and its direction."""
     cfg = store_experiments.config_of(store, exp)
     rows = store_experiments.cell_runs(store, exp)
-    metric, lower = _metric(cfg, rows)
+    metric, lower = _metric(cfg, rows, wanted)
     keys = _matrix_keys(cfg)
     return cells_from_runs(rows, keys, metric), rows, cfg, metric, lower
 
@@ -116,6 +166,7 @@ def report(
             "run of each device).",
         ),
     ] = None,
+    metric: MetricOption = None,
     timelines: Annotated[
         str,
         typer.Option(
@@ -132,7 +183,7 @@ def report(
         raise BadInput("--timelines", timelines, "give median or all")
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
-        cells, rows, cfg, metric, lower = _cells(store, exp)
+        cells, rows, cfg, metric, lower = _cells(store, exp, metric)
         extra = (
             _html_parts(store, rows, metric, with_disk or [], timelines == "all")
             if html is not None
@@ -148,8 +199,9 @@ def report(
     name = (cfg.get("experiment") or {}).get("name", target)
     direction = "lower is better" if lower else "higher is better"
     if html is not None and extra is not None:
-        runs, disks, env, params = extra
+        runs, cell_disks, disks, env, params = extra
         labels = {c_id: c.label for (c_id, _, _), c in zip(rows, cells, strict=True)}
+        disks = [(f"{labels[c_id]} · {what}", d) for c_id, what, d in cell_disks] + disks
         html.write_text(
             html_report.page(
                 f"iolab report: {name}",
@@ -187,22 +239,22 @@ def _unit(metric: str) -> str:
 
 def _html_parts(
     store: Store, rows: list[Any], metric: str, disk_runs: list[int], every_run: bool = False
-) -> tuple[list[Any], list[Any], dict[str, Any] | None, dict[str, Any]]:
+) -> tuple[list[Any], list[Any], list[Any], dict[str, Any] | None, dict[str, Any]]:
     """What the HTML report shows beyond the statistics: each cell's median run (or every
-    done run) with its probes, the disk runs asked for, the environment of the first run,
-    each cell's params."""
+    done run) with its probes (and, for disk cells, its disk grid), the disk runs asked for,
+    the environment of the first run, each cell's params."""
     from iolab.analysis.disk import summarize as disk_summarize
 
     runs = []
+    cell_disks: list[tuple[str, str, list[Any]]] = []
     env = None
     params = {}
     for cell_id, p, cell_runs in rows:
         params[cell_id] = p
-        done = [
-            (float(s[metric]), run_id)
-            for run_id, status, s in cell_runs
-            if status == "done" and isinstance(s.get(metric), int | float)
-        ]
+        values = (
+            (metric_of(s, metric), run_id) for run_id, status, s in cell_runs if status == "done"
+        )
+        done = [(v, run_id) for v, run_id in values if v is not None]
         if not done:
             continue
         chosen = [r for _, r in done] if every_run else [sorted(done)[(len(done) - 1) // 2][1]]
@@ -210,6 +262,9 @@ def _html_parts(
             data = store.probes(run_id, names=timeline_report.SERIES)
             if data is not None:
                 runs.append((cell_id, run_id, data))
+            if p.get("kind") == "disk":  # a disk cell: its run's CrystalDiskMark grid
+                passes = store.disk_passes(RunId(run_id))
+                cell_disks.append((cell_id, f"run {run_id}", disk_summarize(passes)))
         if env is None:
             record = store.run(chosen[0])
             env = store.environment(record.env_id) if record.env_id else None
@@ -219,7 +274,7 @@ def _html_parts(
         disks.append(
             (str(record.params.get("path", run_id)), disk_summarize(store.disk_passes(record.id)))
         )
-    return runs, disks, env, params
+    return runs, cell_disks, disks, env, params
 
 
 def _disk_run(store: Store, run_id: int) -> RunRecord:
@@ -270,11 +325,8 @@ def _drift(
     for cell, (_, _, runs) in zip(cells, rows, strict=True):
         if cell.label != baseline:
             continue
-        done = {
-            run_id: float(s[metric])
-            for run_id, status, s in runs
-            if status == "done" and isinstance(s.get(metric), int | float)
-        }
+        found = {run_id: metric_of(s, metric) for run_id, status, s in runs if status == "done"}
+        done = {run_id: v for run_id, v in found.items() if v is not None}
         times = store_experiments.started_at(store, list(done))
         return baseline_drift(baseline, [(times[r], v) for r, v in done.items() if r in times])
     return None
@@ -381,7 +433,7 @@ def _findings_json(f: Any) -> dict[str, Any]:
 _RUNS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
-def _sample(store: Store, spec: str) -> tuple[str, list[float], str, bool]:
+def _sample(store: Store, spec: str, wanted: str | None) -> tuple[str, list[float], str, bool]:
     """Run ids (``3``, ``3,4,9``, ``3-7``) or ``EXPERIMENT[:CELL]``: the metric's values."""
     if _RUNS.match(spec):
         ids: list[int] = []
@@ -390,20 +442,17 @@ def _sample(store: Store, spec: str) -> tuple[str, list[float], str, bool]:
             ids += list(range(int(lo), int(hi or lo) + 1))
         records = [store.run(i) for i in ids]
         kinds = {r.workload for r in records}
-        k = KINDS.get(kinds.pop()) if len(kinds) == 1 else None
-        if k is None or k.metric is None:
-            raise BadInput("RUNS", spec, "give runs of one workload with a metric (populate)")
-        values = [
-            float(r.summary[k.metric])
-            for r in records
-            if r.status.value == "done" and isinstance(r.summary.get(k.metric), int | float)
-        ]
-        return f"runs {spec}", values, k.metric, k.lower_is_better
+        if len(kinds) != 1:
+            raise BadInput("RUNS", spec, "give runs of one workload")
+        rows = [("", {"kind": kinds.pop()}, [(r.id, r.status.value, r.summary) for r in records])]
+        metric, lower = _metric({}, rows, wanted)
+        found = (metric_of(r.summary, metric) for r in records if r.status.value == "done")
+        return f"runs {spec}", [v for v in found if v is not None], metric, lower
     name, _, cell = spec.partition(":")
     exp = _experiment(store, name)
-    cells, _, _, metric, lower = _cells(store, exp)
-    wanted = set(cell.split())
-    chosen = [c for c in cells if wanted <= set(c.label.split())]
+    cells, _, _, metric, lower = _cells(store, exp, wanted)
+    keys = set(cell.split())
+    chosen = [c for c in cells if keys <= set(c.label.split())]
     if len(chosen) != 1:
         raise BadInput(
             "A/B",
@@ -417,13 +466,14 @@ def _sample(store: Store, spec: str) -> tuple[str, list[float], str, bool]:
 def compare(
     a: Annotated[str, typer.Argument(help="Runs (3,4,9 or 3-7) or EXPERIMENT[:CELL].")],
     b: Annotated[str, typer.Argument(help="The same, to compare against.")],
+    metric: MetricOption = None,
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Two sets of runs side by side: means, the ratio with its 95% interval, significance."""
     with open_store(results, create=False) as store:
-        la, va, ma, lower = _sample(store, a)
-        lb, vb, mb, _ = _sample(store, b)
+        la, va, ma, lower = _sample(store, a, metric)
+        lb, vb, mb, _ = _sample(store, b, metric)
     if ma != mb:
         raise BadInput("B", b, f"give runs measuring {ma}, as A does (B measures {mb})")
     if not va or not vb:

@@ -1,0 +1,31 @@
+"""What `iolab report --metric` can name, and which way is better."""
+
+from __future__ import annotations
+
+from iolab.analysis.findings import lower_is_better, metric_of
+
+SUMMARY = {
+    "elapsed_seconds": 2.5,
+    "rows": 1000,
+    "fill_ok": True,
+    "engine": "postgres",
+    "tests": {"SEQ1M Q8T1 read": {"mbps": 512.0, "lat_p99_us": 80}},
+}
+
+
+def test_a_key_or_a_dotted_path_into_the_summary() -> None:
+    assert metric_of(SUMMARY, "elapsed_seconds") == 2.5
+    assert metric_of(SUMMARY, "rows") == 1000.0
+    assert metric_of(SUMMARY, "tests.SEQ1M Q8T1 read.mbps") == 512.0
+    assert metric_of(SUMMARY, "tests.SEQ1M Q8T1 read.lat_p99_us") == 80.0
+    for absent in ("fill_ok", "engine", "tests", "tests.SEQ1M Q8T1 read", "nope", "rows.x"):
+        assert metric_of(SUMMARY, absent) is None, absent
+
+
+def test_rates_and_ratios_are_better_high_times_sizes_and_latencies_low() -> None:
+    for high in ("rows_per_second", "payload_mb_per_second", "tests.X.mbps", "tests.X.iops"):
+        assert not lower_is_better(high), high
+    assert not lower_is_better("compression_ratio") and not lower_is_better("queries_ok")
+    for low in ("elapsed_seconds", "total_seconds", "wal_bytes_per_row", "table_bytes"):
+        assert lower_is_better(low), low
+    assert lower_is_better("tests.SEQ1M Q8T1 read.lat_p99_us")
