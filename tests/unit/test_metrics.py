@@ -29,3 +29,14 @@ def test_rates_and_ratios_are_better_high_times_sizes_and_latencies_low() -> Non
     for low in ("elapsed_seconds", "total_seconds", "wal_bytes_per_row", "table_bytes"):
         assert lower_is_better(low), low
     assert lower_is_better("tests.SEQ1M Q8T1 read.lat_p99_us")
+
+
+def test_sizes_are_better_or_worse_times_faster_or_slower() -> None:
+    from iolab.analysis.findings import ratio, sentence
+
+    small, big = [100.0, 101.0, 99.0], [200.0, 202.0, 198.0]
+    assert " was 2.00x better than " in sentence(ratio("a", small, "b", big, True, "table_bytes"))
+    assert " was 2.00x faster than " in sentence(
+        ratio("a", small, "b", big, True, "elapsed_seconds")
+    )
+    assert " was 2.00x worse than " in sentence(ratio("b", big, "a", small, True, "wal_bytes"))

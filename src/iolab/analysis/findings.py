@@ -41,6 +41,7 @@ class Ratio:
     better: float  # how many times better a is than b (speedup); < 1: worse
     better_low: float | None  # its 95% interval
     better_high: float | None
+    metric: str = ""  # what was compared: its words are "faster" for times and rates
 
     @property
     def significant(self) -> bool:
@@ -96,20 +97,25 @@ def speedup(ratio_of_metric: float, lower_is_better: bool) -> float:
 
 
 def ratio(
-    a: str, a_values: Sequence[float], b: str, b_values: Sequence[float], lower_is_better: bool
+    a: str,
+    a_values: Sequence[float],
+    b: str,
+    b_values: Sequence[float],
+    lower_is_better: bool,
+    metric: str = "",
 ) -> Ratio:
     """How many times better ``a`` is than ``b``, with its 95% interval and significance."""
     c = compare(a_values, b_values)
     low, high = c.ci_low, c.ci_high
     if lower_is_better and low is not None and high is not None:
         low, high = 1.0 / high, 1.0 / low
-    return Ratio(a, b, c, speedup(c.ratio, lower_is_better), low, high)
+    return Ratio(a, b, c, speedup(c.ratio, lower_is_better), low, high, metric)
 
 
-def _ratio(a: CellStats, b: CellStats, lower_is_better: bool) -> Ratio | None:
+def _ratio(a: CellStats, b: CellStats, lower_is_better: bool, metric: str) -> Ratio | None:
     if not a.cell.metric or not b.cell.metric:
         return None
-    return ratio(a.cell.label, a.cell.metric, b.cell.label, b.cell.metric, lower_is_better)
+    return ratio(a.cell.label, a.cell.metric, b.cell.label, b.cell.metric, lower_is_better, metric)
 
 
 def analyse(
@@ -140,10 +146,10 @@ def analyse(
     if len(ranked) > 2 and ranked[-1] not in others:
         others.append(ranked[-1])
     for other in others:
-        r = _ratio(best, other, lower_is_better)
+        r = _ratio(best, other, lower_is_better, metric)
         if r is not None:
             findings.best_vs.append(r)
-    findings.dimensions = _dimensions(measured, lower_is_better)
+    findings.dimensions = _dimensions(measured, lower_is_better, metric)
     for s in stats:
         if s.summary is None:
             continue
@@ -163,7 +169,9 @@ def analyse(
     return findings
 
 
-def _dimensions(measured: list[CellStats], lower_is_better: bool) -> list[DimensionGain]:
+def _dimensions(
+    measured: list[CellStats], lower_is_better: bool, metric: str
+) -> list[DimensionGain]:
     """For every matrix key with two or more values: each value against the first, paired on
     all other keys, and the geometric mean of the speedups."""
     if not measured:
@@ -189,7 +197,7 @@ def _dimensions(measured: list[CellStats], lower_is_better: bool) -> list[Dimens
                     if b.cell.values.get(k) == first and all(
                         b.cell.values.get(kk) == vv for kk, vv in rest.items()
                     ):
-                        r = _ratio(a, b, lower_is_better)
+                        r = _ratio(a, b, lower_is_better, metric)
                         if r is not None:
                             pairs.append(r)
             if pairs:
@@ -211,7 +219,12 @@ def sentence(r: Ratio) -> str:
             f"{r.a} vs {r.b}: no significant difference ({r.better:.2f}x, 95% CI "
             f"{lo:.2f}-{hi:.2f}x, p = {c.p_value:.2g})"
         )
-    word = "faster" if r.better > 1 else "slower"
+    speed = not r.metric or any(w in r.metric.rsplit(".", 1)[-1] for w in SPEED_WORDS)
+    word = (
+        ("faster" if r.better > 1 else "slower")
+        if speed
+        else ("better" if r.better > 1 else "worse")
+    )
     times = r.better if r.better > 1 else 1 / r.better
     lo_t, hi_t = (lo, hi) if r.better > 1 else (1 / hi, 1 / lo)
     return (
@@ -261,6 +274,7 @@ def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
     return float(value)
 
 
+SPEED_WORDS = ("seconds", "per_second", "mbps", "iops", "lat", "_us", "_ms")  # faster/slower
 HIGHER_IS_BETTER = ("per_second", "mbps", "iops", "ratio", "_ok")
 
 

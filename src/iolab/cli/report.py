@@ -478,7 +478,7 @@ def compare(
         raise BadInput("B", b, f"give runs measuring {ma}, as A does (B measures {mb})")
     if not va or not vb:
         raise BadInput("A/B", a if not va else b, "give runs that finished (status done)")
-    r = ratio(la, va, lb, vb, lower)
+    r = ratio(la, va, lb, vb, lower, ma)
     if as_json:
         print(
             json.dumps({"metric": ma, "a_values": va, "b_values": vb, **_ratio_json(r)}, indent=2)
