@@ -98,6 +98,7 @@ class QueryResult:
     # what each block device behind the layout did during the timed query: device name ->
     # roles, read/write bytes, I/Os and milliseconds (iolab.probes.standard.device_deltas)
     io: Mapping[str, Mapping[str, Any]] | None = None
+    start_s: float | None = None  # when the timed query began, seconds on the probes' time axis
 
 
 @dataclass

@@ -93,6 +93,13 @@ def test_postgres_answers_all_22_with_two_tablespaces_on_two_dirs(
     assert ("device", "read_mbps") in names and any(p == "postgres" for p, _ in names), names
     shown = iolab("results", "show", str(doc["run"]))
     assert "data read MB/s" in shown.stdout and "read ms" in shown.stdout
+    # each query's start on the probes' time axis, in order, and marked on the timeline
+    starts = [q["start_s"] for q in queries]
+    assert all(s is not None and s >= 0 for s in starts) and starts == sorted(starts)
+    assert all(b - a >= q["seconds"] for a, b, q in zip(starts, starts[1:], queries, strict=False))
+    page = open_tmp / "timeline.html"
+    assert iolab("timeline", str(doc["run"]), "-o", str(page)).returncode == 0
+    assert ">Q1</text>" in page.read_text() and "where each query began" in page.read_text()
 
 
 def test_compression_off_takes_more_room(cache: Path, open_tmp: Path, results_db: Path) -> None:

@@ -188,3 +188,15 @@ def test_a_time_axis_labels_every_tick_the_same_way() -> None:
     assert "600" in ten_minutes and not any(":" in t for t in ten_minutes)
     half_hour = [t for t in labels(1800.0) if t[0].isdigit()]
     assert half_hour[:2] == ["0:00:00", "0:05:00"] and all(t.count(":") == 2 for t in half_hour)
+
+
+def test_marks_are_dashed_lines_labelled_where_there_is_room() -> None:
+    from iolab.report.charts import Line, Mark, Plot, stack
+
+    marks = [Mark(1.0, "Q1"), Mark(1.01, "Q2"), Mark(50.0, "Q3")]
+    plot = Plot("p", "MB/s", lines=[Line("a", [0.0, 100.0], [1.0, 2.0])], marks=marks)
+    svg = stack([plot], x_max=100.0)
+    dashed = re.findall(r'<path d="([^"]+)" stroke="#7a5195"[^>]*stroke-dasharray', svg)
+    assert len(dashed) == 1 and dashed[0].count("M") == 3  # one line per mark
+    labels = re.findall(r">(Q\d+)</text>", svg)
+    assert labels == ["Q1", "Q3"]  # Q2 starts a tenth of a pixel after Q1: no room for it

@@ -211,7 +211,8 @@ def report(
                 _unit(metric),
                 disks=disks,
                 runs=[
-                    html_report.RunView(labels[c_id], run_id, data) for c_id, run_id, data in runs
+                    html_report.RunView(labels[c_id], run_id, data, marks)
+                    for c_id, run_id, data, marks in runs
                 ],
                 cell_params={labels[c_id]: p for c_id, p in params.items()},
                 environment=env,
@@ -261,7 +262,8 @@ def _html_parts(
         for run_id in chosen:
             data = store.probes(run_id, names=timeline_report.SERIES)
             if data is not None:
-                runs.append((cell_id, run_id, data))
+                queries = store.query_results(RunId(run_id)) if p.get("kind") == "tpch" else []
+                runs.append((cell_id, run_id, data, timeline_report.query_marks(queries)))
             if p.get("kind") == "disk":  # a disk cell: its run's CrystalDiskMark grid
                 passes = store.disk_passes(RunId(run_id))
                 cell_disks.append((cell_id, f"run {run_id}", disk_summarize(passes)))

@@ -41,6 +41,7 @@ def timeline(
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         data = store.probes(run.id)
+        marks = timeline_report.query_marks(store.query_results(run.id))
     if data is None or not data.series:
         raise BadInput(
             "RUN",
@@ -52,11 +53,12 @@ def timeline(
     if suffix == ".html":
         lines = [
             f"{len(data.series)} series sampled every {data.interval:g} s over "
-            f"{data.duration:.1f} s; shaded: checkpoints.",
+            f"{data.duration:.1f} s; shaded: checkpoints"
+            + ("; dashed: where each query began." if marks else "."),
         ]
-        output.write_text(timeline_report.html_page(data, title, lines, run.id))
+        output.write_text(timeline_report.html_page(data, title, lines, run.id, marks))
     else:
-        svg = timeline_report.svg(data, title)
+        svg = timeline_report.svg(data, title, marks)
         if suffix == ".svg":
             output.write_text(svg)
         else:

@@ -82,6 +82,14 @@ class Band:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """A moment on the x axis (a query's start), drawn as a thin line with a short label."""
+
+    x: float
+    label: str
+
+
+@dataclass(frozen=True)
 class Bar:
     label: str
     value: float
@@ -97,6 +105,7 @@ class Plot:
     lines: Sequence[Line] = ()
     bands: Sequence[Band] = ()
     bars: Sequence[Bar] = ()
+    marks: Sequence[Mark] = ()
     y_min: float | None = 0.0  # None: from the data
     height: int = 160
 
@@ -313,6 +322,7 @@ def _draw_plot(
     if bands:
         svg.add(f'<path d="{_path(bands)}" fill="{BAND_COLOR}" fill-opacity="0.25"/>')
     bottom, right = num(top + height), num(left + width)
+    _draw_marks(svg, plot.marks, x_lo, x_hi, sx, top, height)
     svg.strokes(_path(f"M{num(left)} {num(sy(t))}H{right}" for t in ticks), "#e6e6e6")
     for t in ticks:
         svg.text(left - 6, sy(t) + 4, tick_label(t), size=11, anchor="end", color="#444")
@@ -348,6 +358,33 @@ def _draw_plot(
         lx = left + width + 14
         svg.rect(lx, legend_y, 18, 9, BAND_COLOR, 0.35)
         svg.text(lx + 24, legend_y + 8, plot.bands[0].label, size=11)
+
+
+MARK_COLOR = "#7a5195"
+MARK_LABEL_GAP = 16.0  # pixels: a mark's label is left out when it would touch the previous one
+
+
+def _draw_marks(
+    svg: _Svg,
+    marks: Sequence[Mark],
+    x_lo: float,
+    x_hi: float,
+    sx: Callable[[float], float],
+    top: float,
+    height: float,
+) -> None:
+    """Thin dashed lines at the marks, labelled inside the top of the panel where room allows."""
+    shown = [m for m in marks if x_lo <= m.x <= x_hi]
+    if not shown:
+        return
+    lines = _path(f"M{num(sx(m.x))} {num(top)}v{num(height)}" for m in shown)
+    svg.add(f'<path d="{lines}" stroke="{MARK_COLOR}" stroke-width="0.8" stroke-dasharray="2 2"/>')
+    last = -math.inf
+    for m in shown:
+        x = sx(m.x)
+        if x - last >= MARK_LABEL_GAP:
+            svg.text(x + 2, top + 10, m.label, size=9, color=MARK_COLOR)
+            last = x
 
 
 def _band_pixels(

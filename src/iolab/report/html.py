@@ -23,7 +23,7 @@ from iolab.analysis.findings import Findings, gain_sentence, sentence
 from iolab.analysis.queries import fastest
 from iolab.probes.data import ProbeData
 from iolab.report import timeline
-from iolab.report.charts import Bar, Frame, Line, Plot, bar_chart, stack
+from iolab.report.charts import Bar, Frame, Line, Mark, Plot, bar_chart, stack
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class RunView:
     cell: str
     run_id: int
     probes: ProbeData
+    marks: Sequence[Mark] = ()  # where each query began (TPC-H)
 
 
 def _e(text: object) -> str:
@@ -354,7 +355,7 @@ def page(
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
-            parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}"))
+            parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}", r.marks))
             parts.append(timeline.sections(r.probes, r.run_id))
         parts.append("</section>")
     parts.append("<section id='settings'><h2>Environment and settings</h2>")

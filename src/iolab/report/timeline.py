@@ -1,5 +1,6 @@
 """The timeline of a run (seed 003's perfmon picture): throughput, device write MB/s, write
-latency and queue depth per role, CPU, on one time axis with checkpoints as shaded bands."""
+latency and queue depth per role, CPU, on one time axis with checkpoints as shaded bands and,
+for a TPC-H power run, a dashed line where each query began."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import math
 from collections.abc import Sequence
 
 from iolab.probes.data import ProbeData, Series, ordered_waits
-from iolab.report.charts import Band, Line, Plot, stack
+from iolab.report.charts import Band, Line, Mark, Plot, stack
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
+from iolab.results import QueryResult
 
 CPU = ("cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct")
 DEVICE = ("write_mbps", "read_mbps", "write_await_ms", "read_await_ms", "aqu_sz")
@@ -31,8 +33,13 @@ def _device_label(s: Series) -> str:
     return f"{s.key.role} ({s.key.subject})" if s.key.role else s.key.subject
 
 
-def plots(data: ProbeData) -> list[Plot]:
-    """The panels of a run's timeline, those that have data."""
+def query_marks(results: Sequence[QueryResult]) -> list[Mark]:
+    """Where each query of a power run began, for the timeline (queries without a start: none)."""
+    return [Mark(r.start_s, f"Q{r.query}") for r in results if r.start_s is not None]
+
+
+def plots(data: ProbeData, marks: Sequence[Mark] = ()) -> list[Plot]:
+    """The panels of a run's timeline, those that have data; ``marks`` on every panel."""
     bands = [
         Band(c.start_s, c.end_s, "checkpoint")
         for c in data.checkpoints
@@ -41,13 +48,15 @@ def plots(data: ProbeData) -> list[Plot]:
     out: list[Plot] = []
     rows = data.find("workload", "rows_per_s")
     if rows:
-        out.append(Plot("throughput", "rows/s", [_line(rows[0], "rows committed/s")], bands))
+        out.append(
+            Plot("throughput", "rows/s", [_line(rows[0], "rows committed/s")], bands, marks=marks)
+        )
     allocated = [
         s for s in data.series if s.key.probe in ENGINES and s.key.name == "pages_allocated_per_s"
     ]
     if allocated:
         lines = [_line(s, f"{s.key.probe}") for s in allocated]
-        out.append(Plot("pages allocated", "pages/s", lines, bands))
+        out.append(Plot("pages allocated", "pages/s", lines, bands, marks=marks))
     devices = data.find("device", "write_mbps")
     if devices:
         lines = [_line(s, f"write {_device_label(s)}") for s in devices]
@@ -56,7 +65,7 @@ def plots(data: ProbeData) -> list[Plot]:
             for s in data.find("device", "read_mbps")
             if (s.peak or 0) > 0
         ]
-        out.append(Plot("device throughput", "MB/s", lines, bands))
+        out.append(Plot("device throughput", "MB/s", lines, bands, marks=marks))
     latency = data.find("device", "write_await_ms")
     if latency:
         lines = [_line(s, f"write {_device_label(s)}") for s in latency]
@@ -65,20 +74,20 @@ def plots(data: ProbeData) -> list[Plot]:
             for s in data.find("device", "read_await_ms")
             if (s.peak or 0) > 0
         ]
-        out.append(Plot("I/O latency (per completed request)", "ms", lines, bands))
+        out.append(Plot("I/O latency (per completed request)", "ms", lines, bands, marks=marks))
     queue = data.find("device", "aqu_sz")
     if queue:
         lines = [_line(s, _device_label(s)) for s in queue]
-        out.append(Plot("queue depth (requests in flight)", "requests", lines, bands))
+        out.append(Plot("queue depth (requests in flight)", "requests", lines, bands, marks=marks))
     cpu = [s for name in CPU for s in data.find("host", name, subject="all")]
     if cpu:
         lines = [_line(s, s.key.name.removeprefix("cpu_").removesuffix("_pct")) for s in cpu]
-        out.append(Plot("CPU (all cores)", "%", lines, bands))
+        out.append(Plot("CPU (all cores)", "%", lines, bands, marks=marks))
     return out
 
 
-def svg(data: ProbeData, title: str) -> str:
-    return stack(plots(data), x_max=data.duration, title=title)
+def svg(data: ProbeData, title: str, marks: Sequence[Mark] = ()) -> str:
+    return stack(plots(data, marks), x_max=data.duration, title=title)
 
 
 def _cell(value: float | None, fmt: str = "{:.1f}") -> str:
@@ -137,12 +146,18 @@ STYLE = (
 )
 
 
-def html_page(data: ProbeData, title: str, lines: Sequence[str], run_id: int | None = None) -> str:
+def html_page(
+    data: ProbeData,
+    title: str,
+    lines: Sequence[str],
+    run_id: int | None = None,
+    marks: Sequence[Mark] = (),
+) -> str:
     """One self-contained HTML file: the timeline, checkpoints and the top wait events."""
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"{intro}{svg(data, title)}{sections(data, run_id)}"
+        f"{intro}{svg(data, title, marks)}{sections(data, run_id)}"
         "</body></html>\n"
     )

@@ -12,8 +12,8 @@ from iolab.results import QueryResult, RunId
 def insert(conn: sqlite3.Connection, run: RunId, results: list[QueryResult]) -> None:
     """Add ``results`` of ``run``; the caller's transaction makes them part of the run."""
     conn.executemany(
-        "INSERT INTO query_results (run_id, query, seconds, rows, answer_ok, error, io)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO query_results (run_id, query, seconds, rows, answer_ok, error, io, start_s)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run,
@@ -23,6 +23,7 @@ def insert(conn: sqlite3.Connection, run: RunId, results: list[QueryResult]) -> 
                 None if q.answer_ok is None else int(q.answer_ok),
                 q.error,
                 None if q.io is None else json.dumps(q.io, sort_keys=True),
+                q.start_s,
             )
             for q in results
         ],
@@ -31,7 +32,7 @@ def insert(conn: sqlite3.Connection, run: RunId, results: list[QueryResult]) -> 
 
 def read(conn: sqlite3.Connection, run: RunId) -> list[QueryResult]:
     rows = conn.execute(
-        "SELECT query, seconds, rows, answer_ok, error, io FROM query_results"
+        "SELECT query, seconds, rows, answer_ok, error, io, start_s FROM query_results"
         " WHERE run_id = ? ORDER BY query",
         (run,),
     )
@@ -43,6 +44,7 @@ def read(conn: sqlite3.Connection, run: RunId) -> list[QueryResult]:
             None if ok is None else bool(ok),
             e,
             None if io is None else json.loads(io),
+            start,
         )
-        for q, s, r, ok, e, io in rows
+        for q, s, r, ok, e, io, start in rows
     ]

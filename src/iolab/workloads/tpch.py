@@ -349,6 +349,7 @@ def _query_json(r: QueryResult) -> dict[str, Any]:
         "answer_ok": r.answer_ok,
         "error": r.error,
         "io": r.io,
+        "start_s": r.start_s,
     }
 
 
@@ -381,8 +382,10 @@ def power_run(
                 if not options.cold:
                     _run_one(dialect, conn, number, sql, options.timeout, None)
                 before = diskstats.read()
+                start = time.perf_counter() - recorder.t0 if recorder is not None else None
                 result = _run_one(dialect, conn, number, sql, options.timeout, reference)
-                result = replace(result, io=device_deltas(before, diskstats.read(), devices))
+                io = device_deltas(before, diskstats.read(), devices)
+                result = replace(result, io=io, start_s=start)
                 spent += result.seconds or options.timeout
                 results.append(result)
                 detail = (
