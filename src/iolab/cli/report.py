@@ -446,7 +446,8 @@ def _sample(store: Store, spec: str, wanted: str | None) -> tuple[str, list[floa
         kinds = {r.workload for r in records}
         if len(kinds) != 1:
             raise BadInput("RUNS", spec, "give runs of one workload")
-        rows = [("", {"kind": kinds.pop()}, [(r.id, r.status.value, r.summary) for r in records])]
+        params = {**records[0].params, "kind": kinds.pop()}
+        rows = [("", params, [(r.id, r.status.value, r.summary) for r in records])]
         metric, lower = _metric({}, rows, wanted)
         found = (metric_of(r.summary, metric) for r in records if r.status.value == "done")
         return f"runs {spec}", [v for v in found if v is not None], metric, lower
