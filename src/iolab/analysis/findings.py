@@ -263,12 +263,12 @@ def label_of(values: Mapping[str, Any]) -> str:
 def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
     """The metric's value in a run summary: a key (``elapsed_seconds``) or a dotted path into
     its tables (``tests.SEQ1M Q8T1 read.mbps``); None when absent or not a number."""
-    value: Any = summary.get(metric) if metric in summary else summary
-    if metric not in summary:
-        for part in metric.split("."):
-            if not isinstance(value, Mapping) or part not in value:
-                return None
-            value = value[part]
+    path = [metric] if metric in summary else metric.split(".")
+    value: Any = summary
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)

@@ -17,6 +17,7 @@ from iolab.analysis.efficiency import (
     Efficiency,
     Limit,
     baseline_drift,
+    device_key,
     disk_device,
     populate_efficiency,
     seq_write_limit,
@@ -293,14 +294,22 @@ def _efficiency(
     runs given, else the newest finished disk run of each device in the results database."""
     from iolab.analysis.disk import summarize as disk_summarize
 
-    if not any(s.get("devices") for _, _, runs in rows for _, _, s in runs):
+    wanted = {
+        device_key(name, d.get("testbed"))
+        for _, _, runs in rows
+        for _, _, s in runs
+        for name, d in (s.get("devices") or {}).items()
+    }
+    if not wanted:
         return []  # no run of this experiment counted device bytes (not populate)
     given = [(RunId(r), _disk_run(store, r).env_id) for r in disk_runs]
     chosen = given or store_experiments.done_disk_runs(store)
     limits: dict[str, Limit] = {}
     for run_id, env_id in chosen:
+        if limits.keys() >= wanted:
+            break  # every device the experiment wrote to has its limit
         device = disk_device(store.environment(env_id)) if env_id is not None else None
-        if device is None or device in limits:
+        if device is None or device in limits or device not in wanted:
             continue
         limit = seq_write_limit(run_id, device, disk_summarize(store.disk_passes(run_id)))
         if limit is not None:

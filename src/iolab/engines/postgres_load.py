@@ -464,13 +464,11 @@ class PostgresPopulate:
             finish(i)
 
         for i, n in enumerate(counts):
-            if n > 0:
+            if n > 0:  # a loader with no rows keeps its elapsed 0.0
                 send(i)
                 fd = pgconns[i].socket
                 by_fd[fd] = i
                 poller.register(fd, select.POLLIN)
-            else:
-                elapsed[i] = 0.0
         while by_fd:
             for fd, _ in poller.poll():
                 i = by_fd[fd]

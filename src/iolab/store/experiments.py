@@ -142,9 +142,9 @@ def done_disk_runs(store: Store) -> list[tuple[RunId, EnvId | None]]:
 
 def started_at(store: Store, run_ids: Sequence[int]) -> dict[int, str]:
     """When each of the runs started (ISO time), for the runs that have a start."""
-    out: dict[int, str] = {}
-    for run_id in run_ids:
-        row = store.conn.execute("SELECT started_at FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is not None and row[0]:
-            out[run_id] = str(row[0])
-    return out
+    marks = ", ".join("?" * len(run_ids))
+    rows = store.conn.execute(
+        f"SELECT id, started_at FROM runs WHERE id IN ({marks}) AND started_at IS NOT NULL",
+        list(run_ids),
+    )
+    return {int(run_id): str(start) for run_id, start in rows}
