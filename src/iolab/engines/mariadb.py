@@ -24,7 +24,14 @@ from iolab import ownership
 from iolab.engines.interface import Layout, Placement, check_dirs
 from iolab.engines.mariadb_load import MariaDBPopulate
 from iolab.engines.mariadb_tpch import MariaDBTpch
-from iolab.engines.server_process import ServerUser, make_owned_dir, run_as, server_user, spawn
+from iolab.engines.server_process import (
+    ServerUser,
+    check_reachable,
+    make_owned_dir,
+    run_as,
+    server_user,
+    spawn,
+)
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
 from iolab.process import run, tail
 
@@ -288,6 +295,7 @@ class MariaDBEngine:
 
         used = {*data_dirs, run_parent}
         used.update(d for d in (wal_dir, temp_dir) if d is not None)
+        check_reachable([d / run_name for d in used], user)  # refuse before creating anything
         for directory in used:
             for kind in KINDS:
                 ownership.reap(directory, kind)
@@ -368,6 +376,7 @@ class MariaDBEngine:
                     "--skip-test-db",
                 ],
                 user,
+                reach=self._created,
                 timeout=INSTALL_TIMEOUT,
             )
         except subprocess.TimeoutExpired as exc:
@@ -404,7 +413,12 @@ class MariaDBEngine:
             raise IolabError("the MariaDB instance is not provisioned: provision() it first")
         if _alive(self._proc):
             raise IolabError("the MariaDB server is already running")
-        proc = spawn([self._mariadbd, f"--defaults-file={self.option_file}"], self._user, self._log)
+        proc = spawn(
+            [self._mariadbd, f"--defaults-file={self.option_file}"],
+            self._user,
+            self._log,
+            reach=self._created,
+        )
         self._proc = proc
         deadline = time.monotonic() + START_TIMEOUT
         while True:

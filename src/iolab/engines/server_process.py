@@ -4,19 +4,27 @@ PostgreSQL refuses to run as root, and no server should run with more rights tha
 iolab runs as root, servers run as the system user ``iolab`` (created on first use; override with
 IOLAB_SERVER_USER). Servers are started as direct children with a parent-death signal, so that they
 stop even when iolab is killed with SIGKILL.
+
+Every program run as that user names the directories it works in (``reach``). Where one of them
+sits below a directory the user cannot enter (a clone under ``/root``, a mode-700 scratch
+directory), the program runs in a private mount namespace that makes exactly those directories
+reachable at their own paths (:mod:`iolab.system.reach`); no permission is changed.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
+import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from iolab.errors import IolabError, RunFailed
+from iolab.errors import IolabError, RunFailed, Unavailable
 from iolab.process import require, run, tail
+from iolab.system import reach as view
 
 USER_ENV = "IOLAB_SERVER_USER"
 DEFAULT_USER = "iolab"
@@ -65,32 +73,86 @@ def server_user() -> ServerUser:
 
 
 def make_owned_dir(path: Path, user: ServerUser, mode: int = 0o700) -> Path:
-    """Create ``path`` (must not exist) owned by the server user, and check it can reach it."""
+    """Create ``path`` (must not exist) owned by the server user."""
     path.mkdir(mode=mode)
     if not user.is_current:
         os.chown(path, user.uid, user.gid)
-    check_reachable(path, user)
     return path
 
 
-def check_reachable(path: Path, user: ServerUser) -> None:
-    """Every parent of ``path`` must be searchable by the server user, or the server cannot work."""
+def check_reachable(paths: Iterable[Path], user: ServerUser) -> None:
+    """Refuse, before anything is made, directories the server user could not reach at all.
+
+    A directory below one the user cannot enter is fine where iolab can give the server a
+    private view of it (root with mount namespaces); elsewhere this names the directory.
+    """
     if user.is_current:
         return
-    for parent in reversed(path.resolve().parents):
-        st = parent.stat()
-        if st.st_uid == user.uid:
-            ok = bool(st.st_mode & 0o100)
-        elif st.st_gid == user.gid:
-            ok = bool(st.st_mode & 0o010)
-        else:
-            ok = bool(st.st_mode & 0o001)
-        if not ok:
-            raise IolabError(
-                f"the server runs as user {user.name!r}, which cannot enter {parent} "
-                f"(mode {st.st_mode & 0o777:o}); choose a directory outside it or "
-                f"`chmod o+x {parent}`"
-            )
+    blocked = view.needs_view(_existing(paths), user.uid, user.gid)
+    if not blocked:
+        return
+    refused = _views_refused()
+    if refused is None:
+        return
+    path = blocked[0]
+    parent = view.blocked_ancestor(path, user.uid, user.gid)
+    assert parent is not None
+    mode = parent.stat().st_mode & 0o777
+    raise Unavailable(
+        f"{path} for the server user {user.name!r}",
+        f"it cannot enter {parent} (mode {mode:o}), and this machine refuses the private "
+        f"mount namespace iolab would reach it through ({refused}); choose a directory outside "
+        f"{parent}",
+    )
+
+
+def _existing(paths: Iterable[Path]) -> list[Path]:
+    """Each path cut below its nearest existing ancestor: a path to be made is checked that far."""
+    found: list[Path] = []
+    for path in paths:
+        probe = path.absolute()
+        while not probe.parent.exists() and probe != probe.parent:
+            probe = probe.parent
+        found.append(probe)
+    return found
+
+
+@functools.cache
+def _views_refused() -> str | None:
+    """None where this process can make private mount namespaces, else why not."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "unshare is not installed (Debian's util-linux)"
+    proc = subprocess.run(
+        [unshare, "--mount", "--propagation", "private", "true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return None if proc.returncode == 0 else tail(proc.stderr) or f"exit {proc.returncode}"
+
+
+def _as_user(
+    argv: Sequence[str | Path], user: ServerUser, reach: Iterable[Path], death_signal: str | None
+) -> tuple[list[str], bool]:
+    """The command line that runs ``argv`` as ``user``, and whether Popen must switch the user.
+
+    The user switch happens in Popen where no view is needed; with a view, setpriv switches after
+    the view is made as root. setpriv also sets the parent-death signal after the switch.
+    """
+    args = [str(a) for a in argv]
+    blocked = [] if user.is_current else view.needs_view(reach, user.uid, user.gid)
+    setpriv: list[str] = []
+    if death_signal is not None or blocked:
+        setpriv = [require("setpriv", "install Debian's util-linux package")]
+        if blocked:
+            setpriv += ["--reuid", str(user.uid), "--regid", str(user.gid), "--clear-groups"]
+        if death_signal is not None:
+            setpriv += ["--pdeathsig", death_signal]
+        setpriv.append("--")
+    if not blocked:
+        return [*setpriv, *args], not user.is_current
+    return view.command(blocked, user.uid, user.gid, [*setpriv, *args]), False
 
 
 def spawn(
@@ -98,28 +160,29 @@ def spawn(
     user: ServerUser,
     log: Path,
     *,
+    reach: Iterable[Path] = (),
     env: dict[str, str] | None = None,
     death_signal: str = "TERM",
 ) -> subprocess.Popen[bytes]:
     """Start a server process as ``user``, its output appended to ``log``.
 
-    util-linux's setpriv sets the parent-death signal after the user switch and then execs the
-    server in place, so the server gets ``death_signal`` when iolab dies, even by SIGKILL. A new
+    ``reach``: the directories the server works in (its installation, data, WAL, socket). The
+    server gets ``death_signal`` when iolab dies, even by SIGKILL (see :func:`_as_user`). A new
     session keeps Ctrl-C in the terminal away from it: iolab stops it in order instead.
     """
-    setpriv = require("setpriv", "install Debian's util-linux package")
+    args, switch = _as_user(argv, user, reach, death_signal)
     log.touch()
     if not user.is_current:  # the server may write this file itself (MariaDB's log-error)
         os.chown(log, user.uid, user.gid)
     with log.open("ab") as out:
         return subprocess.Popen(
-            [setpriv, "--pdeathsig", death_signal, "--", *(str(a) for a in argv)],
+            args,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            user=None if user.is_current else user.uid,
-            group=None if user.is_current else user.gid,
-            extra_groups=None if user.is_current else [],
+            user=user.uid if switch else None,
+            group=user.gid if switch else None,
+            extra_groups=[] if switch else None,
             start_new_session=True,
             env=env,
             close_fds=True,
@@ -130,17 +193,22 @@ def run_as(
     argv: Sequence[str | Path],
     user: ServerUser,
     *,
+    reach: Iterable[Path] = (),
     env: dict[str, str] | None = None,
     timeout: float | None = None,
 ) -> str:
-    """Run a short tool (initdb, mariadb-install-db) as ``user``; returns its output."""
+    """Run a short tool (initdb, mariadb-install-db) as ``user``; returns its output.
+
+    ``reach``: the directories it works in, as for :func:`spawn`.
+    """
+    args, switch = _as_user(argv, user, reach, None)
     proc = subprocess.run(
-        [str(a) for a in argv],
+        args,
         capture_output=True,
         text=True,
-        user=None if user.is_current else user.uid,
-        group=None if user.is_current else user.gid,
-        extra_groups=None if user.is_current else [],
+        user=user.uid if switch else None,
+        group=user.gid if switch else None,
+        extra_groups=[] if switch else None,
         env=env,
         timeout=timeout,
         check=False,
