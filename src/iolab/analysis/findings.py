@@ -23,6 +23,7 @@ class CellData:
     values: Mapping[str, Any]  # matrix key -> value
     metric: tuple[float, ...]  # the metric over done runs, in run order
     failed: int = 0
+    reason: str = ""  # why the last failed run failed
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ def analyse(
             findings.warnings.append(f"{s.cell.label}: one run only, no confidence interval")
     for s in stats:
         if s.cell.failed:
-            findings.warnings.append(f"{s.cell.label}: {s.cell.failed} run(s) failed")
+            why = f": {s.cell.reason}" if s.cell.reason else ""
+            findings.warnings.append(f"{s.cell.label}: {s.cell.failed} run(s) failed{why}")
     return findings
 
 
@@ -289,13 +291,16 @@ def cells_from_runs(
     rows: Sequence[tuple[str, Mapping[str, Any], Sequence[tuple[int, str, Mapping[str, Any]]]]],
     matrix_keys: Sequence[str],
     metric: str,
+    reasons: Mapping[str, str] | None = None,
 ) -> list[CellData]:
-    """Cells with their metric over done runs, from ``(cell id, params, runs)`` rows."""
+    """Cells with their metric over done runs, from ``(cell id, params, runs)`` rows, with each
+    cell's reason for its last failure from ``reasons``."""
     out = []
     for cell_id, params, runs in rows:
         values = matrix_values(params, matrix_keys)
         found = (metric_of(s, metric) for _, status, s in runs if status == "done")
         numbers = tuple(v for v in found if v is not None)
         failed = sum(1 for _, status, _ in runs if status in ("failed", "aborted"))
-        out.append(CellData(label_of(values) or cell_id[:8], values, numbers, failed))
+        reason = (reasons or {}).get(cell_id, "") if failed else ""
+        out.append(CellData(label_of(values) or cell_id[:8], values, numbers, failed, reason))
     return out

@@ -99,6 +99,7 @@ def demo(
     reap(here, KIND)
     scratch = here / owned_name(KIND)
     scratch.mkdir(mode=0o755)
+    incomplete: typer.Exit | None = None
     try:
         for name in ("one", "two-a", "two-b"):
             (scratch / name).mkdir(mode=0o755)
@@ -112,8 +113,14 @@ def demo(
             )
         )
         out.rule("2. the seeds' population load over two layouts and two loader counts")
-        experiment_cli.run(file, results=results, as_json=False)
+        try:
+            experiment_cli.run(file, results=results, as_json=False)
+        except typer.Exit as exc:  # some cells failed: report what finished, then say so
+            incomplete = exc
         out.rule("3. the findings")
         report_cli.report(str(file), results=results, as_json=False, html=html, with_disk=disk_runs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if incomplete is not None:
+        out.print("[red]the demo is incomplete:[/] some runs failed; their reasons are above")
+        raise incomplete

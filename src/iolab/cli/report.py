@@ -142,7 +142,8 @@ def _cells(
     rows = store_experiments.cell_runs(store, exp)
     metric, lower = _metric(cfg, rows, wanted)
     keys = _matrix_keys(cfg)
-    return cells_from_runs(rows, keys, metric), rows, cfg, metric, lower
+    reasons = store_experiments.failure_reasons(store, exp)
+    return cells_from_runs(rows, keys, metric, reasons), rows, cfg, metric, lower
 
 
 def _matrix_keys(cfg: dict[str, Any]) -> list[str]:

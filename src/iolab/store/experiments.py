@@ -128,6 +128,18 @@ def cell_runs(
     return [(cell, params, runs) for cell, (params, runs) in cells.items()]
 
 
+def failure_reasons(store: Store, experiment: ExperimentId) -> dict[str, str]:
+    """Each cell's reason for its last failed or aborted run, by cell id."""
+    return {
+        str(cell): str(error or status)
+        for cell, status, error in store.conn.execute(
+            "SELECT cell_id, status, error FROM runs WHERE experiment_id = ?"
+            " AND status IN ('failed', 'aborted') ORDER BY id",
+            (experiment,),
+        )
+    }
+
+
 def done_disk_runs(store: Store) -> list[tuple[RunId, EnvId | None]]:
     """Every finished `iolab disk` run (id, environment id), newest first."""
     return [
