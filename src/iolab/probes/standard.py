@@ -6,17 +6,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from iolab.engines import catalog
 from iolab.engines.interface import Placement
 from iolab.events import EventSink
-from iolab.probes.checkpoints import PostgresLogCheckpoints
 from iolab.probes.devices import DeviceProbe
 from iolab.probes.host import HostProbe
 from iolab.probes.interface import Probe
-from iolab.probes.mariadb import MariaDBProbe
-from iolab.probes.postgres import PostgresProbe
 from iolab.probes.recorder import Recorder
-from iolab.probes.sqlite import SQLiteProbe
-from iolab.probes.waits import MariaDBWaits, PostgresWaits
 from iolab.probes.workload import rows_probe
 from iolab.system.devices import describe
 from iolab.system.diskstats import DiskCounters
@@ -76,35 +72,21 @@ def device_deltas(
 def session_ids(engine: Any, connections: Sequence[Any]) -> list[int] | None:
     """The server-side ids of the workload's connections: PostgreSQL backend pids, MariaDB
     connection ids (None for other engines, or when there are none)."""
-    name = getattr(engine, "name", None)
+    kind = catalog.kind_of(engine)
+    if kind is None or kind.sessions is None:
+        return None
     try:
-        if name == "postgres":
-            return [int(c.info.backend_pid) for c in connections] or None
-        if name == "mariadb":
-            return [int(c.thread_id()) for c in connections] or None
+        return kind.sessions(connections) or None
     except AttributeError:
         return None
-    return None
 
 
 def engine_probes(
     engine: Any, placement: Placement, sessions: Sequence[int] | None = None
 ) -> list[Probe]:
     """Counters, waits and checkpoints of the engine (nothing for engines iolab does not know)."""
-    name = getattr(engine, "name", None)
-    if name == "postgres":
-        probes: list[Probe] = [
-            PostgresProbe(engine.connect),
-            PostgresWaits(engine.connect, sessions),
-        ]
-        if placement.log is not None:
-            probes.append(PostgresLogCheckpoints(placement.log))
-        return probes
-    if name == "mariadb":
-        return [MariaDBProbe(engine.connect), MariaDBWaits(engine.connect, sessions)]
-    if name == "sqlite":
-        return [SQLiteProbe(list(placement.data))]
-    return []
+    kind = catalog.kind_of(engine)
+    return [] if kind is None else kind.probes(engine, placement, sessions)
 
 
 def populate_probes(

@@ -8,6 +8,7 @@ import html
 import math
 from collections.abc import Sequence
 
+from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.report.charts import Band, Line, Mark, Plot, stack
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
@@ -15,7 +16,7 @@ from iolab.results import QueryResult
 
 CPU = ("cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct")
 DEVICE = ("write_mbps", "read_mbps", "write_await_ms", "read_await_ms", "aqu_sz")
-ENGINES = ("postgres", "mariadb", "sqlite")  # the probes that count pages allocated
+ENGINES = tuple(k.name for k in catalog.KINDS.values() if k.counts_pages)  # pages allocated
 # (probe, name) of every series the timeline may draw: what a report reads of a run
 SERIES: tuple[tuple[str, str], ...] = (
     ("workload", "rows_per_s"),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -38,11 +37,6 @@ from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
 
-STATIC_METHODS: Mapping[str, frozenset[LoadMethod]] = {
-    "postgres": frozenset(LoadMethod),
-    "mariadb": frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW}),
-    "sqlite": frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW}),
-}
 PROGRESS_EVERY = 0.5  # seconds between progress events
 STOP_TIMEOUT = 10.0  # seconds to wait for loaders to stop before their connections close
 FILL_TOLERANCE = 0.10  # pages per row may exceed the target by this much before it is flagged
@@ -70,9 +64,7 @@ class PopulateOptions:
 
     def validate(self) -> None:
         """Refuse what cannot run, before any server starts."""
-        if self.engine not in STATIC_METHODS:  # engines without a populate dialect (duckdb)
-            usable = [e for e in catalog.ENGINES if e in STATIC_METHODS]
-            raise BadInput.choice("--engine", self.engine, usable)
+        kind = catalog.kind(self.engine, among=catalog.POPULATE_ENGINES)
         if self.dsn is not None:
             if self.engine != self.dsn.engine:
                 raise BadInput(
@@ -91,7 +83,7 @@ class PopulateOptions:
             raise BadInput("--commit-every", self.commit_every, "give 1 or more rows per commit")
         if self.batch < 1:
             raise BadInput("--batch", self.batch, "give 1 or more rows per statement")
-        allowed = STATIC_METHODS[self.engine]
+        allowed = kind.populate_methods
         if self.method not in allowed:
             raise BadInput.choice(
                 f"--method (with {self.engine})",
@@ -276,7 +268,7 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
             load_and_measure(target, placement, options, outcome, events)
         return
     layout = options.layout
-    if catalog.is_server(options.engine) and "max_connections" not in layout.settings:
+    if catalog.kind(options.engine).server and "max_connections" not in layout.settings:
         # every loader needs a connection, plus the monitor and some headroom
         settings = dict(layout.settings)
         settings["max_connections"] = str(max(100, options.connections + 10))

@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.duckdb import DuckDBEngine
 from iolab.engines.interface import Layout, Placement, running
-from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
 from iolab.errors import BadInput, RunFailed
@@ -39,9 +37,6 @@ from iolab.system import diskstats
 from iolab.workloads import tpch_answers, tpch_data
 from iolab.workloads.tpch_answers import QUERIES, Answer
 
-ENGINES = ("duckdb", "postgres", "mariadb")
-COMPRESSION_DEFAULT = {"duckdb": True, "postgres": False, "mariadb": False}
-PARALLEL_LOADERS = frozenset({"postgres", "mariadb"})  # engines that take --loaders
 DEFAULT_TIMEOUT = 300.0
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 PROGRESS_EVERY = 0.5
@@ -76,7 +71,7 @@ class TpchOptions:
     def compressed(self) -> bool:
         if self.compression is not None:
             return self.compression
-        return COMPRESSION_DEFAULT.get(self.engine, False)
+        return bool(catalog.kind(self.engine).tpch_compression)
 
     @property
     def loader_count(self) -> int:
@@ -84,8 +79,7 @@ class TpchOptions:
 
     def validate(self) -> None:
         """Refuse what cannot run, before anything is created."""
-        if self.engine not in ENGINES:
-            raise BadInput.choice("--engine", self.engine, ENGINES)
+        kind = catalog.kind(self.engine, among=catalog.TPCH_ENGINES)
         sf = self.scale_factor
         if isinstance(sf, bool) or not isinstance(sf, int | float) or not math.isfinite(sf):
             raise BadInput("--sf", sf, "give a positive scale factor, e.g. 1 or 0.01")
@@ -104,9 +98,9 @@ class TpchOptions:
             raise BadInput("--timeout", self.timeout, "give a positive number of seconds")
         if self.loaders is not None and self.loaders < 1:
             raise BadInput("--loaders", self.loaders, "give 1 or more loader connections")
-        if self.engine == "postgres" and self.compression:
+        if kind.tpch_compression is None and self.compression:
             raise BadInput("--compression", "on", NO_COMPRESSION)
-        if self.engine != "postgres" and self.pg_bin is not None:
+        if not kind.takes_pg_bin and self.pg_bin is not None:
             raise BadInput("--pg-bin", str(self.pg_bin), "--pg-bin goes with --engine postgres")
         for name in self.layout.settings:
             if name.strip().lower() == "force_compression":
@@ -135,10 +129,9 @@ def preflight(options: TpchOptions) -> dict[int, str]:
     """Checks that need no run record: the options, the tpch extension (returns the query
     texts) and, when the data is not cached yet, room to generate it."""
     options.validate()
-    if options.engine == "duckdb":
-        DuckDBEngine.check(options.layout)
-    elif options.engine == "mariadb":
-        MariaDBEngine.check(options.layout)
+    check = catalog.kind(options.engine).check
+    if check is not None:
+        check(options.layout)
     texts = tpch_answers.queries()
     for sf in {options.scale_factor, options.reference_sf or options.scale_factor}:
         if tpch_data.cached(sf) is None:
@@ -205,7 +198,7 @@ def run_tpch(options: TpchOptions, outcome: RunOutcome, events: EventSink) -> No
             )
         )
     layout = options.layout
-    if options.engine == "postgres" and "max_connections" not in layout.settings:
+    if catalog.kind(options.engine).server and "max_connections" not in layout.settings:
         settings = dict(layout.settings)
         settings["max_connections"] = str(max(100, options.loader_count + 10))
         layout = replace(layout, settings=settings)
@@ -216,7 +209,7 @@ def run_tpch(options: TpchOptions, outcome: RunOutcome, events: EventSink) -> No
 
 
 def _dialect(engine: Any, options: TpchOptions) -> TpchDialect:
-    if options.engine in PARALLEL_LOADERS:
+    if catalog.kind(options.engine).parallel_loaders:
         dialect: TpchDialect = engine.tpch_dialect(
             compression=options.compressed, loaders=options.loader_count
         )
@@ -294,7 +287,7 @@ def load_and_query(
             "compression": options.compressed,
             "mode": "cold" if options.cold else "warm",
             "timeout_seconds": options.timeout,
-            "loaders": options.loader_count if options.engine in PARALLEL_LOADERS else 1,
+            "loaders": options.loader_count if catalog.kind(options.engine).parallel_loaders else 1,
             "generator": tpch_data.manifest(files).get("generator"),
             "data_bytes": data_bytes,
             "data_rows": expected,
