@@ -18,6 +18,7 @@ from iolab.cli.options import (
 )
 from iolab.cli.populate import _settings, scratch_dir
 from iolab.cli.progress import ProgressView
+from iolab.engines import catalog
 from iolab.engines.interface import Layout
 from iolab.errors import BadInput, RunFailed
 from iolab.report import tpch as tpch_report
@@ -47,7 +48,7 @@ def _scale_factor(text: str) -> float:
 def tpch(
     engine: Annotated[
         str, typer.Option(help="duckdb (embedded), postgres or mariadb (InnoDB).")
-    ] = "duckdb",
+    ] = catalog.TPCH_DEFAULT,
     sf: Annotated[
         str, typer.Option("--sf", help="Scale factor: 1 is about 1 GB of CSV (0.01, 0.1, 1, 10).")
     ] = "1",

@@ -130,7 +130,7 @@ class TpchWorkload(_Section):
         return v
 
     kind: Literal["tpch"]
-    engine: str = "duckdb"
+    engine: str = catalog.TPCH_DEFAULT
     scale_factor: float = Field(default=1.0, gt=0)
     compression: Literal["on", "off", "default"] = "default"
     cold: bool = True

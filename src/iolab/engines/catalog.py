@@ -186,7 +186,11 @@ KINDS: dict[str, EngineKind] = {
 ENGINES = tuple(KINDS)
 DEFAULT_ENGINE = "sqlite"  # embedded: nothing to install
 POPULATE_ENGINES = tuple(k.name for k in KINDS.values() if k.populate_methods)
-TPCH_ENGINES = tuple(k.name for k in KINDS.values() if k.tpch)
+TPCH_DEFAULT = "duckdb"  # embedded, and TPC-H's own engine
+TPCH_ENGINES = (
+    TPCH_DEFAULT,
+    *(k.name for k in KINDS.values() if k.tpch and k.name != TPCH_DEFAULT),
+)
 
 
 def kind(name: str, field: str = "--engine", among: Sequence[str] = ENGINES) -> EngineKind:
