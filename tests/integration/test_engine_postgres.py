@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from iolab.engines import postgres as postgres_module
+from iolab.engines import server_process
 from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import PostgresEngine
 from iolab.engines.server_process import server_user
-from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
+from iolab.errors import BadInput, MissingTool, RunFailed, Unavailable
 from iolab.ownership import owned_name
 from tests.conftest import is_root, make_dirs
 
@@ -320,13 +321,27 @@ def test_empty_bin_dir_is_missing_tool(open_tmp: Path) -> None:
 
 
 @pytest.mark.skipif(not is_root(), reason="only root runs servers as another user")
-def test_unreachable_directory_is_a_clear_error(open_tmp: Path) -> None:
+def test_unreachable_directory_without_namespaces_is_a_clear_error(
+    open_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no private view can be made (here: no unshare on PATH), a layout below a directory
+    the server user cannot enter is refused before anything is made, naming both."""
     private = open_tmp / "private"
     private.mkdir(mode=0o700)
     data = private / "data"
     data.mkdir()
-    with pytest.raises(IolabError, match="cannot enter"):
-        PostgresEngine(Layout(data_dirs=(data,))).provision()
+    monkeypatch.setenv("PATH", str(open_tmp))  # no unshare, no anything
+    server_process._views_refused.cache_clear()
+    try:
+        with pytest.raises(Unavailable) as err:
+            PostgresEngine(Layout(data_dirs=(data,)), workdir=open_tmp).provision()
+    finally:
+        server_process._views_refused.cache_clear()
+    message = str(err.value)
+    assert f"cannot enter {private} (mode 700)" in message
+    assert "unshare is not installed" in message
+    assert f"choose a directory outside {private}" in message
+    assert err.value.exit_code == 2
     assert list(data.iterdir()) == []
 
 
