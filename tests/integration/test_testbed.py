@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-import iolab
 from iolab import testbed
 from iolab.engines.server_process import server_user
 from iolab.events import Collect
@@ -472,7 +471,7 @@ def test_without_root_says_so(open_tmp: Path) -> None:
         user = server_user()
         argv = ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", *argv]
         # iolab's source and interpreter may sit below /root (mode 700): show the user just those
-        needed = [Path(sys.prefix), Path(sys.base_prefix), Path(iolab.__file__).parents[1]]
+        needed = [Path(sys.prefix), Path(sys.base_prefix), Path(testbed.__file__).parents[2]]
         blocked = reach.needs_view([*needed, open_tmp], user.uid, user.gid)
         if blocked:
             argv = reach.command(blocked, user.uid, user.gid, argv)
