@@ -1,0 +1,221 @@
+"""Bad input to every command but populate, plan and run (their own modules): each case must exit
+2 with a message naming the option or argument, print no traceback and record nothing.
+
+The cases are data: a new option gets a row. ``{tmp}`` is a fresh directory of the test, ``{db}``
+a results database holding one finished populate run (run 1, experiment "populate sqlite").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+IOLAB = [sys.executable, "-m", "iolab"]
+
+# (argv, what the message must name)
+DISK = [
+    (["disk", "{tmp}", "--profile", "nope"], "--profile"),
+    (["disk", "{tmp}", "--size", "0"], "--size"),
+    (["disk", "{tmp}", "--size", "-1GiB"], "--size"),
+    (["disk", "{tmp}", "--size", "lots"], "--size"),
+    (["disk", "{tmp}", "--size", "1PB"], "--size"),
+    (["disk", "{tmp}", "--runs", "0"], "--runs"),
+    (["disk", "{tmp}", "--runs", "-2"], "--runs"),
+    (["disk", "{tmp}", "--runs", "abc"], "--runs"),
+    (["disk", "{tmp}", "--duration", "0"], "--duration"),
+    (["disk", "{tmp}", "--duration", "abc"], "--duration"),
+    (["disk", "{tmp}", "--duration", "-5s"], "--duration"),
+    (["disk", "{tmp}", "--interval", "-1"], "--interval"),
+    (["disk", "{tmp}", "--interval", "soon"], "--interval"),
+    (["disk", "{tmp}", "--data", "zeros-ish"], "--data"),
+    (["disk", "{tmp}", "--profile", "sweep", "--bs", "0"], "--bs"),
+    (["disk", "{tmp}", "--profile", "sweep", "--bs", "big"], "--bs"),
+    (["disk", "{tmp}", "--profile", "sweep", "--qd", "0"], "--qd"),
+    (["disk", "{tmp}", "--profile", "sweep", "--qd", "x"], "--qd"),
+    (["disk", "{tmp}", "--profile", "sweep", "--qd", "1000000"], "--qd"),
+    (["disk", "{tmp}", "--profile", "sweep", "--threads", "0"], "--threads"),
+    (["disk", "{tmp}", "--profile", "sweep", "--threads", "100000"], "--threads"),
+    (["disk", "{tmp}", "--profile", "sweep", "--rw", "sideways"], "--rw"),
+    (["disk", "{tmp}", "--profile", "sweep", "--rwmix", "101"], "--rwmix"),
+    (["disk", "{tmp}", "--profile", "sweep", "--rwmix", "-1"], "--rwmix"),
+    (["disk", "{tmp}", "--sample-interval", "0.001"], "--sample-interval"),
+    (["disk", "{tmp}", "--sample-interval", "often"], "--sample-interval"),
+    (["disk", "{tmp}/missing"], "missing"),
+    (["disk", "{tmp}/file"], "file"),
+    (["disk", "device:nosuchdevice"], "nosuchdevice"),
+    (["disk", "{tmp}", "--results", "/proc/r.db"], "--results"),
+    (["disk", "{tmp}", "--results", "{tmp}"], "--results"),
+]
+TPCH = [
+    (["tpch", "--engine", "oracle"], "--engine"),
+    (["tpch", "--engine", "sqlite"], "--engine"),
+    (["tpch", "--sf", "0"], "--sf"),
+    (["tpch", "--sf", "-1"], "--sf"),
+    (["tpch", "--sf", "huge"], "--sf"),
+    (["tpch", "--sf", "1e9"], "--sf"),
+    (["tpch", "--sf", "nan"], "--sf"),
+    (["tpch", "--files", "0"], "--files"),
+    (["tpch", "--compression", "maybe"], "--compression"),
+    (["tpch", "--engine", "postgres", "--compression", "on"], "--compression"),
+    (["tpch", "--timeout", "0"], "--timeout"),
+    (["tpch", "--timeout", "never"], "--timeout"),
+    (["tpch", "--queries", "0"], "--queries"),
+    (["tpch", "--queries", "23"], "--queries"),
+    (["tpch", "--queries", "one"], "--queries"),
+    (["tpch", "--queries", "1,1"], "--queries"),
+    (["tpch", "--queries", ""], "--queries"),
+    (["tpch", "--loaders", "0"], "--loaders"),
+    (["tpch", "--pg-bin", "{tmp}"], "--pg-bin"),
+    (["tpch", "--set", "threads"], "--set"),
+    (["tpch", "--set", "force_compression=zstd"], "--set"),
+    (["tpch", "--data-dir", "{tmp}/missing"], "--data-dir"),
+    (["tpch", "--data-dir", "{tmp}/file"], "--data-dir"),
+    (["tpch", "--temp-dir", "{tmp}/missing"], "--temp-dir"),
+    (["tpch", "--sample-interval", "0.01"], "--sample-interval"),
+    (["tpch", "--results", "/proc/r.db"], "--results"),
+]
+RESULTS = [
+    (["results", "show", "0", "--results", "{db}"], "0"),
+    (["results", "show", "777", "--results", "{db}"], "777"),
+    (["results", "show", "99999999999999999999", "--results", "{db}"], "99999999999999999999"),
+    (["results", "show", "x", "--results", "{db}"], "RUN"),
+    (["results", "list", "--limit", "0", "--results", "{db}"], "--limit"),
+    (["results", "list", "--results", "{tmp}/missing.db"], "--results"),
+    (["results", "list", "--results", "{tmp}/file"], "--results"),
+    (["results", "log", "777", "--results", "{db}"], "777"),
+]
+REPORT = [
+    (["report", "no such experiment", "--results", "{db}"], "no such experiment"),
+    (["report", "{tmp}/missing.toml", "--results", "{db}"], "missing.toml"),
+    (["report", "populate sqlite", "--metric", "nope", "--results", "{db}"], "--metric"),
+    (["report", "populate sqlite", "--timelines", "some", "--results", "{db}"], "--timelines"),
+    (["report", "populate sqlite", "--html", "/proc/x.html", "--results", "{db}"], "--html"),
+    (["report", "populate sqlite", "--html", "{tmp}", "--results", "{db}"], "--html"),
+    (["report", "populate sqlite", "--with-disk", "777", "--results", "{db}"], "--with-disk"),
+    (["report", "populate sqlite", "--with-disk", "1", "--results", "{db}"], "--with-disk"),
+]
+COMPARE = [
+    (["compare", "1-99999999999", "1", "--results", "{db}"], "1-99999999999"),
+    (["compare", "777", "1", "--results", "{db}"], "777"),
+    (["compare", "1", "no such experiment", "--results", "{db}"], "no such experiment"),
+    (["compare", "3-1", "1", "--results", "{db}"], "3-1"),
+    (["compare", "1", "1", "--metric", "nope", "--results", "{db}"], "--metric"),
+    (["compare", "x,y", "1", "--results", "{db}"], "x,y"),
+]
+EXPORT = [
+    (["export", "populate sqlite", "--format", "xml", "--results", "{db}"], "--format"),
+    (["export", "populate sqlite", "-o", "/proc/x.csv", "--results", "{db}"], "--output"),
+    (["export", "populate sqlite", "--format", "parquet", "--results", "{db}"], "--output"),
+    (
+        ["export", "populate sqlite", "--format", "parquet", "-o", "{tmp}", "--results", "{db}"],
+        "--output",
+    ),
+    (["export", "no such experiment", "--results", "{db}"], "no such experiment"),
+]
+TIMELINE = [
+    (["timeline", "777", "-o", "{tmp}/t.html", "--results", "{db}"], "777"),
+    (["timeline", "1", "-o", "{tmp}/t.txt", "--results", "{db}"], "--output"),
+    (["timeline", "1", "-o", "/proc/x.html", "--results", "{db}"], "--output"),
+    (["timeline", "1", "-o", "{tmp}", "--results", "{db}"], "--output"),
+]
+TESTBED = [
+    (["testbed", "up", "{tmp}/missing.toml"], "missing.toml"),
+    (["testbed", "up", "{tmp}/file"], "file"),
+    (["testbed", "up", "{tmp}/bad-size.toml"], "size"),
+    (["testbed", "up", "{tmp}/bad-key.toml"], "sise"),
+    (["testbed", "up", "{tmp}/bad-fs.toml"], "filesystem"),
+    (["testbed", "up", "{tmp}/bad-iops.toml"], "write_iops"),
+]
+DEMO = [
+    (["demo", "--rows", "0"], "--rows"),
+    (["demo", "--rows", "-5"], "--rows"),
+    (["demo", "--rows", "many"], "--rows"),
+    (["demo", "--html", "/proc/x.html"], "--html"),
+]
+CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO
+TESTBEDS = {
+    "bad-size.toml": '[devices.a]\nsize = "0"\n',
+    "bad-key.toml": '[devices.a]\nsise = "64MiB"\n',
+    "bad-fs.toml": '[devices.a]\nsize = "64MiB"\nfilesystem = "fat12"\n',
+    "bad-iops.toml": '[devices.a]\nsize = "64MiB"\nwrite_iops = -3\n',
+}
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results database with one finished populate run of SQLite."""
+    db = tmp_path_factory.mktemp("seed") / "seed.db"
+    done = subprocess.run(
+        [*IOLAB, "populate", "--rows", "200", "--connections", "2", "--results", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+@pytest.fixture
+def place(tmp_path: Path, seeded: Path) -> dict[str, str]:
+    (tmp_path / "file").write_text("not a directory, not a database\n")
+    for name, text in TESTBEDS.items():
+        (tmp_path / name).write_text(text)
+    db = tmp_path / "results.db"
+    shutil.copy(seeded, db)
+    return {"tmp": str(tmp_path), "db": str(db)}
+
+
+def run_counts(db: Path) -> tuple[int, int]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        experiments = conn.execute("SELECT COUNT(*) FROM experiments").fetchone()[0]
+    return int(runs), int(experiments)
+
+
+@pytest.mark.parametrize(("argv", "named"), CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_bad_input_is_refused_in_one_line(
+    argv: list[str], named: str, place: dict[str, str], tmp_path: Path
+) -> None:
+    args = [a.format(**place) for a in argv]
+    if "--results" not in args:  # commands that would record: a database of their own
+        args += ["--results", str(tmp_path / "fresh.db")] if args[0] in ("disk", "tpch") else []
+    db = Path(place["db"])
+    before = run_counts(db)
+    done = subprocess.run(
+        [*IOLAB, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env=_env(tmp_path),
+    )
+    err = done.stderr
+    assert done.returncode == 2, f"exit {done.returncode}: {err}{done.stdout}"
+    assert "Traceback" not in err
+    assert named.format(**place) in err, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    if lines and lines[-1].startswith("error:"):  # iolab's own: one line
+        assert len([ln for ln in lines if ln.startswith("error:")]) == 1, err
+    else:  # the argument parser's: the usage and a box naming the option
+        assert "Usage: " in err and "Error" in err, err
+    assert run_counts(db) == before
+    fresh = tmp_path / "fresh.db"
+    assert not fresh.exists() or run_counts(fresh)[0] == 0
+    assert not list(tmp_path.glob(".iolab-*")), "a leftover in the directory under test"
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("IOLAB_RESULTS", None)
+    env["IOLAB_TESTBED_DIR"] = str(tmp_path / "testbed-state")
+    env["IOLAB_CACHE"] = str(tmp_path / "cache")
+    return env
