@@ -1,0 +1,123 @@
+"""Faults on real servers: iolab killed with SIGKILL at each phase of a run, then resumed.
+
+Each kill lands in a different phase of a PostgreSQL populate experiment: while the cluster is
+being made (provisioning), while loaders insert (loading, probes sampling), and the moment a
+run is recorded done (recording it, flushing its probes, starting the next). After each kill
+the server must be gone (parent-death signal), and the resumed experiment must end with every
+run done exactly once, nothing left running, and nothing of iolab's left in the layout.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_dirs
+from tests.integration.test_populate_cli import iolab, servers_of
+
+pytestmark = pytest.mark.integration
+
+EXPERIMENT = """
+[experiment]
+name = "faults"
+repetitions = 2
+order = "sequential"
+[workload]
+kind = "populate"
+engine = "postgres"
+rows = 6000
+[layouts.a]
+data_dirs = ["a"]
+wal_dir = "wal"
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+connections = [2, 4]
+"""
+
+
+def statuses(db: Path) -> list[str]:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            return [str(s) for (s,) in conn.execute("SELECT status FROM runs ORDER BY id")]
+    except sqlite3.OperationalError:
+        return []
+
+
+def owned(directory: Path) -> list[Path]:
+    return [p for p in directory.iterdir() if p.name.startswith(".iolab-")]
+
+
+def kill_when(exp: Path, ready: Callable[[], bool], timeout: float = 240) -> None:
+    """Start ``iolab run exp`` and SIGKILL it as soon as ``ready()`` holds."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "run", str(exp)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, "the experiment ended before the phase came"
+            assert time.monotonic() < deadline, "the phase never came"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def no_server_under(root: Path, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while servers_of(root) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return servers_of(root) == []
+
+
+def test_sigkill_at_each_phase_then_resume_runs_each_run_once(
+    open_tmp: Path, results_db: Path
+) -> None:
+    data, wal = make_dirs(open_tmp, "a", "wal")
+    exp = open_tmp / "exp.toml"
+    exp.write_text(EXPERIMENT)
+
+    def provisioning() -> bool:
+        return bool(owned(data)) and not servers_of(open_tmp)
+
+    def loading() -> bool:
+        return "running" in statuses(results_db) and bool(servers_of(open_tmp))
+
+    done_before = 0
+
+    def recorded() -> bool:
+        return statuses(results_db).count("done") > done_before
+
+    for phase in (provisioning, loading, recorded):
+        done_before = statuses(results_db).count("done")
+        kill_when(exp, phase)
+        assert no_server_under(open_tmp), f"a server outlived iolab killed while {phase.__name__}"
+        assert "running" in statuses(results_db) or phase is recorded
+
+    finished = iolab("run", str(exp), "--json")
+    assert finished.returncode == 0, finished.stderr
+    doc = json.loads(finished.stdout)
+    for cell in doc["cells"]:
+        assert cell["runs"].get("done") == 2, cell  # exactly the repetitions, none twice
+    final = statuses(results_db)
+    assert final.count("done") == 4
+    assert "running" not in final
+    assert final.count("aborted") >= 2  # the runs killed while provisioning and loading
+    assert no_server_under(open_tmp)
+    assert owned(data) == [] and owned(wal) == []  # the killed runs' leftovers were reaped
+    assert [p.name for p in data.iterdir()] == []
