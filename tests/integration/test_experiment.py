@@ -285,7 +285,7 @@ rows = [100, 6000]
     assert "sizes" in bad.stderr
 
 
-def test_tpch_experiment_on_duckdb(open_tmp: Path, results_db: Path) -> None:
+def test_tpch_experiment_on_duckdb(open_tmp: Path, results_db: Path, cache: Path) -> None:
     make_dirs(open_tmp, "a", "b")
     exp = write(
         open_tmp,

@@ -44,6 +44,10 @@ def svg_to_png(svg: str, out: Path) -> None:
                 "--no-sandbox",  # root cannot use the sandbox; the page is iolab's own SVG
                 "--disable-gpu",
                 "--hide-scrollbars",
+                "--no-first-run",  # and no traffic of its own: it only draws a local file
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
                 f"--user-data-dir={scratch}/profile",
                 f"--window-size={width},{height}",
                 f"--screenshot={shot}",
