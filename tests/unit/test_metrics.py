@@ -40,3 +40,26 @@ def test_sizes_are_better_or_worse_times_faster_or_slower() -> None:
         ratio("a", small, "b", big, True, "elapsed_seconds")
     )
     assert " was 2.00x worse than " in sentence(ratio("b", big, "a", small, True, "wal_bytes"))
+
+
+def test_declared_metrics_say_their_unit_direction_and_words() -> None:
+    from iolab import metrics
+
+    rate = metrics.lookup("rows_per_second")
+    assert (rate.unit, rate.lower_is_better, rate.speed) == ("rows/s", False, True)
+    size = metrics.lookup("wal_bytes_per_row")
+    assert (size.unit, size.lower_is_better, size.speed) == ("B", True, False)
+    latency = metrics.lookup("tests.RND4K Q1T1 read.lat_p99_us")  # by its last part
+    assert (latency.name, latency.lower_is_better, latency.speed) == ("lat_p99_us", True, True)
+    assert metrics.lookup("queries_ok").lower_is_better is False
+    assert metrics.lookup("compression_ratio").format(2.5) == "2.5 x"
+    assert metrics.lookup("load_mb_per_second").format(1234.5) == "1,234 MB/s"
+
+
+def test_a_number_nobody_declared_is_guessed_from_its_name_and_says_so() -> None:
+    from iolab import metrics
+
+    guessed = metrics.lookup("bananas_per_second")
+    assert not guessed.lower_is_better and guessed.speed
+    assert "not declared" in guessed.description
+    assert metrics.lookup("leftover_bytes").lower_is_better

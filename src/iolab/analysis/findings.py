@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from iolab import metrics
 from iolab.analysis.efficiency import Drift, Efficiency, drift_sentence
 from iolab.analysis.queries import QueryTimes
 from iolab.analysis.stats import Comparison, Summary, compare, summarize
@@ -221,7 +222,7 @@ def sentence(r: Ratio) -> str:
             f"{r.a} vs {r.b}: no significant difference ({r.better:.2f}x, 95% CI "
             f"{lo:.2f}-{hi:.2f}x, p = {c.p_value:.2g})"
         )
-    speed = not r.metric or any(w in r.metric.rsplit(".", 1)[-1] for w in SPEED_WORDS)
+    speed = not r.metric or metrics.lookup(r.metric).speed
     word = (
         ("faster" if r.better > 1 else "slower")
         if speed
@@ -276,15 +277,10 @@ def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
     return float(value)
 
 
-SPEED_WORDS = ("seconds", "per_second", "mbps", "iops", "lat", "_us", "_ms")  # faster/slower
-HIGHER_IS_BETTER = ("per_second", "mbps", "iops", "ratio", "_ok")
-
-
 def lower_is_better(metric: str) -> bool:
-    """Rates, throughputs, ratios and counts of successes are better high; times, latencies,
-    sizes and bytes per row are better low."""
-    last = metric.rsplit(".", 1)[-1]
-    return not any(word in last for word in HIGHER_IS_BETTER)
+    """As :mod:`iolab.metrics` declares it: rates, throughputs, ratios and counts of successes
+    are better high; times, latencies, sizes and bytes per row are better low."""
+    return metrics.lookup(metric).lower_is_better
 
 
 def cells_from_runs(

@@ -1,0 +1,111 @@
+"""Every number a workload records, declared once: its unit, which way is better, how to show it.
+
+Findings, ``--metric``, charts and exports ask this registry instead of guessing from a name. A
+metric of a table inside a summary (``tests.SEQ1M Q8T1 read.mbps`` of a disk run) is declared by
+its last part (``mbps``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Quantity(StrEnum):
+    """What a metric measures; it decides the words of a comparison."""
+
+    TIME = "time"  # seconds: faster / slower
+    RATE = "rate"  # per second: faster / slower
+    LATENCY = "latency"  # microseconds or milliseconds per I/O: faster / slower
+    SIZE = "size"  # bytes, pages: better / worse
+    COUNT = "count"  # how many succeeded: better / worse
+    RATIO = "ratio"  # a ratio: better / worse
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    quantity: Quantity
+    lower_is_better: bool
+    description: str
+
+    @property
+    def speed(self) -> bool:
+        """A comparison of it reads "faster/slower" (else "better/worse")."""
+        return self.quantity in (Quantity.TIME, Quantity.RATE, Quantity.LATENCY)
+
+    def format(self, value: float) -> str:
+        return f"{_number(value)} {self.unit}".rstrip()
+
+
+def _number(value: float) -> str:
+    if value != 0 and abs(value) < 0.01:
+        return f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _m(name: str, unit: str, quantity: Quantity, lower: bool, description: str) -> Metric:
+    return Metric(name, unit, quantity, lower, description)
+
+
+T, R, L, S, C, Q = (
+    Quantity.TIME,
+    Quantity.RATE,
+    Quantity.LATENCY,
+    Quantity.SIZE,
+    Quantity.COUNT,
+    Quantity.RATIO,
+)
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        # populate
+        _m("elapsed_seconds", "s", T, True, "time until the last loader finished"),
+        _m("first_finished_seconds", "s", T, True, "time until the first loader finished"),
+        _m("wall_seconds", "s", T, True, "wall time of the load, start to end"),
+        _m("rows_per_second", "rows/s", R, False, "rows committed per second"),
+        _m("payload_mb_per_second", "MB/s", R, False, "payload bytes loaded per second"),
+        _m("table_bytes", "B", S, True, "bytes of the table"),
+        _m("total_bytes", "B", S, True, "bytes of the table with its indexes"),
+        _m("pages", "pages", S, True, "pages of the table"),
+        _m("pages_per_row", "pages", S, True, "table pages per row loaded"),
+        _m("wal_bytes", "B", S, True, "WAL / redo bytes the load generated"),
+        _m("wal_bytes_per_row", "B", S, True, "WAL / redo bytes per row"),
+        # TPC-H
+        _m("load_seconds", "s", T, True, "time to load the TPC-H data"),
+        _m("load_mb_per_second", "MB/s", R, False, "CSV bytes loaded per second"),
+        _m("index_seconds", "s", T, True, "time for keys, indexes and statistics"),
+        _m("on_disk_bytes", "B", S, True, "bytes allocated on disk after the load"),
+        _m("compression_ratio", "x", Q, False, "CSV bytes per byte on disk"),
+        _m("total_seconds", "s", T, True, "sum of the queries' seconds"),
+        _m("geomean_seconds", "s", T, True, "geometric mean of the queries' seconds"),
+        _m("queries_ok", "queries", C, False, "queries that ran and gave the right answer"),
+        # disk tests (tests.TEST.FIELD)
+        _m("mbps", "MB/s", R, False, "throughput"),
+        _m("iops", "IOPS", R, False, "I/O operations per second"),
+        _m("lat_p99_us", "us", L, True, "99th percentile completion latency"),
+        _m("commits_per_second", "commits/s", R, False, "8K writes each followed by fdatasync"),
+    )
+}
+
+# A number not declared here still works with --metric; its direction is guessed from its name.
+_HIGHER = ("per_second", "mbps", "iops", "ratio", "_ok")
+_SPEED = ("seconds", "per_second", "mbps", "iops", "lat", "_us", "_ms")
+
+
+def lookup(name: str) -> Metric:
+    """The declaration of ``name`` (a summary key or a dotted path), or one guessed from its
+    name for a number no workload declared."""
+    last = name.rsplit(".", 1)[-1]
+    found = METRICS.get(name) or METRICS.get(last)
+    if found is not None:
+        return found
+    speed = any(word in last for word in _SPEED)
+    higher = any(word in last for word in _HIGHER)
+    quantity = (Quantity.RATE if higher else Quantity.TIME) if speed else Quantity.SIZE
+    return Metric(name, "", quantity, not higher, "not declared: direction from its name")
+
+
+def lower_is_better(name: str) -> bool:
+    return lookup(name).lower_is_better
