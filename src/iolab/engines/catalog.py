@@ -19,11 +19,9 @@ from iolab.engines.loading import LoadMethod
 from iolab.errors import BadInput
 
 if TYPE_CHECKING:
-    from iolab.engines.interface import Engine, Placement
-    from iolab.probes.interface import Probe
+    from iolab.engines.interface import Engine
 
 Sessions = Callable[[Sequence[Any]], list[int]]
-ProbeFactory = Callable[["Engine", "Placement", "Sequence[int] | None"], "list[Probe]"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,7 @@ class EngineKind:
     tpch_compression: bool | None  # TPC-H --compression default; None: no compression option
     parallel_loaders: bool  # TPC-H --loaders: tables loaded over several connections
     make: Callable[[Layout, Path | None], Engine]  # a fresh, unprovisioned instance
-    probes: ProbeFactory  # its counters, waits and checkpoints (see iolab.probes)
+    probes: str | None  # the probe family that watches it (iolab.probes.standard), if any
     sessions: Sessions | None = None  # the server-side id of each workload connection
     counts_pages: bool = False  # its probe records pages_allocated_per_s under ``name``
     takes_pg_bin: bool = False  # --pg-bin names its binaries
@@ -87,40 +85,6 @@ def _duckdb_check(layout: Layout) -> None:
     DuckDBEngine.check(layout)
 
 
-def _postgres_probes(
-    engine: Engine, placement: Placement, sessions: Sequence[int] | None
-) -> list[Probe]:
-    from iolab.probes.checkpoints import PostgresLogCheckpoints
-    from iolab.probes.postgres import PostgresProbe
-    from iolab.probes.waits import PostgresWaits
-
-    probes: list[Probe] = [PostgresProbe(engine.connect), PostgresWaits(engine.connect, sessions)]
-    if placement.log is not None:
-        probes.append(PostgresLogCheckpoints(placement.log))
-    return probes
-
-
-def _mariadb_probes(
-    engine: Engine, placement: Placement, sessions: Sequence[int] | None
-) -> list[Probe]:
-    from iolab.probes.mariadb import MariaDBProbe
-    from iolab.probes.waits import MariaDBWaits
-
-    return [MariaDBProbe(engine.connect), MariaDBWaits(engine.connect, sessions)]
-
-
-def _sqlite_probes(
-    engine: Engine, placement: Placement, sessions: Sequence[int] | None
-) -> list[Probe]:
-    from iolab.probes.sqlite import SQLiteProbe
-
-    return [SQLiteProbe(list(placement.data))]
-
-
-def _no_probes(engine: Engine, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
-    return []
-
-
 _ROW_METHODS = frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW})
 
 KINDS: dict[str, EngineKind] = {
@@ -135,7 +99,7 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=None,
             parallel_loaders=False,
             make=_sqlite,
-            probes=_sqlite_probes,
+            probes="sqlite",
             counts_pages=True,
         ),
         EngineKind(
@@ -147,7 +111,7 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=None,
             parallel_loaders=True,
             make=_postgres,
-            probes=_postgres_probes,
+            probes="postgres",
             sessions=lambda conns: [int(c.info.backend_pid) for c in conns],
             counts_pages=True,
             takes_pg_bin=True,
@@ -162,7 +126,7 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=False,
             parallel_loaders=True,
             make=_mariadb,
-            probes=_mariadb_probes,
+            probes="mariadb",
             sessions=lambda conns: [int(c.thread_id()) for c in conns],
             counts_pages=True,
             check=_mariadb_check,
@@ -177,7 +141,7 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=True,
             parallel_loaders=False,
             make=_duckdb,
-            probes=_no_probes,
+            probes=None,
             check=_duckdb_check,
             needs=("duckdb",),
         ),

@@ -9,10 +9,15 @@ from typing import Any
 from iolab.engines import catalog
 from iolab.engines.interface import Placement
 from iolab.events import EventSink
+from iolab.probes.checkpoints import PostgresLogCheckpoints
 from iolab.probes.devices import DeviceProbe
 from iolab.probes.host import HostProbe
 from iolab.probes.interface import Probe
+from iolab.probes.mariadb import MariaDBProbe
+from iolab.probes.postgres import PostgresProbe
 from iolab.probes.recorder import Recorder
+from iolab.probes.sqlite import SQLiteProbe
+from iolab.probes.waits import MariaDBWaits, PostgresWaits
 from iolab.probes.workload import rows_probe
 from iolab.system.devices import describe
 from iolab.system.diskstats import DiskCounters
@@ -81,12 +86,36 @@ def session_ids(engine: Any, connections: Sequence[Any]) -> list[int] | None:
         return None
 
 
+def _postgres(engine: Any, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
+    probes: list[Probe] = [PostgresProbe(engine.connect), PostgresWaits(engine.connect, sessions)]
+    if placement.log is not None:
+        probes.append(PostgresLogCheckpoints(placement.log))
+    return probes
+
+
+def _mariadb(engine: Any, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
+    return [MariaDBProbe(engine.connect), MariaDBWaits(engine.connect, sessions)]
+
+
+def _sqlite(engine: Any, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
+    return [SQLiteProbe(list(placement.data))]
+
+
+# The probe families an engine's descriptor names (iolab.engines.catalog.EngineKind.probes).
+FAMILIES: dict[str, Callable[[Any, Placement, Sequence[int] | None], list[Probe]]] = {
+    "postgres": _postgres,
+    "mariadb": _mariadb,
+    "sqlite": _sqlite,
+}
+
+
 def engine_probes(
     engine: Any, placement: Placement, sessions: Sequence[int] | None = None
 ) -> list[Probe]:
     """Counters, waits and checkpoints of the engine (nothing for engines iolab does not know)."""
     kind = catalog.kind_of(engine)
-    return [] if kind is None else kind.probes(engine, placement, sessions)
+    family = None if kind is None else kind.probes
+    return [] if family is None else FAMILIES[family](engine, placement, sessions)
 
 
 def populate_probes(
