@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from iolab.engines.interface import Layout
+from iolab.engines.interface import Layout, PopulateEngine, TpchEngine
 from iolab.engines.loading import LoadMethod
 from iolab.errors import BadInput
 
@@ -175,3 +175,17 @@ def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Engine:
     if pg_bin is not None and not found.takes_pg_bin:
         raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
     return found.make(layout, pg_bin)
+
+
+def create_populate(name: str, layout: Layout, *, pg_bin: Path | None = None) -> PopulateEngine:
+    """:func:`create` for the population workload: an engine that has its dialect."""
+    engine = create(kind(name, among=POPULATE_ENGINES).name, layout, pg_bin=pg_bin)
+    assert isinstance(engine, PopulateEngine), f"{name} declares populate methods but has none"
+    return engine
+
+
+def create_tpch(name: str, layout: Layout, *, pg_bin: Path | None = None) -> TpchEngine:
+    """:func:`create` for TPC-H: an engine that has its dialect."""
+    engine = create(kind(name, among=TPCH_ENGINES).name, layout, pg_bin=pg_bin)
+    assert isinstance(engine, TpchEngine), f"{name} declares TPC-H but has no dialect"
+    return engine

@@ -240,7 +240,7 @@ class DuckDBEngine:
             self._cursors.append(cursor)
             return cursor
 
-    def tpch_dialect(self, *, compression: bool = True) -> DuckDBTpch:
+    def tpch_dialect(self, *, compression: bool = True, loaders: int = 1) -> DuckDBTpch:
         """The TPC-H workload's SQL for this instance's data files."""
         from iolab.engines.duckdb_tpch import DuckDBTpch
 

@@ -12,10 +12,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from iolab.errors import BadInput
 from iolab.ownership import can_write, owned_name, reap
+
+if TYPE_CHECKING:
+    from iolab.engines.loading import PopulateDialect
+    from iolab.engines.tpch import TpchDialect
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,25 @@ class Engine(Protocol):
 
     def destroy(self) -> None:
         """Remove what provision() created, nothing else; safe to call twice."""
+        ...
+
+
+@runtime_checkable
+class PopulateEngine(Engine, Protocol):
+    """An engine that runs the table-population workload."""
+
+    def populate_dialect(self) -> PopulateDialect:
+        """Its table, loaders and statistics (see :mod:`iolab.engines.loading`)."""
+        ...
+
+
+@runtime_checkable
+class TpchEngine(Engine, Protocol):
+    """An engine that runs TPC-H."""
+
+    def tpch_dialect(self, *, compression: bool, loaders: int) -> TpchDialect:
+        """Its TPC-H SQL (see :mod:`iolab.engines.tpch`); ``loaders``: parallel connections for
+        the load, where the engine loads in parallel."""
         ...
 
 

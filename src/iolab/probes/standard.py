@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.interface import Placement
+from iolab.engines.interface import Engine, Placement
 from iolab.events import EventSink
 from iolab.probes.checkpoints import PostgresLogCheckpoints
 from iolab.probes.devices import DeviceProbe
@@ -74,7 +74,7 @@ def device_deltas(
     return out
 
 
-def session_ids(engine: Any, connections: Sequence[Any]) -> list[int] | None:
+def session_ids(engine: Engine, connections: Sequence[Any]) -> list[int] | None:
     """The server-side ids of the workload's connections: PostgreSQL backend pids, MariaDB
     connection ids (None for other engines, or when there are none)."""
     kind = catalog.kind_of(engine)
@@ -86,18 +86,18 @@ def session_ids(engine: Any, connections: Sequence[Any]) -> list[int] | None:
         return None
 
 
-def _postgres(engine: Any, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
+def _postgres(engine: Engine, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
     probes: list[Probe] = [PostgresProbe(engine.connect), PostgresWaits(engine.connect, sessions)]
     if placement.log is not None:
         probes.append(PostgresLogCheckpoints(placement.log))
     return probes
 
 
-def _mariadb(engine: Any, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
+def _mariadb(engine: Engine, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
     return [MariaDBProbe(engine.connect), MariaDBWaits(engine.connect, sessions)]
 
 
-def _sqlite(engine: Any, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
+def _sqlite(engine: Engine, placement: Placement, sessions: Sequence[int] | None) -> list[Probe]:
     return [SQLiteProbe(list(placement.data))]
 
 
@@ -110,7 +110,7 @@ FAMILIES: dict[str, Callable[[Any, Placement, Sequence[int] | None], list[Probe]
 
 
 def engine_probes(
-    engine: Any, placement: Placement, sessions: Sequence[int] | None = None
+    engine: Engine, placement: Placement, sessions: Sequence[int] | None = None
 ) -> list[Probe]:
     """Counters, waits and checkpoints of the engine (nothing for engines iolab does not know)."""
     kind = catalog.kind_of(engine)
@@ -119,7 +119,7 @@ def engine_probes(
 
 
 def populate_probes(
-    engine: Any,
+    engine: Engine,
     placement: Placement,
     connections: Sequence[Any],
     committed: Callable[[], float],
@@ -139,7 +139,7 @@ def disk_probes(path: Path) -> list[Probe]:
 
 
 def populate_recorder(
-    engine: Any,
+    engine: Engine,
     placement: Placement,
     connections: Sequence[Any],
     committed: Callable[[], float],
@@ -161,7 +161,7 @@ def disk_recorder(path: Path, interval: float | None, events: EventSink) -> Reco
 
 
 def tpch_recorder(
-    engine: Any,
+    engine: Engine,
     placement: Placement,
     connection: Any,
     interval: float | None,

@@ -19,7 +19,7 @@ from typing import Any
 
 from iolab.engines import catalog, external
 from iolab.engines.external import ExternalTarget, check_external_layout
-from iolab.engines.interface import Layout, Placement, check_dirs, running
+from iolab.engines.interface import Layout, Placement, PopulateEngine, check_dirs, running
 from iolab.engines.loading import (
     KeyKind,
     LoaderError,
@@ -273,7 +273,7 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
         settings = dict(layout.settings)
         settings["max_connections"] = str(max(100, options.connections + 10))
         layout = replace(layout, settings=settings)
-    engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
+    engine = catalog.create_populate(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine) as placement:
         try:
@@ -285,7 +285,7 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
 
 
 def load_and_measure(
-    engine: Any,
+    engine: PopulateEngine,
     placement: Placement,
     options: PopulateOptions,
     outcome: RunOutcome,

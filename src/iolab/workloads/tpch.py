@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.interface import Layout, Placement, running
+from iolab.engines.interface import Layout, Placement, TpchEngine, running
 from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
 from iolab.errors import BadInput, RunFailed
@@ -202,24 +202,18 @@ def run_tpch(options: TpchOptions, outcome: RunOutcome, events: EventSink) -> No
         settings = dict(layout.settings)
         settings["max_connections"] = str(max(100, options.loader_count + 10))
         layout = replace(layout, settings=settings)
-    engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
+    engine = catalog.create_tpch(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine) as placement:
         load_and_query(engine, placement, options, files, texts, reference, outcome, events)
 
 
-def _dialect(engine: Any, options: TpchOptions) -> TpchDialect:
-    if catalog.kind(options.engine).parallel_loaders:
-        dialect: TpchDialect = engine.tpch_dialect(
-            compression=options.compressed, loaders=options.loader_count
-        )
-    else:
-        dialect = engine.tpch_dialect(compression=options.compressed)
-    return dialect
+def _dialect(engine: TpchEngine, options: TpchOptions) -> TpchDialect:
+    return engine.tpch_dialect(compression=options.compressed, loaders=options.loader_count)
 
 
 def load(
-    engine: Any, dialect: TpchDialect, files: TpchFiles, events: EventSink
+    engine: TpchEngine, dialect: TpchDialect, files: TpchFiles, events: EventSink
 ) -> dict[str, float]:
     """Create the tables, load them, build keys and statistics; the timings."""
     conn = engine.connect()
@@ -254,7 +248,7 @@ def load(
 
 
 def load_and_query(
-    engine: Any,
+    engine: TpchEngine,
     placement: Placement,
     options: TpchOptions,
     files: TpchFiles,
@@ -347,7 +341,7 @@ def _query_json(r: QueryResult) -> dict[str, Any]:
 
 
 def power_run(
-    engine: Any,
+    engine: TpchEngine,
     placement: Placement,
     dialect: TpchDialect,
     options: TpchOptions,
