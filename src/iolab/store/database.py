@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iolab.errors import BadInput, IolabError
+from iolab.errors import BadInput, RunFailed
 from iolab.ownership import boot_id, process_alive
 from iolab.probes.data import ProbeData
 from iolab.results import (
@@ -28,7 +28,7 @@ from iolab.results import (
     canonical_json,
     content_hash,
 )
-from iolab.store import migrate, query_results
+from iolab.store import identify, migrate, query_results
 from iolab.store import probes as probe_store
 
 DEFAULT_PATH = Path("iolab.db")
@@ -78,9 +78,22 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
-            yield self.conn
+        """One exclusive write transaction; a full disk becomes an error naming the file."""
+        try:
+            with self.conn:
+                self.conn.execute("BEGIN IMMEDIATE")
+                yield self.conn
+        except sqlite3.OperationalError as exc:
+            directory = self.path.absolute().parent
+            code = exc.sqlite_errorcode & 0xFF
+            if code == sqlite3.SQLITE_FULL or (
+                code == sqlite3.SQLITE_IOERR and identify.full(directory)
+            ):
+                raise RunFailed(
+                    f"cannot write the results database {self.path}: "
+                    + identify.full_reason(directory)
+                ) from exc
+            raise
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -280,25 +293,29 @@ def _run_record(row: tuple[Any, ...]) -> RunRecord:
 
 
 def open_store(path: Path | None = None, *, create: bool = True) -> Store:
-    """Open (and create or migrate) the results database at ``path``."""
+    """Open (and create or migrate) the results database at ``path``.
+
+    Only iolab's own results databases are opened: a file holding anything else is refused
+    before a byte of it is written (see :mod:`iolab.store.identify`); with ``create`` False (the
+    reading commands) a new or empty file is refused too. Runs left 'running' by a process that
+    is gone are marked aborted, so every command, reading ones too, shows them as they are.
+    """
     path = path or default_path()
-    if not create and not path.exists():
-        raise BadInput(
-            "--results",
-            str(path),
-            "no results database there; run a benchmark first or name "
-            f"an existing file with --results or {ENV_VAR}",
-        )
-    if path.exists() and path.is_dir():
-        raise BadInput("--results", str(path), "name a file, not a directory")
-    if not path.parent.exists():
-        raise BadInput("--results", str(path), f"the directory {path.parent} does not exist")
+    identify.check_path(path, create, ENV_VAR)
+    conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        identify.identify(conn, path, create, migrate.known())
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         migrate.apply(conn, str(path))
-    except sqlite3.DatabaseError as exc:
-        raise IolabError(f"{path} is not a usable iolab results database: {exc}") from exc
-    return Store(conn, path)
+        store = Store(conn, path)
+        store.reap_stale()
+    except BaseException as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise identify.explain(exc, path) from exc
+        raise
+    return store
