@@ -153,24 +153,60 @@ class Store:
                 (outcome.status.value, _now(), outcome.error, canonical_json(outcome.summary), run),
             )
 
+    def claim_run(
+        self, experiment: ExperimentId, cell: CellId, wanted: int | None
+    ) -> tuple[RunId, int] | None:
+        """Take the next run of a cell for this process, before it starts: (run id, repetition).
+
+        In one exclusive transaction: runs of the cell left 'running' by a process that is gone
+        are marked aborted (so they are taken again), then, unless the cell already has
+        ``wanted`` runs done or taken by a live process, a run row is inserted as 'running'
+        with this process's pid and boot. None when there is nothing left to take (``wanted``
+        None: always take one, e.g. an extra baseline run). Two drivers of one experiment so
+        share its runs: each run is done once.
+        """
+        with self.transaction() as c:
+            _abort_stale(c, "experiment_id = ? AND cell_id = ?", (experiment, cell))
+            if wanted is not None:
+                (taken,) = c.execute(
+                    "SELECT COUNT(*) FROM runs WHERE experiment_id = ? AND cell_id = ? "
+                    "AND status IN ('done', 'running')",
+                    (experiment, cell),
+                ).fetchone()
+                if int(taken) >= wanted:
+                    return None
+            (top,) = c.execute(
+                "SELECT COALESCE(MAX(repetition), 0) FROM runs "
+                "WHERE experiment_id = ? AND cell_id = ?",
+                (experiment, cell),
+            ).fetchone()
+            repetition = int(top) + 1
+            cur = c.execute(
+                "INSERT INTO runs (experiment_id, cell_id, repetition, status, started_at, pid,"
+                " boot_id) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                (experiment, cell, repetition, _now(), os.getpid(), boot_id()),
+            )
+        return RunId(int(cur.lastrowid or 0)), repetition
+
+    def start_claimed(self, run: RunId, env: EnvId | None) -> None:
+        """A claimed run starts now, in this environment."""
+        with self.transaction() as c:
+            c.execute("UPDATE runs SET started_at = ?, env_id = ? WHERE id = ?", (_now(), env, run))
+
+    def release(self, run: RunId) -> None:
+        """Give back a run this process claimed and did not start (nothing of it was run)."""
+        with self.transaction() as c:
+            c.execute(
+                "DELETE FROM runs WHERE id = ? AND status = 'running' AND pid = ?",
+                (run, os.getpid()),
+            )
+
     def reap_stale(self) -> int:
         """Mark runs left 'running' by a process that is gone as aborted; returns how many."""
-        boot = boot_id()
-        stale = []
-        for run_id, pid, run_boot in self.conn.execute(
-            "SELECT id, pid, boot_id FROM runs WHERE status = 'running'"
-        ):
-            alive = run_boot == boot and pid is not None and process_alive(int(pid))
-            if not alive:
-                stale.append(run_id)
-        if stale:
+        if self.conn.execute("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").fetchone():
             with self.transaction() as c:
-                c.executemany(
-                    "UPDATE runs SET status = 'aborted', ended_at = ?, "
-                    "error = 'interrupted: the iolab process running it is gone' WHERE id = ?",
-                    [(_now(), r) for r in stale],
-                )
-        return len(stale)
+                return _abort_stale(c, "1", ())
+        return 0
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -246,6 +282,25 @@ class Store:
     def logs(self, run_id: RunId) -> dict[str, str]:
         """The logs kept with a run (``server``: the engine's server log), by name."""
         return probe_store.logs(self.conn, run_id)
+
+
+def _abort_stale(conn: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
+    """Inside a write transaction: mark the 'running' runs matching ``where`` whose process is
+    gone (its pid dead, or another boot) as aborted; returns how many."""
+    boot = boot_id()
+    stale = [
+        run_id
+        for run_id, pid, run_boot in conn.execute(
+            f"SELECT id, pid, boot_id FROM runs WHERE status = 'running' AND {where}", args
+        )
+        if not (run_boot == boot and pid is not None and process_alive(int(pid)))
+    ]
+    conn.executemany(
+        "UPDATE runs SET status = 'aborted', ended_at = ?, "
+        "error = 'interrupted: the iolab process running it is gone' WHERE id = ?",
+        [(_now(), r) for r in stale],
+    )
+    return len(stale)
 
 
 def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:
