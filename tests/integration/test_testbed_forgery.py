@@ -126,7 +126,9 @@ def test_files_named_in_a_forged_state_are_left(place: Path) -> None:
             "d": device("d", place, backing_file=str(lookalike), mount_point=str(st / "mnt" / "d")),
         },
     )
-    text = warnings_of(down(st))
+    done = down(st)
+    assert "is left in place (see the warnings)" in done.stdout
+    text = warnings_of(done)
     for victim in (plain, known, marked, lookalike):
         assert victim.read_text() == "precious"
         assert stat.S_IMODE(victim.stat().st_mode) == 0o600

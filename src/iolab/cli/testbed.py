@@ -89,6 +89,11 @@ def down(
         done = testbed.down(view, names or None)
     if done:
         out.print(f"taken down: {', '.join(done)}")
+        if any(" in place: " in w for w in view.warnings):
+            out.print(
+                "what the state named that is not iolab's is left in place (see the warnings) "
+                "and forgotten"
+            )
     else:
         out.print("no testbed devices were up")
 
