@@ -150,3 +150,38 @@ def test_a_killed_drivers_run_is_taken_again(open_tmp: Path) -> None:
     assert statuses["running"] == 0
     assert_each_run_done_once(db, 3)
     assert json.loads(again.stdout)["kept"] == 6
+
+
+def test_ctrl_c_then_resume_runs_each_run_once(open_tmp: Path) -> None:
+    db = open_tmp / "r.db"
+    exp = experiment(open_tmp, repetitions=2, rows=4000)
+    proc = driver(exp, db)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert time.monotonic() < deadline, "no run was in progress to interrupt"
+            assert proc.poll() is None, "the driver ended before it could be interrupted"
+            claims = claims_of(db, proc.pid)
+            if claims["done"] >= 1 and claims["running"] == 1:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    statuses = Counter(s for _, _, s in runs(db))
+    assert statuses["running"] == 0  # the interrupted run is finished as aborted, or given back
+    again = subprocess.run(
+        [*IOLAB, "run", str(exp), "--json", "--results", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert_each_run_done_once(db, 2)
+    assert Counter(s for _, _, s in runs(db))["running"] == 0
