@@ -366,7 +366,11 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
         conn.execute("PRAGMA synchronous=NORMAL")
         migrate.apply(conn, str(path))
         store = Store(conn, path)
-        store.reap_stale()
+        try:
+            store.reap_stale()
+        except sqlite3.OperationalError as exc:
+            if create or exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
+                raise  # a reading command still reads a database it cannot write
     except BaseException as exc:
         if conn is not None:
             conn.close()
