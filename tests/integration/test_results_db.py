@@ -144,10 +144,12 @@ def test_a_path_that_cannot_hold_a_database_is_bad_input(tmp_path: Path) -> None
     line = one_line_error(iolab(*POPULATE, "--results", "/proc/r.db"))
     assert line.startswith("error: --results: '/proc/r.db' is not allowed; "), line
     assert "cannot create a file in /proc" in line
-    readonly = tmp_path / "ro"
-    readonly.mkdir()
-    line = one_line_error(iolab(*POPULATE, "--results", str(readonly)))
+    directory = tmp_path / "d"
+    directory.mkdir()
+    line = one_line_error(iolab(*POPULATE, "--results", str(directory)))
     assert "name a file, not a directory" in line
+    line = one_line_error(iolab("results", "list", "--results", "/dev/null"))
+    assert line.startswith("error: --results: '/dev/null' is not allowed; name a regular file")
 
 
 @pytest.fixture

@@ -35,6 +35,8 @@ def check_path(path: Path, create: bool, env_var: str) -> None:
     if path.is_dir():
         raise BadInput(FIELD, str(path), "name a file, not a directory")
     if path.exists():
+        if not path.is_file():
+            raise BadInput(FIELD, str(path), "name a regular file (not a device, pipe or socket)")
         return
     if not create:
         raise BadInput(
