@@ -43,8 +43,8 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 
 
 # The real CLI entry point, started once the file GO exists: each process has imported iolab
-# already, so the commands reach the new database within a millisecond of each other (started
-# plainly, Python's start-up spreads them over a few hundred and the race hides).
+# already, so the commands reach the new database within a few milliseconds of each other
+# (started plainly, Python's start-up spreads them over a few hundred and the race hides).
 LAUNCH = """
 import sys, time
 from pathlib import Path
@@ -62,7 +62,7 @@ def test_commands_racing_on_a_new_database_all_succeed(tmp_path: Path) -> None:
     made once, under one exclusive transaction, and every command's run is recorded."""
     launch = tmp_path / "launch.py"
     launch.write_text(LAUNCH)
-    rounds, at_once = 5, 4
+    rounds, at_once = 6, 6
     for n in range(rounds):
         db, go = tmp_path / f"n{n}.db", tmp_path / f"go{n}"
         procs = [
@@ -74,7 +74,7 @@ def test_commands_racing_on_a_new_database_all_succeed(tmp_path: Path) -> None:
             )
             for _ in range(at_once)
         ]
-        time.sleep(2.0)  # every process has imported iolab and waits for GO
+        time.sleep(3.0)  # every process has imported iolab and waits for GO
         go.touch()
         errors = []
         for p in procs:
