@@ -135,8 +135,9 @@ key = ["sequential", "random"]
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             seen = statuses(results_db) if results_db.exists() else []
-            if [s for _, s in seen].count("done") >= 1 and seen[-1][1] == "running":
-                break
+            started = any(p.name.startswith(".iolab-") for p in (open_tmp / "a").iterdir())
+            if [s for _, s in seen].count("done") >= 1 and seen[-1][1] == "running" and started:
+                break  # a run claimed and its instance made
             assert proc.poll() is None, "the experiment ended before it could be killed"
             time.sleep(0.05)
         else:

@@ -15,7 +15,8 @@ ResultsOption = Annotated[
     typer.Option(
         "--results",
         envvar="IOLAB_RESULTS",
-        help="Results database file (SQLite). Default: ./iolab.db.",
+        help="Results database file (SQLite): one of iolab's, or a new or empty file (any "
+        "other file is refused and left as it is). Default: ./iolab.db.",
         show_default=False,
     ),
 ]

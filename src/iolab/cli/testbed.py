@@ -81,12 +81,19 @@ def down(
     ] = None,
 ) -> None:
     """Unmount, detach and remove the devices iolab's state file names (all, or NAME...), and
-    the cgroup after the last. Also cleans what a crashed run left behind. Nothing else is
-    touched: each loop device is detached only if its backing file is still iolab's."""
+    the cgroup after the last. Also cleans what a crashed run left behind. Only what carries
+    iolab's mark is removed (its loop file with the recorded inode and token, its own mount
+    points and cgroup); anything else the state names is left in place and named in a
+    warning. A state directory or file others could write is refused."""
     with ProgressView() as view:
         done = testbed.down(view, names or None)
     if done:
         out.print(f"taken down: {', '.join(done)}")
+        if any(" in place: " in w for w in view.warnings):
+            out.print(
+                "what the state named that is not iolab's is left in place (see the warnings) "
+                "and forgotten"
+            )
     else:
         out.print("no testbed devices were up")
 

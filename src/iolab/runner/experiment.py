@@ -1,10 +1,13 @@
 """Running an experiment file: plan, order, isolate, repeat, resume, and survive failures.
 
 Every run goes through :func:`iolab.runner.single.record`, which commits it with its results
-before the next starts. Running the same file again resumes: a cell's finished ('done') runs
-count towards its repetitions, runs left 'running' by a dead process are marked aborted and run
-again, and a cell whose resolved parameters did not change keeps its runs when the file changes
-(cells are named by the hash of those parameters).
+before the next starts. Each run is claimed in the results database before it starts
+(:meth:`Store.claim_run`: a run row, taken in one exclusive transaction only while the cell has
+fewer runs done or running than it wants), so two ``iolab run`` of one file at once share the
+runs instead of repeating them. Running the same file again resumes: a cell's finished ('done')
+runs count towards its repetitions, runs left 'running' by a dead process (its pid gone, or
+another boot) are marked aborted and taken again, and a cell whose resolved parameters did not
+change keeps its runs when the file changes (cells are named by the hash of those parameters).
 
 The runner emits events and never prints; the CLI renders them.
 """
@@ -252,10 +255,21 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
         deadline.check()
         events(event)
 
-    def one_run(cell: Cell, measured: bool = True) -> RunStatus:
+    def one_run(cell: Cell, wanted: int | None, measured: bool = True) -> RunStatus | None:
+        """One run of the cell, if it can be claimed (None: the cell has ``wanted`` runs done
+        or running elsewhere, so another driver does this one)."""
         nonlocal finished, total
-        body, roles, versions = kind.prepare(cell.params, resolve, sink)
-        cannot = _isolate(spec.isolation.drop_caches, spec.isolation.settle_seconds)
+        claim = store.claim_run(exp_id, cell.id, wanted) if measured else None
+        if measured and claim is None:
+            total -= 1
+            return None
+        try:  # until the run is recorded, a claim given up is deleted: nothing of it ran
+            body, roles, versions = kind.prepare(cell.params, resolve, sink)
+            cannot = _isolate(spec.isolation.drop_caches, spec.isolation.settle_seconds)
+        except BaseException:
+            if claim is not None:
+                store.release(claim[0])
+            raise
         if cannot is not None and not warned:
             warned.append(cannot)
             events(
@@ -269,8 +283,9 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
             with deadline.armed():
                 body(RunOutcome(RunStatus.RUNNING))
             return RunStatus.DONE
-        repetition = store_experiments.next_repetition(store, exp_id, cell.id)
-        left = sum(seconds_each[c.id] for c in queue) + seconds_each[cell.id]
+        assert claim is not None
+        run_id, repetition = claim
+        left = sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]
         events(
             ExperimentProgress(
                 finished, total, outcome.failed, left, f"{cell.label} · run {repetition}"
@@ -278,7 +293,7 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
         )
         try:
             with deadline.armed():
-                record(store, exp_id, cell.id, repetition, roles, versions, body)
+                record(store, exp_id, cell.id, repetition, roles, versions, body, run_id)
             status = RunStatus.DONE
             outcome.done += 1
         except IolabError as exc:
@@ -300,18 +315,27 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
             time.sleep(spec.isolation.cooldown_seconds)
         return status
 
-    queue: list[Cell] = []
+    # (cell, runs the cell wants done or running when this one is claimed; None: an extra run)
+    queue: list[tuple[Cell, int | None]] = []
     try:
         if spec.isolation.warmup and plan.runs and experiment.cells:
-            one_run(next(pc.cell for pc in plan.cells if pc.remaining), measured=False)
-        queue = _order([(pc.cell, pc.remaining) for pc in plan.cells], e.order, rng)
+            one_run(next(pc.cell for pc in plan.cells if pc.remaining), None, measured=False)
+        wanted = {pc.cell.id: pc.wanted for pc in plan.cells}
+        queue = [
+            (c, wanted[c.id])
+            for c in _order([(pc.cell, pc.remaining) for pc in plan.cells], e.order, rng)
+        ]
         retries: Counter[str] = Counter()
         while True:
+            queued, claimed = len(queue), 0
             while queue:
-                cell = queue.pop(0)
+                cell, limit = queue.pop(0)
                 if cell.id in skipped:
                     continue
-                status = one_run(cell)
+                status = one_run(cell, limit)
+                if status is None:
+                    continue  # another driver has this run
+                claimed += 1
                 runs_since_baseline += 1
                 if status is RunStatus.FAILED:
                     if e.on_failure == "stop":
@@ -319,11 +343,11 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
                         return outcome
                     if e.on_failure == "retry" and retries[cell.id] < e.retries:
                         retries[cell.id] += 1
-                        queue.append(cell)
+                        queue.append((cell, limit))
                         continue
                     skipped.add(cell.id)
                     outcome.skipped_cells.append(cell.label)
-                    queue = [c for c in queue if c.id != cell.id]
+                    queue = [(c, n) for c, n in queue if c.id != cell.id]
                     total = finished + len(queue)
                     continue
                 base = experiment.baseline
@@ -334,14 +358,15 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
                     and queue
                 ):
                     runs_since_baseline = 0
-                    queue.insert(0, base)
+                    queue.insert(0, (base, None))  # a drift check: beyond the repetitions
                     total += 1
-            if not plan.auto:
-                break
+            if not plan.auto or (queued and not claimed):
+                break  # auto: a round all taken by another driver is that driver's to judge
             more = _needing_more(experiment, store, exp_id, kind, skipped)
             if not more:
                 break
-            queue = _order([(c, 1) for c in more], e.order, rng)
+            counts = store_experiments.done_counts(store, exp_id)
+            queue = [(c, counts[c.id] + 1) for c in _order([(c, 1) for c in more], e.order, rng)]
             total += len(queue)
         if plan.auto:
             counts = store_experiments.done_counts(store, exp_id)

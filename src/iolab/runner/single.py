@@ -36,16 +36,24 @@ def record(
     roles: Mapping[str, Path],
     versions: Mapping[str, str],
     body: Callable[[RunOutcome], None],
+    claimed: RunId | None = None,
 ) -> tuple[RunId, RunOutcome]:
     """Record and run ``body``; the outcome is stored however the body ends, then re-raised.
 
-    When a path of the run is on a testbed device with limits, the body runs inside the
-    testbed's cgroup (and so does every process it starts).
+    ``claimed``: the run's row, already taken by :meth:`Store.claim_run` (an experiment's
+    runs); without it the run is recorded as running now. When a path of the run is on a
+    testbed device with limits, the body runs inside the testbed's cgroup (and so does every
+    process it starts).
     """
-    env_id = store.save_environment(capture(roles, versions))
-    run_id = store.start_run(experiment, cell, repetition, env_id)
+    if claimed is None:
+        env_id = store.save_environment(capture(roles, versions))
+        run_id = store.start_run(experiment, cell, repetition, env_id)
+    else:
+        run_id = claimed
     outcome = RunOutcome(RunStatus.RUNNING)
     try:
+        if claimed is not None:  # the row exists: whatever fails from here finishes it
+            store.start_claimed(run_id, store.save_environment(capture(roles, versions)))
         with throttle_for(roles.values()):  # a testbed device's limits apply to the run
             body(outcome)
         outcome.status = RunStatus.DONE

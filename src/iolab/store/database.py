@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iolab.errors import BadInput, IolabError
+from iolab.errors import BadInput, RunFailed
 from iolab.ownership import boot_id, process_alive
 from iolab.probes.data import ProbeData
 from iolab.results import (
@@ -28,7 +28,7 @@ from iolab.results import (
     canonical_json,
     content_hash,
 )
-from iolab.store import migrate, query_results
+from iolab.store import identify, migrate, query_results
 from iolab.store import probes as probe_store
 
 DEFAULT_PATH = Path("iolab.db")
@@ -78,9 +78,22 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self.conn:
-            self.conn.execute("BEGIN IMMEDIATE")
-            yield self.conn
+        """One exclusive write transaction; a full disk becomes an error naming the file."""
+        try:
+            with self.conn:
+                self.conn.execute("BEGIN IMMEDIATE")
+                yield self.conn
+        except sqlite3.OperationalError as exc:
+            directory = self.path.absolute().parent
+            code = exc.sqlite_errorcode & 0xFF
+            if code == sqlite3.SQLITE_FULL or (
+                code == sqlite3.SQLITE_IOERR and identify.full(directory)
+            ):
+                raise RunFailed(
+                    f"cannot write the results database {self.path}: "
+                    + identify.full_reason(directory)
+                ) from exc
+            raise
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -140,24 +153,60 @@ class Store:
                 (outcome.status.value, _now(), outcome.error, canonical_json(outcome.summary), run),
             )
 
+    def claim_run(
+        self, experiment: ExperimentId, cell: CellId, wanted: int | None
+    ) -> tuple[RunId, int] | None:
+        """Take the next run of a cell for this process, before it starts: (run id, repetition).
+
+        In one exclusive transaction: runs of the cell left 'running' by a process that is gone
+        are marked aborted (so they are taken again), then, unless the cell already has
+        ``wanted`` runs done or taken by a live process, a run row is inserted as 'running'
+        with this process's pid and boot. None when there is nothing left to take (``wanted``
+        None: always take one, e.g. an extra baseline run). Two drivers of one experiment so
+        share its runs: each run is done once.
+        """
+        with self.transaction() as c:
+            _abort_stale(c, "experiment_id = ? AND cell_id = ?", (experiment, cell))
+            if wanted is not None:
+                (taken,) = c.execute(
+                    "SELECT COUNT(*) FROM runs WHERE experiment_id = ? AND cell_id = ? "
+                    "AND status IN ('done', 'running')",
+                    (experiment, cell),
+                ).fetchone()
+                if int(taken) >= wanted:
+                    return None
+            (top,) = c.execute(
+                "SELECT COALESCE(MAX(repetition), 0) FROM runs "
+                "WHERE experiment_id = ? AND cell_id = ?",
+                (experiment, cell),
+            ).fetchone()
+            repetition = int(top) + 1
+            cur = c.execute(
+                "INSERT INTO runs (experiment_id, cell_id, repetition, status, started_at, pid,"
+                " boot_id) VALUES (?, ?, ?, 'running', ?, ?, ?)",
+                (experiment, cell, repetition, _now(), os.getpid(), boot_id()),
+            )
+        return RunId(int(cur.lastrowid or 0)), repetition
+
+    def start_claimed(self, run: RunId, env: EnvId | None) -> None:
+        """A claimed run starts now, in this environment."""
+        with self.transaction() as c:
+            c.execute("UPDATE runs SET started_at = ?, env_id = ? WHERE id = ?", (_now(), env, run))
+
+    def release(self, run: RunId) -> None:
+        """Give back a run this process claimed and did not start (nothing of it was run)."""
+        with self.transaction() as c:
+            c.execute(
+                "DELETE FROM runs WHERE id = ? AND status = 'running' AND pid = ?",
+                (run, os.getpid()),
+            )
+
     def reap_stale(self) -> int:
         """Mark runs left 'running' by a process that is gone as aborted; returns how many."""
-        boot = boot_id()
-        stale = []
-        for run_id, pid, run_boot in self.conn.execute(
-            "SELECT id, pid, boot_id FROM runs WHERE status = 'running'"
-        ):
-            alive = run_boot == boot and pid is not None and process_alive(int(pid))
-            if not alive:
-                stale.append(run_id)
-        if stale:
+        if self.conn.execute("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").fetchone():
             with self.transaction() as c:
-                c.executemany(
-                    "UPDATE runs SET status = 'aborted', ended_at = ?, "
-                    "error = 'interrupted: the iolab process running it is gone' WHERE id = ?",
-                    [(_now(), r) for r in stale],
-                )
-        return len(stale)
+                return _abort_stale(c, "1", ())
+        return 0
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -235,6 +284,25 @@ class Store:
         return probe_store.logs(self.conn, run_id)
 
 
+def _abort_stale(conn: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
+    """Inside a write transaction: mark the 'running' runs matching ``where`` whose process is
+    gone (its pid dead, or another boot) as aborted; returns how many."""
+    boot = boot_id()
+    stale = [
+        run_id
+        for run_id, pid, run_boot in conn.execute(
+            f"SELECT id, pid, boot_id FROM runs WHERE status = 'running' AND {where}", args
+        )
+        if not (run_boot == boot and pid is not None and process_alive(int(pid)))
+    ]
+    conn.executemany(
+        "UPDATE runs SET status = 'aborted', ended_at = ?, "
+        "error = 'interrupted: the iolab process running it is gone' WHERE id = ?",
+        [(_now(), r) for r in stale],
+    )
+    return len(stale)
+
+
 def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:
     s = p.sync
     return (
@@ -280,25 +348,33 @@ def _run_record(row: tuple[Any, ...]) -> RunRecord:
 
 
 def open_store(path: Path | None = None, *, create: bool = True) -> Store:
-    """Open (and create or migrate) the results database at ``path``."""
+    """Open (and create or migrate) the results database at ``path``.
+
+    Only iolab's own results databases are opened: a file holding anything else is refused
+    before a byte of it is written (see :mod:`iolab.store.identify`); with ``create`` False (the
+    reading commands) a new or empty file is refused too. Runs left 'running' by a process that
+    is gone are marked aborted, so every command, reading ones too, shows them as they are.
+    """
     path = path or default_path()
-    if not create and not path.exists():
-        raise BadInput(
-            "--results",
-            str(path),
-            "no results database there; run a benchmark first or name "
-            f"an existing file with --results or {ENV_VAR}",
-        )
-    if path.exists() and path.is_dir():
-        raise BadInput("--results", str(path), "name a file, not a directory")
-    if not path.parent.exists():
-        raise BadInput("--results", str(path), f"the directory {path.parent} does not exist")
+    identify.check_path(path, create, ENV_VAR)
+    conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        identify.identify(conn, path, create, migrate.known())
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         migrate.apply(conn, str(path))
-    except sqlite3.DatabaseError as exc:
-        raise IolabError(f"{path} is not a usable iolab results database: {exc}") from exc
-    return Store(conn, path)
+        store = Store(conn, path)
+        try:
+            store.reap_stale()
+        except sqlite3.OperationalError as exc:
+            if create or exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
+                raise  # a reading command still reads a database it cannot write
+    except BaseException as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise identify.explain(exc, path) from exc
+        raise
+    return store

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from iolab.results import CellId, EnvId, ExperimentId, RunId, canonical_json
@@ -18,14 +19,26 @@ KIND = "experiment"  # experiments.kind of experiment files; single commands are
 
 
 def find_or_create(store: Store, name: str, config: dict[str, Any]) -> tuple[ExperimentId, bool]:
-    """The experiment of this name (its config updated), or a new one; True when it existed."""
-    row = store.conn.execute(
-        "SELECT id FROM experiments WHERE name = ? AND kind = ? ORDER BY id DESC LIMIT 1",
-        (name, KIND),
-    ).fetchone()
-    if row is None:
-        return store.create_experiment(name, KIND, config), False
+    """The experiment of this name (its config updated), or a new one; True when it existed.
+
+    One exclusive transaction: two drivers of one file started at once find the same one.
+    """
     with store.transaction() as c:
+        row = c.execute(
+            "SELECT id FROM experiments WHERE name = ? AND kind = ? ORDER BY id DESC LIMIT 1",
+            (name, KIND),
+        ).fetchone()
+        if row is None:
+            cur = c.execute(
+                "INSERT INTO experiments (name, kind, config, created_at) VALUES (?, ?, ?, ?)",
+                (
+                    name,
+                    KIND,
+                    canonical_json(config),
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                ),
+            )
+            return ExperimentId(int(cur.lastrowid or 0)), False
         c.execute(
             "UPDATE experiments SET config = ? WHERE id = ?", (canonical_json(config), row[0])
         )
@@ -48,14 +61,6 @@ def done_counts(store: Store, experiment: ExperimentId) -> Counter[str]:
         (experiment,),
     )
     return Counter({str(cell): int(n) for cell, n in rows})
-
-
-def next_repetition(store: Store, experiment: ExperimentId, cell: CellId) -> int:
-    (top,) = store.conn.execute(
-        "SELECT COALESCE(MAX(repetition), 0) FROM runs WHERE experiment_id = ? AND cell_id = ?",
-        (experiment, cell),
-    ).fetchone()
-    return int(top) + 1
 
 
 def metric_values(store: Store, experiment: ExperimentId, cell: CellId, key: str) -> list[float]:

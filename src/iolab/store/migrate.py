@@ -1,6 +1,9 @@
 """Versioned schema migrations, recorded in the table ``schema_migrations``.
 
-Each file ``migrations/NNNN_name.sql`` is applied once, in its own transaction, in order.
+Each file ``migrations/NNNN_name.sql`` is applied once, in order. Everything missing is applied
+in one exclusive transaction (``BEGIN IMMEDIATE``) that first re-reads what is recorded, so
+commands started at once on a new database make the schema once: the others wait for the lock,
+then find nothing left to do.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ def available() -> list[Migration]:
     return sorted(found, key=lambda mig: mig.version)
 
 
+def known() -> set[tuple[int, str]]:
+    """(version, name) of every migration this iolab has: how its databases are recognised."""
+    return {(m.version, m.name) for m in available()}
+
+
 def current_version(conn: sqlite3.Connection) -> int:
     row = conn.execute(
         "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
@@ -42,37 +50,61 @@ def current_version(conn: sqlite3.Connection) -> int:
     return int(version)
 
 
+CREATE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations "
+    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+)
+
+
+def _recorded(conn: sqlite3.Connection) -> set[int]:
+    if current_version(conn) == 0:
+        return set()
+    return {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+
+
 def apply(conn: sqlite3.Connection, where: str) -> list[int]:
-    """Bring the database to the newest schema; returns the versions applied."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations "
-        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    have = current_version(conn)
+    """Bring the database to the newest schema; returns the versions applied.
+
+    A database that has them all is only read. Otherwise every migration not yet recorded is
+    applied in one ``BEGIN IMMEDIATE`` transaction, re-checked once the lock is held.
+    """
     migrations = available()
     newest = migrations[-1].version if migrations else 0
-    if have > newest:
-        raise IolabError(
-            f"{where} has schema version {have}, newer than this iolab knows ({newest}); "
-            "upgrade iolab to read it"
-        )
     # Every migration not yet recorded, not only those above the newest recorded: branches
     # developed in parallel add numbers out of order (a database at 3 may still lack 2).
-    recorded = {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
-    applied = []
-    for mig in migrations:
-        if mig.version in recorded:
-            continue
-        with conn:
-            conn.execute("BEGIN")
+    if not _missing(conn, migrations, newest, where):
+        return []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(CREATE_TABLE)
+        applied = []
+        for mig in _missing(conn, migrations, newest, where):
             for statement in _statements(mig.sql):
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                 (mig.version, mig.name, datetime.now(UTC).isoformat(timespec="seconds")),
             )
-        applied.append(mig.version)
+            applied.append(mig.version)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
     return applied
+
+
+def _missing(
+    conn: sqlite3.Connection, migrations: list[Migration], newest: int, where: str
+) -> list[Migration]:
+    recorded = _recorded(conn)
+    have = max(recorded, default=0)
+    if have > newest:
+        raise IolabError(
+            f"{where} has schema version {have}, newer than this iolab knows ({newest}); "
+            "upgrade iolab to read it"
+        )
+    return [mig for mig in migrations if mig.version not in recorded]
 
 
 def _statements(sql: str) -> list[str]:

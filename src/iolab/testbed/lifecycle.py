@@ -3,9 +3,16 @@
 ``up`` makes, for each device: a preallocated file ``.iolab-testbed-NAME-XXXXXXXX.img`` in its
 backing directory, a loop device on it (direct I/O), a filesystem, a mount on
 ``STATE_DIR/mnt/NAME``, and its limits in the testbed's cgroup. Each step is written to the state
-file before it is taken, so ``down`` finds everything, also after a crash. ``down`` removes only
-what the state file names, after checking that each thing is still what iolab made (a loop
-device's backing file by path and inode, a mount by its device number).
+file before it is taken, so ``down`` finds everything, also after a crash.
+
+``down`` trusts the state file for where to look, never for what to remove: it removes only what
+carries iolab's mark. A backing file is deleted (and a loop device on it detached) only when it
+has iolab's name for the device's loop file, in the device's backing_dir, with the recorded inode
+and the non-empty random token of its ``user.iolab.testbed`` attribute; a mount is unmounted and
+its mount point removed only at iolab's own ``STATE_DIR/mnt/NAME`` and when it is the mount of
+such a loop device; a cgroup is removed only under the testbed's own name at the top of the
+machine's block I/O hierarchy. Anything else the state names is left in place and named in a
+warning, and the record is forgotten.
 """
 
 from __future__ import annotations
@@ -13,8 +20,9 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +50,11 @@ from iolab.units import format_bytes
 WHAT = "the testbed"
 DETACH_WAIT = 10.0  # seconds to wait for a detached loop device that is still open to go
 GROUP = "iolab-testbed"
+NO_MARK = (
+    f"its filesystem takes no extended attributes, and iolab marks its loop files with one "
+    f"({loops.MARK}) so that `iolab testbed down` never removes a file it did not make; choose "
+    "a directory on ext4, xfs or btrfs"
+)
 
 
 @dataclass(frozen=True)
@@ -157,6 +170,8 @@ def _check_space(specs: Sequence[DeviceSpec], state: State) -> None:
         reason = can_write(d)
         if reason is not None:
             raise BadInput(at, str(d), f"give a directory you can write to ({reason})")
+        if not loops.takes_mark(d):
+            raise BadInput(at, str(d), NO_MARK)
         if spec.name in state.devices:
             continue
         dev = os.stat(d).st_dev
@@ -172,7 +187,47 @@ def _check_space(specs: Sequence[DeviceSpec], state: State) -> None:
             )
 
 
+_BACKING_NAME = re.compile(r"^\.iolab-testbed-(?P<name>.+)-[0-9a-f]{8}\.img$")
+
+
+def _unmarked(rec: DeviceRecord) -> str | None:
+    """Why the record does not name a loop file of iolab's (None: it does), from the record
+    alone: iolab's name for the device's file, in its backing_dir, and a token (recorded
+    before the file was made; the inode follows right after it was made)."""
+    path = rec.backing_file
+    m = _BACKING_NAME.match(path.name)
+    if m is None or m.group("name") != rec.spec.name:
+        return f"its name is not the one iolab gives device {rec.spec.name}'s loop file"
+    if path.parent != rec.spec.backing_dir.resolve():
+        return f"it is not in the device's backing_dir {rec.spec.backing_dir}"
+    if not rec.token:
+        return "the state records no mark of iolab's for it"
+    return None
+
+
+def _foreign_mount_point(rec: DeviceRecord, directory: Path) -> str | None:
+    """Why the record's mount point is not iolab's own (None: it is ``mnt/NAME``)."""
+    own = directory / MOUNTS / rec.spec.name
+    if rec.mount_point != own:
+        return f"it is not iolab's mount point for device {rec.spec.name} ({own})"
+    return None
+
+
+def _foreign_group(group: CgroupRecord, directory: Path) -> str | None:
+    """Why the recorded cgroup is not the testbed's own (None: it is)."""
+    hierarchy = cgroups.find_hierarchy()
+    if hierarchy is None or hierarchy.version != group.version:
+        return f"it is not in the machine's {group.version} block I/O cgroup hierarchy"
+    own = cgroups.group_path(hierarchy, group_name(directory))
+    if group.path != own:
+        return f"it is not the testbed's cgroup ({own})"
+    return None
+
+
 def _loop_devs(rec: DeviceRecord, attached: list[loops.Loop] | None = None) -> list[loops.Loop]:
+    """The loop devices on the record's file, if the record names a file of iolab's."""
+    if _unmarked(rec) is not None:
+        return []
     return loops.backed_by(rec.backing_file, rec.backing_id, rec.token, attached)
 
 
@@ -225,6 +280,13 @@ def status(directory: Path | None = None) -> list[DeviceStatus]:
 def _ensure_group(state: State, directory: Path) -> State:
     """The testbed's cgroup, recorded before it is made."""
     hierarchy = cgroups.require_hierarchy()
+    if state.cgroup is not None:
+        foreign = _foreign_group(state.cgroup, directory)
+        if foreign is not None:
+            raise RunFailed(
+                f"the testbed's state names the cgroup {state.cgroup.path}, but {foreign}; "
+                "run `iolab testbed down` first"
+            )
     if state.cgroup is None:
         path = cgroups.group_path(hierarchy, group_name(directory))
         if path.exists():
@@ -244,20 +306,33 @@ def _apply_limits(state: State, directory: Path, rec: DeviceRecord) -> State:
     assert rec.dev is not None
     if limits.any:
         state = _ensure_group(state, directory)
-    if state.cgroup is not None:
-        assert state.cgroup is not None
-        if limits.any or state.cgroup.path.is_dir():
-            cgroups.set_limits(state.cgroup, rec.dev, limits)
+    group = state.cgroup
+    if (
+        group is not None
+        and _foreign_group(group, directory) is None
+        and (limits.any or group.path.is_dir())
+    ):
+        cgroups.set_limits(group, rec.dev, limits)
     return state
 
 
-def _allocate(path: Path, size: int, token: str, events: EventSink) -> tuple[tuple[int, int], str]:
-    """Create the backing file (it must not exist), mark it with ``token`` and preallocate it;
-    returns its (st_dev, st_ino) and the token ("" where the filesystem takes no mark)."""
+def _allocate(
+    path: Path,
+    size: int,
+    token: str,
+    events: EventSink,
+    created: Callable[[tuple[int, int]], None],
+) -> None:
+    """Create the backing file (it must not exist), mark it with ``token`` (recorded before),
+    tell ``created`` its (st_dev, st_ino), then preallocate it (the slow part)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         st = os.fstat(fd)
-        marked = loops.mark(fd, token)
+        if not loops.mark(fd, token):
+            if os.stat(path).st_ino == st.st_ino:
+                path.unlink()  # created empty a moment ago, under a fresh random name
+            raise BadInput("backing_dir", str(path.parent), NO_MARK)
+        created((st.st_dev, st.st_ino))
         try:
             os.posix_fallocate(fd, 0, size)
         except OSError as exc:
@@ -272,7 +347,6 @@ def _allocate(path: Path, size: int, token: str, events: EventSink) -> tuple[tup
                     "while the device is written, which slows first writes"
                 )
             )
-        return (st.st_dev, st.st_ino), token if marked else ""
     finally:
         os.close(fd)
 
@@ -284,18 +358,23 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         backing_file=spec.backing_dir.resolve()
         / f".iolab-testbed-{name}-{secrets.token_hex(4)}.img",
         mount_point=directory / MOUNTS / name,
+        token=secrets.token_hex(8),  # the file's mark, recorded before the file exists
         created_by=os.getpid(),
         boot_id=boot_id(),
     )
     state = state.with_device(rec)
     save(directory, state)  # intent first: a crash from here on leaves a record of what was made
+
+    def created(backing_id: tuple[int, int]) -> None:
+        nonlocal rec, state
+        rec = replace(rec, backing_id=backing_id)
+        state = state.with_device(rec)
+        save(directory, state)
+
     try:
         events(Phase(f"{name}: allocating {format_bytes(spec.size)} in {rec.backing_file}"))
         # the id is recorded right after creation, before the slow part
-        backing_id, token = _allocate(rec.backing_file, spec.size, secrets.token_hex(8), events)
-        rec = replace(rec, backing_id=backing_id, token=token)
-        state = state.with_device(rec)
-        save(directory, state)
+        _allocate(rec.backing_file, spec.size, rec.token, events, created)
         events(Phase(f"{name}: attaching a loop device"))
         try:
             loop = loops.attach(rec.backing_file, spec.direct_io)
@@ -341,15 +420,19 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
 
 
 def _take_down(rec: DeviceRecord, state: State, directory: Path, events: EventSink) -> State:
-    """Remove what the record names, checking each piece is still iolab's; returns the state
-    without the device. Raises (keeping the record) when something cannot be removed."""
+    """Remove what the record names and carries iolab's mark (see the module docstring), leave
+    the rest in place with a warning; returns the state without the device. Raises (keeping
+    the record) when something of iolab's cannot be removed."""
     name = rec.spec.name
+    unmarked = _unmarked(rec)
+    foreign_mount_point = _foreign_mount_point(rec, directory)
     attached = _loop_devs(rec)
-    devs = {lp.dev for lp in attached} | ({rec.dev} if rec.dev else set())
-    if state.cgroup is not None:
-        for dev in devs:
+    devs = {lp.dev for lp in attached}
+    if state.cgroup is not None and _foreign_group(state.cgroup, directory) is None:
+        for dev in devs | ({rec.dev} if rec.dev else set()):
             cgroups.clear_limits(state.cgroup, dev)
-    mount = filesystems.mounted_at(rec.mount_point)
+    left: list[tuple[Path, str]] = []
+    mount = None if foreign_mount_point else filesystems.mounted_at(rec.mount_point)
     if mount is not None:
         if mount.dev not in devs:
             raise RunFailed(
@@ -371,20 +454,26 @@ def _take_down(rec: DeviceRecord, state: State, directory: Path, events: EventSi
         # the kernel detaches a loop device still open (by a mkfs the crashed run started)
         # once it is closed
         events(Warning(f"{name}: a process still has the loop device open; it goes when closed"))
-    if rec.backing_file.exists():
-        # no id yet: the crash came right after creating it under the fresh random name
-        # recorded before, so no one else made it
-        ours = rec.backing_id is None or loops.is_ours(rec.backing_file, rec.backing_id, rec.token)
-        if ours:
+    if os.path.lexists(rec.backing_file):
+        why = unmarked
+        if why is None and not loops.is_ours(rec.backing_file, rec.backing_id, rec.token):
+            why = "it is not the file iolab made (another inode, or no iolab mark on it)"
+        if why is None:
             rec.backing_file.unlink()
         else:
-            events(Warning(f"{rec.backing_file} is not the file iolab made; leaving it"))
-    try:
-        rec.mount_point.rmdir()  # empty once unmounted; rmdir never removes content
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        events(Warning(f"cannot remove {rec.mount_point}: {exc.strerror}"))
+            left.append((rec.backing_file, why))
+    if foreign_mount_point is not None:
+        if os.path.lexists(rec.mount_point):
+            left.append((rec.mount_point, foreign_mount_point))
+    else:
+        try:
+            rec.mount_point.rmdir()  # empty once unmounted; rmdir never removes content
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            events(Warning(f"cannot remove {rec.mount_point}: {exc.strerror}"))
+    for path, why in left:
+        events(Warning(f"{name}: left {path} in place: {why}"))
     return state.without_device(name)
 
 
@@ -448,7 +537,8 @@ def down(events: EventSink = discard, names: Sequence[str] | None = None) -> lis
             if n not in state.devices:
                 known = ", ".join(state.devices) or "none"
                 raise BadInput("NAME", n, f"devices of the testbed: {known}")
-        if state.cgroup is not None and len(wanted) == len(state.devices):
+        group_ours = state.cgroup is not None and _foreign_group(state.cgroup, directory) is None
+        if state.cgroup is not None and group_ours and len(wanted) == len(state.devices):
             busy = cgroups.members(state.cgroup)
             if busy:
                 raise RunFailed(
@@ -461,8 +551,16 @@ def down(events: EventSink = discard, names: Sequence[str] | None = None) -> lis
             save(directory, state)
             done.append(n)
         if not state.devices and state.cgroup is not None:
-            events(Phase(f"removing the cgroup {state.cgroup.path}"))
-            cgroups.remove(state.cgroup)
+            if group_ours:
+                events(Phase(f"removing the cgroup {state.cgroup.path}"))
+                cgroups.remove(state.cgroup)
+            else:
+                events(
+                    Warning(
+                        f"left {state.cgroup.path} in place: "
+                        f"{_foreign_group(state.cgroup, directory)}"
+                    )
+                )
             state = replace(state, cgroup=None)
             save(directory, state)
         if state.empty:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +45,8 @@ MARK = "user.iolab.testbed"  # the extended attribute on iolab's loop files
 
 
 def mark(fd: int, token: str) -> bool:
-    """Mark the file open as ``fd`` with ``token``; False where the filesystem has no xattrs."""
+    """Mark the file open as ``fd`` with ``token``; False where the filesystem has no xattrs
+    (``up`` then refuses the directory: a file without the mark is never removed)."""
     try:
         os.setxattr(fd, MARK, token.encode())
     except OSError:
@@ -51,14 +54,33 @@ def mark(fd: int, token: str) -> bool:
     return True
 
 
-def is_ours(path: Path, backing_id: tuple[int, int], token: str) -> bool:
-    """True when ``path`` is the file iolab made: same inode and (if marked) same token."""
+def takes_mark(directory: Path) -> bool:
+    """True when files in ``directory`` take iolab's mark (tried on a file made for it)."""
+    probe = directory / f".iolab-testbed-probe-{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        if os.stat(path).st_ino != backing_id[1]:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return False
+    try:
+        return mark(fd, "probe")
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+
+
+def is_ours(path: Path, backing_id: tuple[int, int] | None, token: str) -> bool:
+    """True when ``path`` is the file iolab made: a regular file carrying the same non-empty
+    token in its mark and, once recorded, the same inode (a file without the mark is never
+    iolab's)."""
+    if not token:
+        return False
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
             return False
-        if not token:
-            return True  # a filesystem without extended attributes: the inode must do
-        return os.getxattr(path, MARK) == token.encode()
+        if backing_id is not None and st.st_ino != backing_id[1]:
+            return False
+        return os.getxattr(path, MARK, follow_symlinks=False) == token.encode()
     except OSError:
         return False
 
@@ -109,7 +131,8 @@ def backed_by(
     return [
         loop
         for loop in (attached() if among is None else among)
-        if loop.backing_file == str(path)
+        if token
+        and loop.backing_file == str(path)
         and loop.backing_ino == backing_id[1]
         and (loop.deleted or is_ours(path, backing_id, token))
     ]

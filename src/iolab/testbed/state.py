@@ -5,6 +5,10 @@ Where it lives: ``IOLAB_TESTBED_DIR`` if set; else ``/var/lib/iolab/testbed`` fo
 holds ``state.json`` and ``mnt/NAME``, the mount points. Every step of ``up`` is recorded before
 it is taken (the backing file's path, the mount point) and completed after (the loop device, the
 backing file's inode), so a run killed at any moment leaves a state file that names all it made.
+
+The state file is input like any other: iolab reads it only from a directory, and as a file,
+that no one but root (or the user running iolab) owns or can write, and ``down`` checks each
+thing it names before touching it (see :mod:`iolab.testbed.lifecycle`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
@@ -131,11 +136,50 @@ class State:
         return not self.devices and self.cgroup is None
 
 
-def load(directory: Path | None = None) -> State:
-    """The recorded state; an empty one when there is no state file."""
-    path = (directory or state_dir()) / STATE_FILE
+class UnsafeState(IolabError):
+    """A state directory or file someone else could have written: iolab does not act on it."""
+
+    exit_code = 2
+
+
+def check_safe(path: Path, what: str) -> None:
+    """Refuse ``path`` (the state directory or file) unless it is owned by root or the user
+    running iolab, writable by no one else, and not a symbolic link."""
     try:
-        doc = json.loads(path.read_text())
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UnsafeState(
+            f"cannot read the testbed's state {what} {path}: {exc.strerror}"
+        ) from None
+    fix = (
+        f"iolab acts only on a state that no one else can write: look at it, then make it "
+        f"root's and not writable by others (`chown root {path}; chmod go-w {path}`), or set "
+        f"{DIR_ENV} to a directory of your own"
+    )
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeState(f"the testbed's state {what} {path} is a symbolic link; {fix}")
+    if st.st_uid not in (0, os.geteuid()):
+        raise UnsafeState(f"the testbed's state {what} {path} is owned by uid {st.st_uid}; {fix}")
+    if st.st_mode & 0o022:
+        raise UnsafeState(
+            f"the testbed's state {what} {path} is writable by others "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}); {fix}"
+        )
+
+
+def load(directory: Path | None = None) -> State:
+    """The recorded state; an empty one when there is no state file. A state directory or file
+    others could write is refused (:class:`UnsafeState`)."""
+    directory = directory or state_dir()
+    path = directory / STATE_FILE
+    check_safe(directory, "directory")
+    check_safe(path, "file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as f:
+            doc = json.loads(f.read())
     except FileNotFoundError:
         return State()
     except (OSError, ValueError) as exc:
@@ -143,11 +187,20 @@ def load(directory: Path | None = None) -> State:
             f"cannot read the testbed state {path} ({exc}); look at it, and remove it only if no "
             "device of it is mounted (`losetup -l`, `findmnt`)"
         ) from None
-    cg = doc.get("cgroup")
-    return State(
-        devices={name: DeviceRecord.from_json(d) for name, d in doc.get("devices", {}).items()},
-        cgroup=CgroupRecord(cg["version"], Path(cg["path"])) if cg else None,
-    )
+    try:
+        cg = doc.get("cgroup")
+        return State(
+            devices={
+                str(name): DeviceRecord.from_json(d) for name, d in doc.get("devices", {}).items()
+            },
+            cgroup=CgroupRecord(str(cg["version"]), Path(cg["path"])) if cg else None,
+        )
+    except (AttributeError, KeyError, TypeError, ValueError, IolabError) as exc:
+        raise IolabError(
+            f"the testbed state {path} is not one iolab wrote ({type(exc).__name__}: {exc}); "
+            "look at it, and remove it only if no device of it is mounted (`losetup -l`, "
+            "`findmnt`)"
+        ) from None
 
 
 def save(directory: Path, state: State) -> None:
@@ -182,7 +235,8 @@ def ensure_dir(directory: Path) -> None:
 def locked(directory: Path) -> Iterator[None]:
     """Hold the testbed's lock: one ``up`` or ``down`` at a time on one state directory."""
     ensure_dir(directory)
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    check_safe(directory, "directory")  # before anything in it is trusted or removed
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         for stale in directory.glob(f".{STATE_FILE}.*"):

@@ -1,0 +1,187 @@
+"""Two `iolab run` of one experiment at once: they share the runs (each claimed in the results
+database before it starts) instead of repeating them; a driver killed mid-run leaves its run to be
+taken again. Real processes, a real SQLite engine, a real results database."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_dirs
+
+pytestmark = pytest.mark.integration
+IOLAB = [sys.executable, "-m", "iolab"]
+
+EXPERIMENT = """
+[experiment]
+name = "two-drivers"
+repetitions = {repetitions}
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = {rows}
+connections = 1
+[layouts.a]
+data_dirs = ["a"]
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+key = ["sequential", "random"]
+"""
+
+
+def experiment(root: Path, repetitions: int, rows: int) -> Path:
+    make_dirs(root, "a")
+    path = root / "exp.toml"
+    path.write_text(EXPERIMENT.format(repetitions=repetitions, rows=rows))
+    return path
+
+
+def driver(exp: Path, db: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*IOLAB, "run", str(exp), "--json", "--results", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def runs(db: Path) -> list[tuple[str, int, str]]:
+    """(cell, repetition, status) of every run, in the order they were claimed."""
+    try:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute(
+                "SELECT cell_id, repetition, status FROM runs ORDER BY id"
+            ).fetchall()
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return []
+    return [(str(c), int(r), str(s)) for c, r, s in rows]
+
+
+def assert_each_run_done_once(db: Path, repetitions: int) -> None:
+    done = [(c, r) for c, r, s in runs(db) if s == "done"]
+    per_cell = Counter(c for c, _ in done)
+    assert len(per_cell) == 2
+    assert set(per_cell.values()) == {repetitions}, per_cell  # none doubled, none missing
+    for cell in per_cell:
+        assert sorted(r for c, r in done if c == cell) == sorted(
+            set(r for c, r in done if c == cell)
+        )  # no repetition number given twice
+
+
+def test_two_drivers_share_the_runs(open_tmp: Path) -> None:
+    db = open_tmp / "r.db"
+    exp = experiment(open_tmp, repetitions=4, rows=300)
+    first = driver(exp, db)
+    time.sleep(0.3)
+    second = driver(exp, db)
+    docs = []
+    for proc in (first, second):
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+        docs.append(json.loads(out))
+    assert_each_run_done_once(db, 4)
+    assert [s for _, _, s in runs(db)] == ["done"] * 8  # no run started twice
+    assert sum(d["done"] for d in docs) == 8
+    assert sum(d["failed"] for d in docs) == 0
+    with sqlite3.connect(db) as conn:
+        (experiments,) = conn.execute(
+            "SELECT COUNT(*) FROM experiments WHERE name = 'two-drivers'"
+        ).fetchone()
+    assert experiments == 1
+    assert list((open_tmp / "a").iterdir()) == []
+
+
+def claims_of(db: Path, pid: int) -> Counter[str]:
+    """Statuses of the runs process ``pid`` claimed."""
+    try:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT status FROM runs WHERE pid = ?", (pid,)).fetchall()
+    except sqlite3.OperationalError:
+        return Counter()
+    return Counter(str(s) for (s,) in rows)
+
+
+def test_a_killed_drivers_run_is_taken_again(open_tmp: Path) -> None:
+    """Driver A is killed in the middle of a run while B works: B or the next `iolab run` takes
+    A's run again, and each run is done exactly once."""
+    db = open_tmp / "r.db"
+    exp = experiment(open_tmp, repetitions=3, rows=4000)
+    doomed = driver(exp, db)
+    time.sleep(0.3)
+    other = driver(exp, db)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert time.monotonic() < deadline, "no run was in progress to kill"
+            assert doomed.poll() is None, "the driver ended before it could be killed"
+            claims = claims_of(db, doomed.pid)
+            if claims["done"] >= 1 and claims["running"] == 1:
+                break
+            time.sleep(0.02)
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait()
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+            doomed.wait()
+    _, err = other.communicate(timeout=600)
+    assert other.returncode == 0, err
+    again = subprocess.run(
+        [*IOLAB, "run", str(exp), "--json", "--results", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    statuses = Counter(s for _, _, s in runs(db))
+    assert statuses["aborted"] == 1  # the killed driver's run, taken again
+    assert statuses["running"] == 0
+    assert_each_run_done_once(db, 3)
+    assert json.loads(again.stdout)["kept"] == 6
+
+
+def test_ctrl_c_then_resume_runs_each_run_once(open_tmp: Path) -> None:
+    db = open_tmp / "r.db"
+    exp = experiment(open_tmp, repetitions=2, rows=4000)
+    proc = driver(exp, db)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert time.monotonic() < deadline, "no run was in progress to interrupt"
+            assert proc.poll() is None, "the driver ended before it could be interrupted"
+            claims = claims_of(db, proc.pid)
+            if claims["done"] >= 1 and claims["running"] == 1:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    statuses = Counter(s for _, _, s in runs(db))
+    assert statuses["running"] == 0  # the interrupted run is finished as aborted, or given back
+    again = subprocess.run(
+        [*IOLAB, "run", str(exp), "--json", "--results", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert_each_run_done_once(db, 2)
+    assert Counter(s for _, _, s in runs(db))["running"] == 0
