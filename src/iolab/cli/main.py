@@ -7,6 +7,7 @@ import sys
 from types import FrameType
 
 import typer
+from rich.markup import escape
 
 from iolab import __version__
 from iolab.cli import demo, disk, experiment, populate, report, results, testbed, timeline, tpch
@@ -64,7 +65,7 @@ def run() -> None:
     try:
         app()
     except IolabError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        stderr.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except SystemExit as exc:
         if exc.code == INTERRUPTED:

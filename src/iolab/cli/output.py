@@ -19,8 +19,8 @@ MAX_ID = 2**63 - 1  # SQLite's integers; a larger id names no row
 
 def check_output(path: Path, option: str, suffixes: tuple[str, ...] = ()) -> None:
     """``path`` can be a file iolab writes: not a directory, in a directory that exists, with
-    one of ``suffixes`` when given. Writing can still fail (a read-only or special filesystem):
-    :func:`write_output` says so in the same words."""
+    one of ``suffixes`` when given, that can be opened for writing. Writing can still fail
+    later (the disk fills): :func:`write_output` says so in the same words."""
     if suffixes and path.suffix.lower() not in suffixes:
         raise BadInput(option, str(path), "name a " + ", ".join(suffixes) + " file")
     if path.is_dir():
@@ -28,6 +28,13 @@ def check_output(path: Path, option: str, suffixes: tuple[str, ...] = ()) -> Non
     parent = path.parent
     if not parent.is_dir():
         raise BadInput(option, str(path), f"name a file in an existing directory ({parent} is not)")
+    existed = path.exists()
+    try:  # really takes a file: opened for appending (nothing truncated), a new one removed
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, FILE_MODE))
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        raise BadInput(option, str(path), _cannot_write(exc)) from None
 
 
 def write_output(path: Path, data: str | bytes, option: str) -> None:
@@ -39,9 +46,11 @@ def write_output(path: Path, data: str | bytes, option: str) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
     except OSError as exc:
-        raise BadInput(
-            option, str(path), f"name a file you can write ({exc.strerror or exc})"
-        ) from None
+        raise BadInput(option, str(path), _cannot_write(exc)) from None
+
+
+def _cannot_write(exc: OSError) -> str:
+    return f"name a file you can write ({exc.strerror or exc})"
 
 
 def check_id(value: int, argument: str, what: str = "a run id from `iolab results list`") -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
+from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
@@ -205,6 +206,6 @@ def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     )
     out.print(populate_report.summary_table(s, title))
     out.print(populate_report.loaders_line(s))
-    out.print(f"[dim]stored as run {run_id} in {store.path}[/]")
+    out.print(f"[dim]stored as run {run_id} in {escape(str(store.path))}[/]")
     if outcome.probes is not None:
         out.print(probes_report.recorded_line(outcome.probes, run_id))

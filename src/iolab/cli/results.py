@@ -60,7 +60,14 @@ def list_runs(
         table.add_column(col)
     for r in runs:
         note = r.error or ""
-        table.add_row(str(r.id), r.workload, r.experiment, r.status.value, r.started_at or "", note)
+        table.add_row(
+            str(r.id),
+            r.workload,
+            escape(r.experiment),
+            r.status.value,
+            r.started_at or "",
+            escape(note),
+        )
     out.print(table)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from iolab import testbed
@@ -86,7 +87,7 @@ def down(
     with ProgressView() as view:
         done = testbed.down(view, names or None)
     if done:
-        out.print(f"taken down: {', '.join(done)}")
+        out.print(f"taken down: {escape(', '.join(done))}")
     else:
         out.print("no testbed devices were up")
 
