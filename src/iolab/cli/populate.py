@@ -115,8 +115,9 @@ def populate(
         str | None,
         typer.Option(
             help="A server iolab does not manage instead of a layout: postgresql://USER@HOST/DB "
-            "or mysql://USER@HOST/DB (password from the DSN, PGPASSWORD or ~/.pgpass; it is "
-            "never shown or stored). Layout options are refused with it.",
+            "or mysql://USER@HOST/DB. Keep the password in PGPASSWORD, PGPASSFILE or ~/.pgpass "
+            "(PostgreSQL), ~/.my.cnf or MYSQL_PWD (MariaDB); one in the DSN (user:PW@ or "
+            "?password=) is never shown or stored. Layout options are refused with it.",
         ),
     ] = None,
     interval_s: SampleIntervalOption = "1s",

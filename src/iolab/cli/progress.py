@@ -16,6 +16,7 @@ from rich.progress import (
 
 from iolab.cli.console import stderr
 from iolab.events import Event, ExperimentProgress, Measured, Phase, Step, Warning
+from iolab.redaction import redact
 
 
 def _clock(seconds: float) -> str:
@@ -50,7 +51,7 @@ class ProgressView:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Phase):
-            self.console.print(f"[dim]{escape(event.text)}…[/]")
+            self.console.print(f"[dim]{escape(redact(event.text))}…[/]")
         elif isinstance(event, Step):
             left = _clock(event.seconds_left)
             if self._task is None:
@@ -65,8 +66,9 @@ class ProgressView:
                 left=left,
             )
         elif isinstance(event, Warning):
-            self.warnings.append(event.text)
-            self.console.print(f"[yellow]warning:[/] {escape(event.text)}")
+            text = redact(event.text)
+            self.warnings.append(text)
+            self.console.print(f"[yellow]warning:[/] {escape(text)}")
         elif isinstance(event, ExperimentProgress):
             failed = f" · [red]{event.failed} failed[/]" if event.failed else ""
             self.console.print(

@@ -293,6 +293,13 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
         raise BadInput("--results", str(path), "name a file, not a directory")
     if not path.parent.exists():
         raise BadInput("--results", str(path), f"the directory {path.parent} does not exist")
+    if not path.exists():  # a new database is its owner's alone; -wal and -shm take its mode
+        try:
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        except OSError as exc:
+            raise BadInput(
+                "--results", str(path), f"name a file you can create ({exc.strerror})"
+            ) from None
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
