@@ -24,7 +24,14 @@ from iolab import ownership
 from iolab.engines.interface import Layout, Placement, check_dirs
 from iolab.engines.mariadb_load import MariaDBPopulate
 from iolab.engines.mariadb_tpch import MariaDBTpch
-from iolab.engines.server_process import ServerUser, make_owned_dir, run_as, server_user, spawn
+from iolab.engines.server_process import (
+    ServerUser,
+    how_it_ended,
+    make_owned_dir,
+    run_as,
+    server_user,
+    spawn,
+)
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
 from iolab.process import run, tail
 
@@ -497,6 +504,10 @@ class MariaDBEngine:
                 return [tuple(row) for row in cur.fetchall()]
         finally:
             conn.close()
+
+    def died(self, grace: float = 1.0) -> str | None:
+        """How the server ended when it was not stopped ("signal 9"), else None."""
+        return how_it_ended(self._proc, grace)
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None

@@ -30,6 +30,7 @@ from iolab.engines.loading import (
     MultiplexedLoad,
     PopulateDialect,
 )
+from iolab.engines.server_process import stopped_during
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
 from iolab.probes.recorder import recording
@@ -124,6 +125,7 @@ class PopulateOptions:
         }
 
 
+SERVER_NAMES = {"postgres": "PostgreSQL", "mariadb": "MariaDB"}
 IGNORED_ENTRIES = frozenset({"lost+found", ".gitkeep"})  # a fresh filesystem; a kept empty dir
 
 
@@ -286,6 +288,12 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
     with running(engine) as placement:
         try:
             load_and_measure(engine, placement, options, outcome, events)
+        except Exception:
+            how = engine.died() if catalog.is_server(options.engine) else None
+            if how is None:
+                raise
+            server = SERVER_NAMES.get(options.engine, options.engine)
+            raise RunFailed(stopped_during(server, how, placement.log)) from None
         finally:
             log = read_log(placement.log)  # kept with the run (iolab.probes.serverlog)
             if log is not None:
