@@ -115,6 +115,7 @@ BIG = "99999999999999999999"
         (["compare", "1", "5-3"], "B: '5-3'", "give run ids from 1 to 1"),
         (["results", "show", BIG], f"RUN: {BIG}", "from 1 to 9223372036854775807"),
         (["results", "show", "0"], "RUN: 0", "from 1 to"),
+        (["results", "log", BIG], f"RUN: {BIG}", "from 1 to"),
     ],
 )
 def test_bad_paths_and_numbers(populated: Path, args: list[str], shown: str, allowed: str) -> None:

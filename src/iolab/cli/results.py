@@ -170,6 +170,7 @@ def log(
     results: ResultsOption = None,
 ) -> None:
     """Print a log kept with a run (the engine's server log)."""
+    check_id(run_id, "RUN")
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         logs = store.logs(run.id)
