@@ -105,6 +105,15 @@ def summarize(passes: list[DiskPass]) -> list[DiskTestSummary]:
 SPREAD_LIMIT = 0.10
 
 
+def test_medians(passes: list[DiskPass]) -> dict[str, dict[str, float]]:
+    """Each test's median MB/s, IOPS and p99 latency: the numbers a disk run's summary gives
+    reports and comparisons (``tests.<test>.mbps``)."""
+    return {
+        s.test: {"mbps": s.median.mbps, "iops": s.median.iops, "lat_p99_us": s.median.lat.p99}
+        for s in summarize(passes)
+    }
+
+
 def spread_warnings(summaries: list[DiskTestSummary]) -> list[str]:
     """Tests whose passes disagree too much to trust one number, with what to do about it."""
     wide = [s for s in summaries if s.passes > 1 and s.spread > SPREAD_LIMIT]

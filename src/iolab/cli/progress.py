@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -15,6 +16,7 @@ from rich.progress import (
 
 from iolab.cli.console import stderr
 from iolab.events import Event, ExperimentProgress, Measured, Phase, Step, Warning
+from iolab.redaction import redact
 
 
 def _clock(seconds: float) -> str:
@@ -49,25 +51,28 @@ class ProgressView:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Phase):
-            self.console.print(f"[dim]{event.text}…[/]")
+            self.console.print(f"[dim]{escape(redact(event.text))}…[/]")
         elif isinstance(event, Step):
             left = _clock(event.seconds_left)
             if self._task is None:
-                self._task = self._progress.add_task(event.label, total=event.total, left=left)
+                self._task = self._progress.add_task(
+                    escape(event.label), total=event.total, left=left
+                )
             self._progress.update(
                 self._task,
                 total=event.total,  # a new series of steps (tpch: load bytes, then queries)
                 completed=event.index - 1,
-                description=event.label,
+                description=escape(event.label),
                 left=left,
             )
         elif isinstance(event, Warning):
-            self.warnings.append(event.text)
-            self.console.print(f"[yellow]warning:[/] {event.text}")
+            text = redact(event.text)
+            self.warnings.append(text)
+            self.console.print(f"[yellow]warning:[/] {escape(text)}")
         elif isinstance(event, ExperimentProgress):
             failed = f" · [red]{event.failed} failed[/]" if event.failed else ""
             self.console.print(
-                f"[bold]run {event.done + 1} of {event.total}[/] · {event.label}{failed}"
+                f"[bold]run {event.done + 1} of {event.total}[/] · {escape(event.label)}{failed}"
                 f" · about {_clock(event.seconds_left)} left"
             )
             if self._task is not None:  # the next run starts its own bar

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
+from iolab.analysis.disk import test_medians
 from iolab.analysis.efficiency import (
     Drift,
     Efficiency,
@@ -36,6 +38,7 @@ from iolab.analysis.findings import (
 from iolab.analysis.queries import query_times
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.output import check_id, check_output, write_output
 from iolab.config import experiment as config
 from iolab.errors import BadInput
 from iolab.report import html as html_report
@@ -88,7 +91,8 @@ def _experiment(store: Store, target: str) -> ExperimentId:
 def _metric(cfg: dict[str, Any], rows: list[Any], wanted: str | None) -> tuple[str, bool]:
     """The metric the statistics are about, and whether lower is better: ``--metric`` when
     given, else the workload kind's (a disk experiment's: its first test's MB/s)."""
-    kind = (cfg.get("workload") or {}).get("kind") or cfg.get("workload")
+    workload = cfg.get("workload")  # an experiment file's table; a single command's name
+    kind = workload.get("kind") if isinstance(workload, dict) else workload
     if not isinstance(kind, str) and rows:
         kind = rows[0][1].get("kind")
     k = KINDS.get(str(kind))
@@ -139,11 +143,25 @@ def _cells(
     """The experiment's cells with their metric, the rows they come from (cell id, params,
     runs), its config, the metric and its direction."""
     cfg = store_experiments.config_of(store, exp)
-    rows = store_experiments.cell_runs(store, exp)
+    rows = _with_disk_tests(store, store_experiments.cell_runs(store, exp))
     metric, lower = _metric(cfg, rows, wanted)
     keys = _matrix_keys(cfg)
     reasons = store_experiments.failure_reasons(store, exp)
     return cells_from_runs(rows, keys, metric, reasons), rows, cfg, metric, lower
+
+
+def _with_disk_tests(store: Store, rows: list[Any]) -> list[Any]:
+    """Disk runs of ``iolab disk`` store their passes, not per-test medians in the summary (an
+    experiment file's disk runs store both): add ``tests`` from the passes where it is missing."""
+    for _, params, runs in rows:
+        if "profile" not in params:
+            continue
+        for run_id, _, summary in runs:
+            if "tests" not in summary:
+                passes = store.disk_passes(RunId(run_id))
+                if passes:
+                    summary["tests"] = test_medians(passes)
+    return rows
 
 
 def _matrix_keys(cfg: dict[str, Any]) -> list[str]:
@@ -183,6 +201,10 @@ def report(
     environment, into one file."""
     if timelines not in ("median", "all"):
         raise BadInput("--timelines", timelines, "give median or all")
+    if html is not None:
+        check_output(html, "--html")
+    for run_id in with_disk or []:
+        check_id(run_id, "--with-disk", "the number of an `iolab disk` run")
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
         cells, rows, cfg, metric, lower = _cells(store, exp, metric)
@@ -204,7 +226,8 @@ def report(
         runs, cell_disks, disks, env, params = extra
         labels = {c_id: c.label for (c_id, _, _), c in zip(rows, cells, strict=True)}
         disks = [(f"{labels[c_id]} · {what}", d) for c_id, what, d in cell_disks] + disks
-        html.write_text(
+        write_output(
+            html,
             html_report.page(
                 f"iolab report: {name}",
                 f"{metric} ({direction}); {sum(len(r[2]) for r in rows)} runs in "
@@ -218,14 +241,15 @@ def report(
                 ],
                 cell_params={labels[c_id]: p for c_id, p in params.items()},
                 environment=env,
-            )
+            ),
+            "--html",
         )
     if as_json:
         print(json.dumps(_findings_json(f), indent=2))
         return
     out.print(findings_text(f, f"{name} · {metric} ({direction})"))
     if html is not None:
-        out.print(f"[dim]wrote {html}[/]")
+        out.print(f"[dim]wrote {escape(str(html))}[/]")
 
 
 def _baseline_label(cfg: dict[str, Any]) -> str | None:
@@ -445,19 +469,33 @@ def _findings_json(f: Any) -> dict[str, Any]:
 _RUNS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
-def _sample(store: Store, spec: str, wanted: str | None) -> tuple[str, list[float], str, bool]:
+def _run_ids(store: Store, spec: str, field: str) -> list[int]:
+    """``3``, ``3,4,9``, ``3-7``: each id a run of the results database, each range ascending."""
+    (top,) = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+    allowed = f"give run ids from 1 to {top} (see `iolab results list`), e.g. 3,4,9 or 3-7"
+    ids: list[int] = []
+    for part in spec.split(","):
+        lo_text, _, hi_text = part.partition("-")
+        lo, hi = int(lo_text), int(hi_text or lo_text)
+        if not 1 <= lo <= hi <= top:
+            raise BadInput(field, spec, allowed)
+        ids += range(lo, hi + 1)
+    return ids
+
+
+def _sample(
+    store: Store, spec: str, wanted: str | None, field: str
+) -> tuple[str, list[float], str, bool]:
     """Run ids (``3``, ``3,4,9``, ``3-7``) or ``EXPERIMENT[:CELL]``: the metric's values."""
     if _RUNS.match(spec):
-        ids: list[int] = []
-        for part in spec.split(","):
-            lo, _, hi = part.partition("-")
-            ids += list(range(int(lo), int(hi or lo) + 1))
+        ids = _run_ids(store, spec, field)
         records = [store.run(i) for i in ids]
         kinds = {r.workload for r in records}
         if len(kinds) != 1:
-            raise BadInput("RUNS", spec, "give runs of one workload")
+            raise BadInput(field, spec, "give runs of one workload")
         params = {**records[0].params, "kind": kinds.pop()}
         rows = [("", params, [(r.id, r.status.value, r.summary) for r in records])]
+        rows = _with_disk_tests(store, rows)
         metric, lower = _metric({}, rows, wanted)
         found = (metric_of(r.summary, metric) for r in records if r.status.value == "done")
         return f"runs {spec}", [v for v in found if v is not None], metric, lower
@@ -485,8 +523,8 @@ def compare(
 ) -> None:
     """Two sets of runs side by side: means, the ratio with its 95% interval, significance."""
     with open_store(results, create=False) as store:
-        la, va, ma, lower = _sample(store, a, metric)
-        lb, vb, mb, _ = _sample(store, b, metric)
+        la, va, ma, lower = _sample(store, a, metric, "A")
+        lb, vb, mb, _ = _sample(store, b, metric, "B")
     if ma != mb:
         raise BadInput("B", b, f"give runs measuring {ma}, as A does (B measures {mb})")
     if not va or not vb:
@@ -519,6 +557,8 @@ def export(
         raise BadInput.choice("--format", fmt, ["csv", "json", "parquet"])
     if fmt == "parquet" and output is None:
         raise BadInput("--output", None, "give a file for parquet output, e.g. -o runs.parquet")
+    if output is not None:
+        check_output(output, "--output")
     with open_store(results, create=False) as store:
         exp = _experiment(store, target)
         cfg = store_experiments.config_of(store, exp)
@@ -545,18 +585,19 @@ def export(
         text = buf.getvalue()
     else:
         assert output is not None
-        _parquet(rows, columns, output)
-        out.print(f"wrote {len(rows)} runs to {output}")
+        write_output(output, _parquet(rows, columns), "--output")
+        out.print(f"wrote {len(rows)} runs to {escape(str(output))}")
         return
     if output is None:
         print(text, end="" if text.endswith("\n") else "\n")
     else:
-        output.write_text(text)
-        out.print(f"wrote {len(rows)} runs to {output}")
+        write_output(output, text, "--output")
+        out.print(f"wrote {len(rows)} runs to {escape(str(output))}")
 
 
-def _parquet(rows: list[dict[str, Any]], columns: list[str], output: Path) -> None:
-    """Parquet through DuckDB (the engines extra), reading the rows as newline-delimited JSON."""
+def _parquet(rows: list[dict[str, Any]], columns: list[str]) -> bytes:
+    """Parquet through DuckDB (the engines extra), reading the rows as newline-delimited JSON;
+    DuckDB writes into a scratch directory, the caller writes the bytes where they go."""
     try:
         import duckdb
     except ImportError:
@@ -565,14 +606,16 @@ def _parquet(rows: list[dict[str, Any]], columns: list[str], output: Path) -> No
         raise MissingTool("duckdb", "pip install 'iolab[engines]' for parquet export") from None
     import tempfile
 
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=True) as tmp:
-        for row in rows:
-            tmp.write(json.dumps({c: row.get(c) for c in columns}) + "\n")
-        tmp.flush()
+    with tempfile.TemporaryDirectory(prefix="iolab-export-") as scratch:
+        source, target = Path(scratch) / "runs.json", Path(scratch) / "runs.parquet"
+        source.write_text(
+            "".join(json.dumps({c: row.get(c) for c in columns}) + "\n" for row in rows)
+        )
         con = duckdb.connect()
         try:
             con.execute(
-                f"COPY (SELECT * FROM read_json_auto('{tmp.name}')) TO '{output}' (FORMAT parquet)"
+                f"COPY (SELECT * FROM read_json_auto('{source}')) TO '{target}' (FORMAT parquet)"
             )
         finally:
             con.close()
+        return target.read_bytes()

@@ -7,11 +7,13 @@ import json
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from iolab.analysis.disk import summarize
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.output import check_id
 from iolab.errors import BadInput
 from iolab.report import disk as disk_report
 from iolab.report import populate as populate_report
@@ -58,7 +60,14 @@ def list_runs(
         table.add_column(col)
     for r in runs:
         note = r.error or ""
-        table.add_row(str(r.id), r.workload, r.experiment, r.status.value, r.started_at or "", note)
+        table.add_row(
+            str(r.id),
+            r.workload,
+            escape(r.experiment),
+            r.status.value,
+            r.started_at or "",
+            escape(note),
+        )
     out.print(table)
 
 
@@ -70,6 +79,7 @@ def show(
 ) -> None:
     """Show one run: its parameters, environment and results, and what the probes recorded:
     the devices per role, engine and host counters, wait statistics and checkpoints."""
+    check_id(run_id, "RUN")
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         env = store.environment(run.env_id) if run.env_id else {}
@@ -92,10 +102,13 @@ def show(
         doc["logs"] = sorted(logs)
         print(json.dumps(doc, indent=2))
         return
-    out.print(f"[bold]run {run.id}[/]  {run.workload}  {run.experiment}  status {run.status.value}")
+    out.print(
+        f"[bold]run {run.id}[/]  {run.workload}  {escape(run.experiment)}  "
+        f"status {run.status.value}"
+    )
     out.print(f"started {run.started_at}  ended {run.ended_at or '-'}")
     if run.error:
-        out.print(f"[red]error:[/] {run.error}")
+        out.print(f"[red]error:[/] {escape(run.error)}")
     _print_environment(env)
     if summaries:
         out.print(disk_report.grid(summaries, "disk profile"))
@@ -157,6 +170,7 @@ def log(
     results: ResultsOption = None,
 ) -> None:
     """Print a log kept with a run (the engine's server log)."""
+    check_id(run_id, "RUN")
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         logs = store.logs(run.id)

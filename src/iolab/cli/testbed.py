@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from iolab import testbed
@@ -88,7 +89,7 @@ def down(
     with ProgressView() as view:
         done = testbed.down(view, names or None)
     if done:
-        out.print(f"taken down: {', '.join(done)}")
+        out.print(f"taken down: {escape(', '.join(done))}")
         if any(" in place: " in w for w in view.warnings):
             out.print(
                 "what the state named that is not iolab's is left in place (see the warnings) "

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
+from iolab.cli.output import check_id, check_output, write_output
 from iolab.errors import BadInput
 from iolab.report import timeline as timeline_report
 from iolab.report.raster import svg_to_png
@@ -33,11 +36,9 @@ def timeline(
     """Draw a run's timeline: rows/s, pages allocated/s, device MB/s, I/O latency and queue
     depth per role, and CPU, on one time axis with checkpoints shaded.
     """
+    check_id(run_id, "RUN")
+    check_output(output, "--output", FORMATS)
     suffix = output.suffix.lower()
-    if suffix not in FORMATS:
-        raise BadInput("--output", str(output), "name a .html, .svg or .png file")
-    if not output.parent.is_dir():
-        raise BadInput("--output", str(output), f"the directory {output.parent} does not exist")
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         data = store.probes(run.id)
@@ -56,11 +57,19 @@ def timeline(
             f"{data.duration:.1f} s; shaded: checkpoints"
             + ("; dashed: where each query began." if marks else "."),
         ]
-        output.write_text(timeline_report.html_page(data, title, lines, run.id, marks))
+        written: str | bytes = timeline_report.html_page(data, title, lines, run.id, marks)
     else:
-        svg = timeline_report.svg(data, title, marks)
-        if suffix == ".svg":
-            output.write_text(svg)
-        else:
-            svg_to_png(svg, output)
-    out.print(f"wrote {output} ({output.stat().st_size:,} bytes)")
+        written = timeline_report.svg(data, title, marks)
+        if suffix == ".png":
+            written = _png(written)
+    write_output(output, written, "--output")
+    size = len(written.encode() if isinstance(written, str) else written)
+    out.print(f"wrote {escape(str(output))} ({size:,} bytes)")
+
+
+def _png(svg: str) -> bytes:
+    """The SVG drawn by a headless Chromium into a scratch file; the caller writes the bytes."""
+    with tempfile.TemporaryDirectory(prefix="iolab-timeline-") as scratch:
+        shot = Path(scratch) / "timeline.png"
+        svg_to_png(svg, shot)
+        return shot.read_bytes()

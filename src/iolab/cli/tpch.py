@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
@@ -138,7 +139,9 @@ def tpch(
             compression=_compression(compression),
             cold=cold,
             timeout=parse_duration(timeout, "--timeout"),
-            queries=tuple(parse_int_list(queries, "--queries")) if queries else tuple(range(1, 23)),
+            queries=tuple(parse_int_list(queries, "--queries"))
+            if queries is not None
+            else tuple(range(1, 23)),
             loaders=loaders,
             pg_bin=pg_bin,
             sample_interval=sample_interval(interval_s, no_probes),
@@ -196,4 +199,4 @@ def _render(
     out.print(tpch_report.summary_table(s, title))
     out.print(tpch_report.queries_table(outcome.query_results))
     if run_id is not None:
-        out.print(f"[dim]stored as run {run_id} in {path}[/]")
+        out.print(f"[dim]stored as run {run_id} in {escape(str(path))}[/]")

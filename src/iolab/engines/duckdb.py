@@ -259,6 +259,10 @@ class DuckDBEngine:
             conn.close()
         return {str(name): str(value) for name, value in rows}
 
+    def died(self) -> str | None:
+        """Never: it is embedded in iolab's own process."""
+        return None
+
     def stop(self) -> None:
         """Close the instance and every connection to it; safe to call twice."""
         with self._lock:

@@ -4,13 +4,14 @@ iolab neither provisions, starts nor stops it, so the layout is the server's own
 are refused by :func:`check_external_layout`. What iolab creates in the target database (the
 population table, its procedure and function) must not exist beforehand, since iolab never drops
 what it did not create; ``destroy()`` drops exactly those objects. The password of the DSN is
-used to connect and nowhere else: :attr:`ExternalTarget.redacted` is what reaches messages,
-results and logs.
+used to connect and nowhere else: :attr:`ExternalTarget.redacted` (built by the rules of
+:func:`iolab.redaction.redact`) is what reaches messages, results, logs and the driver's URL.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,6 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 from iolab.engines.interface import Layout, Placement
 from iolab.engines.loading import TABLE
 from iolab.errors import BadInput, IolabError, MissingTool
+from iolab.redaction import is_secret_key, redact
 
 SCHEMES = {
     "postgresql": "postgres",
@@ -31,70 +33,107 @@ HOW_TO_GET_DRIVERS = "pip install 'iolab[engines]' (psycopg and pymysql)"
 
 @dataclass(frozen=True)
 class ExternalTarget:
-    """A parsed DSN. ``redacted`` is the DSN without its password: the only form ever shown."""
+    """A parsed DSN. ``redacted`` is the DSN without any password: the only form ever shown,
+    stored, or handed to the driver; the passwords travel apart, as connection arguments."""
 
     engine: str  # postgres | mariadb
     redacted: str
-    dsn: str = field(repr=False)  # with the password, for connecting only
     user: str | None = None
     host: str | None = None
     port: int | None = None
     database: str | None = None
     password: str | None = field(default=None, repr=False)
+    ssl_password: str | None = field(default=None, repr=False)  # libpq's sslpassword
     unix_socket: str | None = None
+
+
+URL_FORMS = "postgresql://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB"
+PASSWORD_HELP = (
+    "keep the password out of the command line: PGPASSWORD, PGPASSFILE or ~/.pgpass "
+    "(PostgreSQL), MYSQL_PWD or ~/.my.cnf (MariaDB)"
+)
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def parse_dsn(text: str) -> ExternalTarget:
     """``postgresql://user:pw@host:port/db`` or ``mysql://user:pw@host:port/db``.
 
     A unix socket: ``postgresql:///db?host=/run/postgresql`` (libpq's form) or
-    ``mysql://user@localhost/db?unix_socket=/run/mysqld/mysqld.sock``.
+    ``mysql://user@localhost/db?unix_socket=/run/mysqld/mysqld.sock``. A password may come in
+    the userinfo or as ``?password=`` (``passwd``, ``pwd``; ``sslpassword`` for libpq); it is
+    taken out of the DSN here, and every error names the DSN without it.
     """
+    text = text.strip()
+    shown = redact(text)
+    if "://" not in text:
+        raise BadInput(
+            "--dsn",
+            shown,
+            f"a URL: {URL_FORMS} (libpq's key=value form is not taken)",
+        )
+    if _BAD_PERCENT.search(text):
+        raise BadInput(
+            "--dsn", shown, "percent-encode special characters as %XX (a '%' itself is %25)"
+        )
     try:
-        parts = urlsplit(text.strip())
+        parts = urlsplit(text)
         port = parts.port
-    except ValueError as exc:
-        raise BadInput("--dsn", _redact_text(text), f"a URL ({exc})") from None
+    except ValueError:  # the reason may quote a piece of the password: not shown
+        raise BadInput(
+            "--dsn",
+            shown,
+            f"a URL: {URL_FORMS}, a numeric port, and '@', '/', '?', '#' in the user and "
+            "password percent-encoded (%40, %2F, %3F, %23)",
+        ) from None
+    if "@" in parts.path + parts.query + parts.fragment:
+        raise BadInput(
+            "--dsn",
+            shown,
+            "a URL whose user and password percent-encode '@', '/', '?' and '#' "
+            "(%40, %2F, %3F, %23)",
+        )
     engine = SCHEMES.get(parts.scheme.lower())
     if engine is None:
         raise BadInput(
             "--dsn",
-            _redact_text(text),
-            "postgresql://user@host/db or mysql://user@host/db (schemes: "
-            + ", ".join(sorted(SCHEMES))
-            + ")",
+            shown,
+            f"{URL_FORMS} (schemes: " + ", ".join(sorted(SCHEMES)) + ")",
         )
+    kept: list[str] = []
+    secrets: dict[str, str] = {}
+    for item in parts.query.split("&") if parts.query else []:
+        key, _, value = item.partition("=")
+        if is_secret_key(key):
+            secrets[key.strip().lower()] = unquote(value)
+        else:
+            kept.append(item)
+    query = "&".join(kept)
     netloc = parts.hostname or ""
+    if ":" in netloc:  # an IPv6 address
+        netloc = f"[{netloc}]"
     if parts.username:
         netloc = f"{parts.username}@{netloc}"
     if port is not None:
         netloc = f"{netloc}:{port}"
-    redacted = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     database = unquote(parts.path.lstrip("/")) or None
-    query = parse_qs(parts.query)
     if engine == "mariadb" and not database:
         raise BadInput("--dsn", redacted, "name the database: mysql://user@host/DATABASE")
+    password = unquote(parts.password) if parts.password is not None else None
+    for key in ("password", "passwd", "pwd"):
+        password = password if password is not None else secrets.get(key)
+    options = parse_qs(query)
     return ExternalTarget(
         engine=engine,
         redacted=redacted,
-        dsn=text.strip(),
         user=unquote(parts.username) if parts.username else None,
         host=parts.hostname,
         port=port,
         database=database,
-        password=unquote(parts.password) if parts.password else None,
-        unix_socket=query["unix_socket"][0] if "unix_socket" in query else None,
+        password=password,
+        ssl_password=secrets.get("sslpassword"),
+        unix_socket=options["unix_socket"][0] if "unix_socket" in options else None,
     )
-
-
-def _redact_text(text: str) -> str:
-    """A DSN that did not parse, with anything between ``:`` and ``@`` after ``//`` hidden."""
-    head, sep, rest = text.partition("//")
-    if not sep or "@" not in rest:
-        return text
-    creds, _, host = rest.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{head}//{user}@{host}"
 
 
 def check_external_layout(layout: Layout, pg_bin: Path | None) -> None:
@@ -122,32 +161,54 @@ def check_external_layout(layout: Layout, pg_bin: Path | None) -> None:
         )
 
 
-class ExternalPostgres:
-    """A PostgreSQL server reached through a DSN; the Engine protocol without provisioning."""
-
-    name: ClassVar[str] = "postgres"
+class _Unmanaged:
+    """What a server reached through a DSN shares: iolab neither starts nor stops it, and its
+    layout is the server's own."""
 
     def __init__(self, target: ExternalTarget) -> None:
         self.target = target
         self._layout = Layout(data_dirs=())
         self._made = False
-        self._tablespace = "pg_default"
 
     @property
     def layout(self) -> Layout:
         return self._layout
+
+    def start(self) -> None:
+        """The server runs already."""
+
+    def stop(self) -> None:
+        """iolab does not stop a server it did not start."""
+
+    def died(self) -> str | None:
+        """Not known: iolab did not start it (a lost connection says what happened)."""
+        return None
+
+
+class ExternalPostgres(_Unmanaged):
+    """A PostgreSQL server reached through a DSN; the Engine protocol without provisioning."""
+
+    name: ClassVar[str] = "postgres"
+
+    def __init__(self, target: ExternalTarget) -> None:
+        super().__init__(target)
+        self._tablespace = "pg_default"
 
     def connect(self) -> Any:
         try:
             import psycopg
         except ImportError:
             raise MissingTool("psycopg", HOW_TO_GET_DRIVERS) from None
+        t = self.target
+        secrets: dict[str, Any] = {"password": t.password, "sslpassword": t.ssl_password}
         try:
-            return psycopg.connect(self.target.dsn, connect_timeout=10)
-        except psycopg.OperationalError as exc:
-            raise IolabError(
-                f"cannot connect to {self.target.redacted}: {_first_line(exc)}"
-            ) from None
+            return psycopg.connect(
+                t.redacted,
+                connect_timeout=10,
+                **{k: v for k, v in secrets.items() if v is not None},
+            )
+        except psycopg.Error as exc:
+            raise IolabError(f"cannot connect to {t.redacted}: {_first_line(exc)}") from None
 
     def provision(self) -> Placement:
         """Check that the server takes us and holds none of iolab's objects; create nothing."""
@@ -169,12 +230,6 @@ class ExternalPostgres:
             data, wal = _local_pg_dirs(conn)
         self._made = True
         return Placement(data=data, wal=wal, temp=None, log=None, created=())
-
-    def start(self) -> None:
-        """The server runs already."""
-
-    def stop(self) -> None:
-        """iolab does not stop a server it did not start."""
 
     def destroy(self) -> None:
         """Drop what the workload created, and only when provision() found none of it before."""
@@ -213,19 +268,10 @@ class ExternalPostgres:
         return PostgresPopulate([self._tablespace], int(row[0]), page_size=int(row[1]))
 
 
-class ExternalMariaDB:
+class ExternalMariaDB(_Unmanaged):
     """A MariaDB/MySQL server reached through a DSN; the Engine protocol without provisioning."""
 
     name: ClassVar[str] = "mariadb"
-
-    def __init__(self, target: ExternalTarget) -> None:
-        self.target = target
-        self._layout = Layout(data_dirs=())
-        self._made = False
-
-    @property
-    def layout(self) -> Layout:
-        return self._layout
 
     def connect(self) -> Any:
         try:
@@ -239,8 +285,12 @@ class ExternalMariaDB:
             "autocommit": False,
             "connect_timeout": 10,
         }
-        if t.password is not None:
-            kwargs["password"] = t.password
+        password = t.password if t.password is not None else os.environ.get("MYSQL_PWD")
+        if password is not None:
+            kwargs["password"] = password
+        my_cnf = Path.home() / ".my.cnf"
+        if my_cnf.is_file():  # its [client] section fills in what the DSN leaves out
+            kwargs["read_default_file"] = str(my_cnf)
         if t.unix_socket:
             kwargs["unix_socket"] = t.unix_socket
         else:
@@ -277,12 +327,6 @@ class ExternalMariaDB:
         wal = _existing(logdir) if logdir not in (None, "", "./") else (data[0] if data else None)
         self._made = True
         return Placement(data=data, wal=wal, temp=None, log=None, created=())
-
-    def start(self) -> None:
-        """The server runs already."""
-
-    def stop(self) -> None:
-        """iolab does not stop a server it did not start."""
 
     def destroy(self) -> None:
         from iolab.engines.mariadb_load import PROCEDURE, UUID7_FUNCTION
@@ -354,5 +398,5 @@ def _local_pg_dirs(conn: Any) -> tuple[tuple[Path, ...], Path | None]:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = redact(str(exc)).strip()
     return text.splitlines()[0] if text else type(exc).__name__

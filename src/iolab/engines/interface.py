@@ -110,6 +110,11 @@ class Engine(Protocol):
         """Stop the server if it runs; safe to call twice."""
         ...
 
+    def died(self) -> str | None:
+        """How its server ended when iolab did not stop it ("signal 9"); None while it runs,
+        after a stop, and for an embedded engine."""
+        ...
+
     def destroy(self) -> None:
         """Remove what provision() created, nothing else; safe to call twice."""
         ...

@@ -27,6 +27,7 @@ from iolab.engines.mariadb_tpch import MariaDBTpch
 from iolab.engines.server_process import (
     ServerUser,
     check_reachable,
+    how_it_ended,
     make_owned_dir,
     run_as,
     server_user,
@@ -511,6 +512,10 @@ class MariaDBEngine:
                 return [tuple(row) for row in cur.fetchall()]
         finally:
             conn.close()
+
+    def died(self, grace: float = 1.0) -> str | None:
+        """How the server ended when it was not stopped ("signal 9"), else None."""
+        return how_it_ended(self._proc, grace)
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None

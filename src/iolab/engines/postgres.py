@@ -32,6 +32,8 @@ from iolab.engines.postgres_tpch import PostgresTpch
 from iolab.engines.server_process import (
     ServerUser,
     check_reachable,
+    how_it_ended,
+    kill_session,
     make_owned_dir,
     run_as,
     server_user,
@@ -579,15 +581,26 @@ class PostgresEngine:
         return {str(name): str(value) for name, value in rows}
 
     def stop(self) -> None:
-        """Fast shutdown (SIGINT), then immediate (SIGQUIT), then SIGKILL; safe to call twice."""
+        """Fast shutdown (SIGINT), then immediate (SIGQUIT), then SIGKILL; safe to call twice.
+
+        A postmaster that died (killed, crashed) leaves backends behind for a moment: they are
+        killed too, so that nothing of the server outlives the run."""
         proc = self._proc
         if proc is None:
             return
         try:
             if proc.poll() is None:
                 self._shutdown(proc)
+            else:
+                left = kill_session(proc.pid)
+                if left:
+                    raise RunFailed(f"PostgreSQL processes {left} did not exit after SIGKILL")
         finally:
             self._proc = None
+
+    def died(self, grace: float = 1.0) -> str | None:
+        """How the server ended when it was not stopped ("signal 9"), else None."""
+        return how_it_ended(self._proc, grace)
 
     def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
         for sig, wait in ((signal.SIGINT, STOP_TIMEOUT), (signal.SIGQUIT, QUIT_TIMEOUT)):

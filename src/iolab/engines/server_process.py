@@ -17,7 +17,9 @@ import functools
 import os
 import pwd
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,3 +221,65 @@ def run_as(
             f"{tail(proc.stderr or proc.stdout)}"
         )
     return proc.stdout
+
+
+def how_it_ended(proc: subprocess.Popen[bytes] | None, grace: float = 1.0) -> str | None:
+    """How a server process ended without being stopped ("signal 9", "exit status 1"), or None
+    while it runs (after waiting up to ``grace`` seconds: a server that has just closed its
+    connections may still be exiting)."""
+    if proc is None:
+        return None
+    deadline = time.monotonic() + grace
+    code = proc.poll()
+    while code is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        code = proc.poll()
+    if code is None:
+        return None
+    if code < 0:
+        return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def stopped_during(server: str, how: str, log: Path | None, what: str = "the load") -> str:
+    """The one-line reason of a run whose server died: how, and the end of its log."""
+    try:
+        text = log.read_text(errors="replace") if log is not None else ""
+    except OSError:
+        text = ""
+    return f"the {server} server stopped during {what} ({how}); its log: {tail(text, 5)}"
+
+
+def kill_session(leader: int, timeout: float = 10.0) -> list[int]:
+    """SIGKILL what is left of a dead server's session (a postmaster's backends keep its
+    session id after it died) and wait for them; returns the pids that would not go."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and fields[3] == str(leader) and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    for pid in members:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + timeout
+    left = members
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [pid for pid in left if _running(pid)]
+    return left
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")

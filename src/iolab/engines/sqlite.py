@@ -537,6 +537,10 @@ class SQLiteEngine:
                     self._own.remove(conn)
             conn.close()
 
+    def died(self) -> str | None:
+        """Never: it is embedded in iolab's own process."""
+        return None
+
     def stop(self) -> None:
         """Close the connections the engine opened itself and give back the temp directory.
 

@@ -11,6 +11,8 @@ WRITE_MODES = frozenset({"write", "randwrite"})
 MIXED_MODES = frozenset({"rw", "randrw"})
 RW_MODES = READ_MODES | WRITE_MODES | MIXED_MODES
 PERCENTILES = (50.0, 99.0, 99.9)
+MAX_IODEPTH = 1024  # I/Os in flight per thread: far beyond any device's queue
+MAX_NUMJOBS = 256  # threads on the one file; fio itself stops near 4,096 jobs
 
 
 class DataPattern(StrEnum):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import IolabError
+from iolab.redaction import redact
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
 from iolab.store import Store
 from iolab.system.snapshot import capture
@@ -63,11 +64,11 @@ def record(
         raise
     except IolabError as exc:
         outcome.status = RunStatus.FAILED
-        outcome.error = str(exc)
+        outcome.error = redact(str(exc))
         raise
     except Exception as exc:
         outcome.status = RunStatus.FAILED
-        outcome.error = f"internal error: {exc!r}"
+        outcome.error = redact(f"internal error: {exc!r}")
         raise
     finally:
         store.finish_run(run_id, outcome)

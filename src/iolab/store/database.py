@@ -357,6 +357,15 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
     """
     path = path or default_path()
     identify.check_path(path, create, ENV_VAR)
+    if not path.exists():  # a new database is its owner's alone; -wal and -shm take its mode
+        try:
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass  # another command made it just now
+        except OSError as exc:
+            raise BadInput(
+                "--results", str(path), f"name a file you can create ({exc.strerror})"
+            ) from None
     conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)

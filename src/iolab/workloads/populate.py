@@ -29,6 +29,7 @@ from iolab.engines.loading import (
     MultiplexedLoad,
     PopulateDialect,
 )
+from iolab.engines.server_process import stopped_during
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
 from iolab.probes.recorder import recording
@@ -278,6 +279,12 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
     with running(engine) as placement:
         try:
             load_and_measure(engine, placement, options, outcome, events)
+        except Exception:
+            how = engine.died()
+            if how is None:
+                raise
+            server = catalog.kind(options.engine).title
+            raise RunFailed(stopped_during(server, how, placement.log)) from None
         finally:
             log = read_log(placement.log)  # kept with the run (iolab.probes.serverlog)
             if log is not None:
