@@ -306,7 +306,10 @@ def _html_parts(
 
 
 def _disk_run(store: Store, run_id: int) -> RunRecord:
-    record = store.run(run_id)
+    try:
+        record = store.run(run_id)
+    except BadInput as exc:  # no such run: said of the option that named it
+        raise BadInput("--with-disk", run_id, exc.allowed) from None
     if record.workload != "disk":
         raise BadInput("--with-disk", run_id, "give the number of an `iolab disk` run")
     return record
