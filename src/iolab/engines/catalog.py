@@ -35,5 +35,32 @@ def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Any:
     raise BadInput.choice("--engine", name, ENGINES)
 
 
+def check(name: str, layout: Layout, *, pg_bin: Path | None = None) -> None:
+    """Refuse, before anything is created or recorded, settings the engine would not take
+    (names, types, units, ranges and enum values, read by the engine's own binary) and a layout
+    it cannot use (SQLite: a WAL dir, too many files). Directories are not looked at here.
+    BadInput names ``--set NAME``, ``--wal-dir`` or ``--files``."""
+    if pg_bin is not None and name != "postgres":
+        raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
+    if name == "postgres":
+        from iolab.engines.postgres import PostgresEngine
+
+        PostgresEngine(layout, bin_dir=pg_bin).check_settings()
+    elif name == "mariadb":
+        from iolab.engines.mariadb import check_settings
+
+        check_settings(layout.settings)
+    elif name == "duckdb":
+        from iolab.engines.duckdb import parse_settings as duckdb_settings
+
+        duckdb_settings(layout.settings)
+    elif name == "sqlite":
+        from iolab.engines.sqlite import SQLiteEngine
+
+        SQLiteEngine.check(layout)
+    else:
+        raise BadInput.choice("--engine", name, ENGINES)
+
+
 def is_server(name: str) -> bool:
     return name in {"postgres", "mariadb"}
