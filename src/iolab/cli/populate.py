@@ -33,7 +33,7 @@ from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.testbed import resolve_path
 from iolab.units import parse_size
-from iolab.workloads.populate import PopulateOptions, check_layout, run_populate
+from iolab.workloads.populate import PopulateOptions, preflight, run_populate
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -177,9 +177,7 @@ def scratch_dir(wanted: bool) -> Iterator[Path]:
 
 
 def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
-    options.validate()
-    if options.dsn is None:
-        check_layout(options.layout)
+    preflight(options)  # nothing is recorded unless the run can start
     layout = options.layout
     roles = layout.roles()
     spec = CommandRun(

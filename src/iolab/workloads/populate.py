@@ -11,9 +11,10 @@ inserted, with no duplicate key.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from iolab.probes.serverlog import read_log
 from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
+from iolab.units import format_bytes
 
 STATIC_METHODS: Mapping[str, frozenset[LoadMethod]] = {
     "postgres": frozenset(LoadMethod),
@@ -145,6 +147,93 @@ def check_layout(layout: Layout) -> None:
                 str(path),
                 f"give an empty directory; it holds files iolab did not create ({shown})",
             )
+
+
+DEFAULT_ROW_BYTES = 8192  # one row fills one 8 KiB page (PostgreSQL, SQLite's default)
+WAL_ALLOWANCE = 1 << 30  # WAL / redo log a load keeps at most, about (max_wal_size's default)
+
+
+def row_bytes(settings: Mapping[str, str]) -> int:
+    """Bytes one row takes on disk: the page it fills (InnoDB puts two rows in a page)."""
+    if not settings:
+        return DEFAULT_ROW_BYTES
+    for name, per_page in (("page_size", 1), ("innodb_page_size", 2)):
+        text = str(settings.get(name, "")).strip().lower().removesuffix("k")
+        if text.isdigit() and int(text) > 0:
+            size = int(text) * (1024 if str(settings[name]).lower().endswith("k") else 1)
+            return max(1, size // per_page)
+    return DEFAULT_ROW_BYTES
+
+
+def space_needed(options: PopulateOptions) -> dict[tuple[str, Path], int]:
+    """Bytes the load will write into each directory of the layout, by option and directory:
+    the rows (one page each, spread evenly over the data files) and the WAL allowance (in the
+    WAL dir, else beside the first data file). Never more than the load really needs, so a
+    refusal is certain: ``--bytes`` counts as if the payload filled the whole page."""
+    layout = options.layout
+    per_row = row_bytes(layout.settings)
+    rows = options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
+    data = rows * per_row
+    need: dict[tuple[str, Path], int] = {}
+    for i in range(layout.files):
+        key = ("--data-dir", layout.data_dir_for(i))
+        need[key] = need.get(key, 0) + data // layout.files
+    wal = min(data, WAL_ALLOWANCE)
+    wal_key = (
+        ("--wal-dir", layout.wal_dir) if layout.wal_dir else ("--data-dir", layout.data_dirs[0])
+    )
+    need[wal_key] = need.get(wal_key, 0) + wal
+    return need
+
+
+def free_space(path: Path) -> tuple[int, int] | None:
+    """(filesystem id, bytes free to an unprivileged writer) of a directory; None if unreadable."""
+    try:
+        st = os.statvfs(path)
+        return os.stat(path).st_dev, st.f_bavail * st.f_frsize
+    except OSError:
+        return None  # the directory checks say what is wrong with it
+
+
+def check_space(
+    options: PopulateOptions,
+    free_of: Callable[[Path], tuple[int, int] | None] = free_space,
+) -> None:
+    """Refuse a load that cannot fit: each filesystem of the layout must have free space for
+    what :func:`space_needed` puts on it (directories on one filesystem share it)."""
+    if options.dsn is not None or not options.layout.data_dirs:
+        return
+    by_fs: dict[int, int] = {}
+    for (field_name, path), nbytes in space_needed(options).items():
+        found = free_of(path)
+        if found is None:
+            continue
+        dev, free = found
+        by_fs[dev] = by_fs.get(dev, 0) + nbytes
+        if by_fs[dev] > free:
+            per_row = row_bytes(options.layout.settings)
+            rows = (
+                options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
+            )
+            raise BadInput(
+                field_name,
+                str(path),
+                f"the load needs about {format_bytes(by_fs[dev])} on its filesystem ({rows:,} "
+                f"rows of {format_bytes(per_row)} each, plus the WAL) and it "
+                f"has {format_bytes(free)} free; load fewer rows or give a larger directory",
+            )
+
+
+def preflight(options: PopulateOptions) -> None:
+    """Everything checked before a run is recorded, by the command and by ``iolab plan`` and
+    ``iolab run`` alike: the options, the directories (existing, empty), the engine's settings
+    and layout (read by the engine's own binary), and the free space for the load."""
+    options.validate()
+    if options.dsn is not None:
+        return
+    check_layout(options.layout)
+    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
+    check_space(options)
 
 
 def split(rows: int, parts: int) -> list[int]:
