@@ -73,7 +73,10 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
         f" · order {e.order}"
     )
     rows = [(c.cell, c.done, c.remaining, c.seconds_each) for c in p.cells]
-    out.print(experiment_report.plan_table(rows, title))
+    if len(rows) > experiment_report.PLAIN_ABOVE:
+        print(experiment_report.plan_text(rows, title))
+    else:
+        out.print(experiment_report.plan_table(rows, title))
     line = f"{p.runs} runs to do, about {_clock(p.estimated_seconds)}"
     if p.auto:
         line += f" (up to {_clock(p.estimated_max_seconds)} if every cell needs the maximum)"
