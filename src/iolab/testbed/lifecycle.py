@@ -172,6 +172,12 @@ def _check_space(specs: Sequence[DeviceSpec], state: State) -> None:
             )
 
 
+def check_space(specs: Sequence[DeviceSpec]) -> None:
+    """What :func:`up` refuses of the backing directories, without making anything (for
+    ``iolab plan``): each must exist, take files and have room for the devices not up yet."""
+    _check_space(specs, load())
+
+
 def _loop_devs(rec: DeviceRecord, attached: list[loops.Loop] | None = None) -> list[loops.Loop]:
     return loops.backed_by(rec.backing_file, rec.backing_id, rec.token, attached)
 
