@@ -150,7 +150,7 @@ def check_layout(layout: Layout) -> None:
 
 
 DEFAULT_ROW_BYTES = 8192  # one row fills one 8 KiB page (PostgreSQL, SQLite's default)
-WAL_ALLOWANCE = 1 << 30  # WAL / redo log a load keeps at most, about (max_wal_size's default)
+WAL_FLOOR = 64 << 20  # the WAL dir holds at least this much of a large load (or half its data)
 
 
 def row_bytes(settings: Mapping[str, str]) -> int:
@@ -158,18 +158,20 @@ def row_bytes(settings: Mapping[str, str]) -> int:
     if not settings:
         return DEFAULT_ROW_BYTES
     for name, per_page in (("page_size", 1), ("innodb_page_size", 2)):
-        text = str(settings.get(name, "")).strip().lower().removesuffix("k")
-        if text.isdigit() and int(text) > 0:
-            size = int(text) * (1024 if str(settings[name]).lower().endswith("k") else 1)
+        text = str(settings.get(name, "")).strip().lower()
+        number = text.removesuffix("k")
+        if number.isdigit() and int(number) > 0:
+            size = int(number) * (1024 if text.endswith("k") else 1)
             return max(1, size // per_page)
     return DEFAULT_ROW_BYTES
 
 
 def space_needed(options: PopulateOptions) -> dict[tuple[str, Path], int]:
-    """Bytes the load will write into each directory of the layout, by option and directory:
-    the rows (one page each, spread evenly over the data files) and the WAL allowance (in the
-    WAL dir, else beside the first data file). Never more than the load really needs, so a
-    refusal is certain: ``--bytes`` counts as if the payload filled the whole page."""
+    """Bytes the load will at least write into each directory of the layout, by option and
+    directory: the rows, one page each, spread evenly over the data files; in a WAL dir, half
+    of that (each row's WAL record carries its payload), up to WAL_FLOOR. A lower bound, so
+    that a refusal is certain: ``--bytes`` counts as if the payload filled the whole page, and
+    indexes, free-space maps and a WAL beside the data are left out."""
     layout = options.layout
     per_row = row_bytes(layout.settings)
     rows = options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
@@ -178,11 +180,9 @@ def space_needed(options: PopulateOptions) -> dict[tuple[str, Path], int]:
     for i in range(layout.files):
         key = ("--data-dir", layout.data_dir_for(i))
         need[key] = need.get(key, 0) + data // layout.files
-    wal = min(data, WAL_ALLOWANCE)
-    wal_key = (
-        ("--wal-dir", layout.wal_dir) if layout.wal_dir else ("--data-dir", layout.data_dirs[0])
-    )
-    need[wal_key] = need.get(wal_key, 0) + wal
+    if layout.wal_dir is not None:
+        key = ("--wal-dir", layout.wal_dir)
+        need[key] = need.get(key, 0) + min(data // 2, WAL_FLOOR)
     return need
 
 
@@ -218,9 +218,9 @@ def check_space(
             raise BadInput(
                 field_name,
                 str(path),
-                f"the load needs about {format_bytes(by_fs[dev])} on its filesystem ({rows:,} "
-                f"rows of {format_bytes(per_row)} each, plus the WAL) and it "
-                f"has {format_bytes(free)} free; load fewer rows or give a larger directory",
+                f"the load needs at least {format_bytes(by_fs[dev])} on its filesystem "
+                f"({rows:,} rows of {format_bytes(per_row)} each) and it has "
+                f"{format_bytes(free)} free; load fewer rows or give a larger directory",
             )
 
 
