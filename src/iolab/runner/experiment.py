@@ -229,6 +229,7 @@ def run(
 ) -> Outcome:
     """Run what the plan says is missing, with the file's devices up; returns what happened.
     Ctrl-C propagates."""
+    checks.check(experiment, store)  # before the devices come up, too
     with _devices(experiment, events):
         return _run(experiment, store, events, resolve)
 
