@@ -105,6 +105,7 @@ _INVALID = re.compile(r'invalid value for parameter "(?P<name>[^"]+)": "[^"]*"')
 _RANGE = re.compile(
     r'\S+(?: \S+)? is outside the valid range for parameter "(?P<name>[^"]+)" \([^)]*\)'
 )
+_PARAMETER = re.compile(r'(?:LOG|ERROR):\s+(?P<said>[^|]*parameter "(?P<name>[^"]+)"[^|]*)')
 _HINT = re.compile(r"HINT:\s+(Available values: [^|\n]*)")
 # Unix-domain socket paths are limited to 107 bytes (sun_path).
 _SOCKET_PATH_MAX = 107
@@ -389,7 +390,7 @@ class PostgresEngine:
 
     def _refusal(self, said: str, settings: dict[str, str], known: set[str]) -> IolabError:
         """What ``postgres -C`` said of the settings, as one line naming the setting."""
-        for pattern in (_UNRECOGNIZED, _INVALID, _RANGE):
+        for pattern in (_UNRECOGNIZED, _INVALID, _RANGE, _PARAMETER):
             m = pattern.search(said)
             if m is None:
                 continue
@@ -405,7 +406,8 @@ class PostgresEngine:
                     f"`postgres --describe-config`){hint}",
                 )
             values = _HINT.search(said)
-            allowed = m.group(0).strip() + (f"; {values.group(1).strip()}" if values else "")
+            text = m.group("said") if pattern is _PARAMETER else m.group(0)
+            allowed = text.strip() + (f"; {values.group(1).strip()}" if values else "")
             return BadInput(
                 f"--set {given}",
                 settings.get(given),
