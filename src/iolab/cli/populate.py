@@ -130,6 +130,9 @@ def populate(
     device wrote per row, checks the row count, and removes the instance. Probes record the
     devices, CPU, engine counters, wait events and checkpoints meanwhile (see `iolab results
     show` and `iolab timeline`).
+
+    Nothing starts and nothing is recorded unless the options, the directories, the --set
+    values (read by the engine's own binary) and the free space (at least a page per row) pass.
     """
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
