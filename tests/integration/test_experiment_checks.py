@@ -189,3 +189,22 @@ def test_a_huge_matrix_is_counted_not_expanded(root: Path, tmp_path: Path) -> No
     assert text.returncode == 0, text.stderr
     assert len(text.stdout.splitlines()) >= 10_002
     assert not db.exists()
+
+
+def test_tpch_refuses_a_bad_postgres_setting_before_loading(root: Path, tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    done = iolab(
+        "tpch",
+        "--engine",
+        "postgres",
+        "--sf",
+        "0.01",
+        "--data-dir",
+        str(root / "data"),
+        "--set",
+        "shared_buffers=banana",
+        cwd=root,
+        results=db,
+    )
+    assert_refused(done, "--set shared_buffers: 'banana' is not allowed", db)
+    assert list((root / "data").iterdir()) == []

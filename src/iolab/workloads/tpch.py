@@ -139,6 +139,7 @@ def preflight(options: TpchOptions) -> dict[int, str]:
         DuckDBEngine.check(options.layout)
     elif options.engine == "mariadb":
         MariaDBEngine.check(options.layout)
+    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)  # settings, by the engine
     texts = tpch_answers.queries()
     for sf in {options.scale_factor, options.reference_sf or options.scale_factor}:
         if tpch_data.cached(sf) is None:
