@@ -7,10 +7,10 @@ import re
 from iolab.errors import BadInput
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|m|h)?\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 SIZE_HELP = "use a whole number of bytes or a number with a unit: 4k, 512MiB, 1GiB, 10GB"
-DURATION_HELP = "use seconds or a number with a unit: 500ms, 5s, 2m, 1h"
+DURATION_HELP = "use seconds or a number with a unit: 500ms, 5s, 2m (or 2min), 1h"
 
 
 def parse_size(text: str | int, field: str) -> int:
@@ -36,7 +36,7 @@ def parse_size(text: str | int, field: str) -> int:
 
 
 def parse_duration(text: str | float, field: str) -> float:
-    """Seconds from ``5``, ``5s``, ``500ms``, ``2m`` or ``1h``."""
+    """Seconds from ``5``, ``5s``, ``500ms``, ``2m`` (``2min``) or ``1h``."""
     if isinstance(text, int | float):
         seconds = float(text)
     else:
@@ -44,7 +44,7 @@ def parse_duration(text: str | float, field: str) -> float:
         if not m:
             raise BadInput(field, text, DURATION_HELP)
         number, unit = m.groups()
-        scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[(unit or "s").lower()]
+        scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}[(unit or "s").lower()]
         seconds = float(number) * scale
     if seconds < 0:
         raise BadInput(field, text, "use a duration of zero or more")

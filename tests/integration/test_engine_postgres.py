@@ -296,18 +296,49 @@ def test_zero_files_is_bad_input(open_tmp: Path) -> None:
 
 
 def test_server_that_cannot_start_fails_with_its_log(open_tmp: Path) -> None:
+    """postgres -C takes the value (it loads no library); the start fails, with the log."""
     data, wal_dir = make_dirs(open_tmp, "data", "wal")
     engine = PostgresEngine(
-        Layout(data_dirs=(data,), wal_dir=wal_dir, settings={"shared_buffers": "lots"})
+        Layout(
+            data_dirs=(data,),
+            wal_dir=wal_dir,
+            settings={"shared_preload_libraries": "iolab_no_such_library"},
+        )
     )
     with pytest.raises(RunFailed) as err, running(engine) as placement:
         pytest.fail(f"started with an impossible setting: {placement}")
     message = str(err.value)
     assert "did not start" in message
-    assert 'invalid value for parameter "shared_buffers"' in message
+    assert "iolab_no_such_library" in message
     assert list(data.iterdir()) == []
     assert list(wal_dir.iterdir()) == []
     assert engine.log_path is not None and not engine.log_path.exists()
+
+
+@pytest.mark.parametrize(
+    ("settings", "field", "said"),
+    [
+        (
+            {"shared_buffers": "lots"},
+            "--set shared_buffers",
+            'invalid value for parameter "shared_buffers"',
+        ),
+        ({"work_mem": "1"}, "--set work_mem", "outside the valid range"),
+        ({"wal_level": "most"}, "--set wal_level", "Available values: minimal, replica, logical"),
+        ({"shared_bufers": "1GB"}, "--set", "did you mean shared_buffers?"),
+    ],
+)
+def test_a_value_postgres_refuses_is_bad_input_before_anything_is_made(
+    open_tmp: Path, settings: dict[str, str], field: str, said: str
+) -> None:
+    data, wal_dir = make_dirs(open_tmp, "data", "wal")
+    engine = PostgresEngine(Layout(data_dirs=(data,), wal_dir=wal_dir, settings=settings))
+    with pytest.raises(BadInput) as err:
+        engine.provision()
+    assert err.value.field == field
+    assert said in str(err.value)
+    assert list(data.iterdir()) == []
+    assert list(wal_dir.iterdir()) == []
 
 
 def test_empty_bin_dir_is_missing_tool(open_tmp: Path) -> None:

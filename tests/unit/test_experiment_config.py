@@ -171,3 +171,63 @@ def test_baseline_names_one_cell(root: Path) -> None:
     exp = load(write(root, text))
     assert exp.baseline is not None
     assert exp.baseline.label == "layout=scsi files=1 connections=16"
+
+
+def _disk(root: Path, workload: str, experiment: str = "", matrix: str = "") -> Path:
+    path = root / "disk.toml"
+    path.write_text(
+        f'[experiment]\nname = "d"\n{experiment}\n[workload]\nkind = "disk"\n{workload}\n'
+        f'[layouts.a]\ndata_dirs = ["a"]\n[matrix]\n{matrix}\n'
+    )
+    return path
+
+
+def test_durations_are_written_as_on_the_command_line(root: Path) -> None:
+    experiment = load(_disk(root, 'duration = "1s"\ninterval = "500ms"', 'timeout = "10min"'))
+    (cell,) = experiment.cells
+    assert cell.params["duration"] == 1.0
+    assert cell.params["interval"] == 0.5
+    assert experiment.spec.experiment.timeout_seconds() == 600.0
+    # the same cell as a number of seconds: the hash is of the resolved value
+    assert load(_disk(root, "duration = 1\ninterval = 0.5")).cells[0].id == cell.id
+
+
+@pytest.mark.parametrize(
+    ("workload", "experiment", "field", "said"),
+    [
+        ('duration = "0.5s"', "", "workload.duration", "give at least 1 s"),
+        ('duration = "soon"', "", "workload.duration", "500ms, 5s"),
+        ("duration = true", "", "workload.duration", "give a duration"),
+        ("", 'timeout = "forever"', "experiment.timeout", "500ms, 5s"),
+        ("", "timeout = 0", "experiment.timeout", "above zero"),
+        ('profile = "fast"', "", "workload.profile", "choose one of: default"),
+        ('size = "huge"', "", "workload.size", ""),
+    ],
+)
+def test_bad_durations_and_disk_keys_name_the_key(
+    root: Path, workload: str, experiment: str, field: str, said: str
+) -> None:
+    with pytest.raises(BadInput) as caught:
+        load(_disk(root, workload, experiment))
+    assert caught.value.field == field
+    assert said in str(caught.value)
+
+
+def test_a_matrix_is_counted_before_it_is_expanded(root: Path) -> None:
+    """10^9 cells would take hours and gigabytes to expand; the count refuses them at once."""
+    keys = "\n".join(
+        f'"settings.k{i}" = [{", ".join(str(v) for v in range(10))}]' for i in range(9)
+    )
+    with pytest.raises(BadInput) as caught:
+        load(_disk(root, "", matrix=keys))
+    assert caught.value.field == "matrix"
+    assert caught.value.value == "1,000,000,000 cells"
+    assert "3,000,000,000 runs, more than the 100,000" in str(caught.value)
+    assert "narrow it (matrix.settings.k0 has 10 values" in str(caught.value)
+
+
+def test_auto_repetitions_count_their_maximum(root: Path) -> None:
+    matrix = f"runs = [{', '.join(str(v) for v in range(1, 10_001))}]"
+    with pytest.raises(BadInput, match="10,000 cells x 11 repetitions"):
+        load(_disk(root, "", 'repetitions = "auto"\nmax_repetitions = 11', matrix))
+    assert len(load(_disk(root, "", "repetitions = 10", matrix)).cells) == 10_000

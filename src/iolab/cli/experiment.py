@@ -35,7 +35,11 @@ def _clock(seconds: float) -> str:
 
 def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption = False) -> None:
     """Print the cells of an experiment file, how many runs are left and how long they should
-    take; nothing runs. Runs already in the results database count (resume)."""
+    take; nothing runs. Runs already in the results database count (resume).
+
+    It checks what `iolab run` checks before recording a run: each cell's options, directories
+    and free space, engine settings (read by the engine), the name (one workload kind per
+    name), and at most 100,000 runs."""
     experiment = config.load(file)
     existing = results or default_path()
     with open_store(existing, create=False) if existing.exists() else nullcontext() as store:
@@ -74,7 +78,10 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
         f" · order {e.order}"
     )
     rows = [(c.cell, c.done, c.remaining, c.seconds_each) for c in p.cells]
-    out.print(experiment_report.plan_table(rows, title))
+    if len(rows) > experiment_report.PLAIN_ABOVE:
+        print(experiment_report.plan_text(rows, title))
+    else:
+        out.print(experiment_report.plan_table(rows, title))
     line = f"{p.runs} runs to do, about {_clock(p.estimated_seconds)}"
     if p.auto:
         line += f" (up to {_clock(p.estimated_max_seconds)} if every cell needs the maximum)"

@@ -34,7 +34,7 @@ from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.testbed import resolve_path
 from iolab.units import parse_size
-from iolab.workloads.populate import PopulateOptions, check_layout, run_populate
+from iolab.workloads.populate import PopulateOptions, preflight, run_populate
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -132,6 +132,9 @@ def populate(
     device wrote per row, checks the row count, and removes the instance. Probes record the
     devices, CPU, engine counters, wait events and checkpoints meanwhile (see `iolab results
     show` and `iolab timeline`).
+
+    Nothing starts and nothing is recorded unless the options, the directories, the --set
+    values (read by the engine's own binary) and the free space (at least a page per row) pass.
     """
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
@@ -179,9 +182,7 @@ def scratch_dir(wanted: bool) -> Iterator[Path]:
 
 
 def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
-    options.validate()
-    if options.dsn is None:
-        check_layout(options.layout)
+    preflight(options)  # nothing is recorded unless the run can start
     layout = options.layout
     roles = layout.roles()
     spec = CommandRun(

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from iolab.engines import catalog
 from iolab.errors import BadInput
@@ -26,6 +33,31 @@ from iolab.results import CellId, cell_id
 from iolab.units import parse_duration, parse_size
 
 DEVICE_PREFIX = "device:"  # a path on an emulated device of the testbed: device:NAME[/sub/dir]
+
+
+MAX_RUNS = 100_000  # a plan of more runs is refused before the matrix is expanded
+
+
+def _seconds(value: str | float) -> float:
+    """Seconds of a duration written as in the command line (5, "5s", "500ms", "10min")."""
+    try:
+        return parse_duration(value, "")
+    except BadInput as exc:
+        raise ValueError(exc.allowed) from None
+
+
+def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
+    """A validator: the duration in seconds, at least ``minimum`` (above it when ``strict``)."""
+
+    def check(value: str | float) -> float:
+        if isinstance(value, bool):
+            raise ValueError('give a duration: seconds or e.g. "5s", "10min"')
+        seconds = _seconds(value)
+        if seconds < minimum or (strict and seconds == minimum):
+            raise ValueError(f"give {'more than' if strict else 'at least'} {minimum:g} s")
+        return seconds
+
+    return check
 
 
 class _Section(BaseModel):
@@ -53,12 +85,15 @@ class ExperimentSection(_Section):
             raise ValueError('give 1 or more, or "auto"')
         return v
 
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, v: str | float | None) -> str | float | None:
+        if v is not None and _seconds(v) <= 0:
+            raise ValueError('give a duration above zero, e.g. "10min" or 600')
+        return v
+
     def timeout_seconds(self) -> float | None:
-        if self.timeout is None:
-            return None
-        if isinstance(self.timeout, int | float):
-            return float(self.timeout)
-        return parse_duration(self.timeout, "experiment.timeout")
+        return None if self.timeout is None else _seconds(self.timeout)
 
 
 class IsolationSection(_Section):
@@ -105,7 +140,10 @@ class PopulateWorkload(_Section):
     @classmethod
     def _bytes(cls, v: str | None) -> str | None:
         if v is not None:
-            parse_size(v, "bytes")
+            try:
+                parse_size(v, "bytes")
+            except BadInput as exc:
+                raise ValueError(exc.allowed) from None
         return v
 
 
@@ -114,11 +152,31 @@ class DiskWorkload(_Section):
     profile: str = "default"
     size: str = "1GiB"
     runs: int = Field(default=5, ge=1)
-    duration: float = Field(default=5.0, gt=0)
-    interval: float = Field(default=5.0, ge=0)
+    # seconds, or as on the command line ("5s"); the same range as --duration and --interval
+    duration: Annotated[float, BeforeValidator(_duration(1.0, strict=False))] = 5.0
+    interval: Annotated[float, BeforeValidator(_duration(0.0, strict=False))] = 5.0
     data: Literal["random", "zero"] = "random"
     direct: bool = True
     mix: bool = False
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, v: str) -> str:
+        from iolab.workloads.diskmark import PROFILES
+
+        if v not in PROFILES:
+            raise ValueError("choose one of: " + ", ".join(PROFILES))
+        return v
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        try:
+            if parse_size(v, "size") <= 0:
+                raise ValueError("give a size above zero, e.g. 1GiB")
+        except BadInput as exc:
+            raise ValueError(exc.allowed) from None
+        return v
 
 
 class TpchWorkload(_Section):
@@ -134,7 +192,8 @@ class TpchWorkload(_Section):
     scale_factor: float = Field(default=1.0, gt=0)
     compression: Literal["on", "off", "default"] = "default"
     cold: bool = True
-    timeout: float = Field(default=600.0, gt=0)  # seconds per query
+    # seconds per query, or as on the command line ("10m")
+    timeout: Annotated[float, BeforeValidator(_duration(0.0, strict=True))] = 600.0
     queries: list[int] | None = None  # a subset of 1..22; all when left out
     loaders: int | None = Field(default=None, ge=1)
     pg_bin: str | None = None
@@ -280,33 +339,75 @@ def expand(spec: ExperimentFile, base: _Section, model: type[_Section], root: Pa
             f"the file names {len(spec.layouts)} layouts ({', '.join(spec.layouts)}): "
             "say which to run, e.g. layout = [" + ", ".join(f'"{n}"' for n in spec.layouts) + "]",
         )
+    _check_size(spec)
     keys = list(spec.matrix)
+    workload_keys = [k for k in keys if k != "layout" and k not in LAYOUT_KEYS]
+    workload_keys = [k for k in workload_keys if not k.startswith("settings.")]
+    layout_keys = [
+        k for k in keys if k == "layout" or k in LAYOUT_KEYS or k.startswith("settings.")
+    ]
+    base_workload = base.model_dump()
+    # Cells share their workload and their layout with many others: each distinct one is
+    # validated and resolved once (a matrix of 10,000 cells plans in well under a second).
+    workloads: dict[str, dict[str, Any]] = {}
+    layouts: dict[str, dict[str, Any]] = {}
     cells: list[Cell] = []
     for combo in itertools.product(*(spec.matrix[k] for k in keys)):
         values = dict(zip(keys, combo, strict=True))
         layout_name = values.get("layout", next(iter(spec.layouts)))
-        layout = spec.layouts[layout_name].model_dump()
-        workload = base.model_dump()
-        for key, value in values.items():
-            if key == "layout":
-                continue
-            if key.startswith("settings."):
-                layout["settings"] = {**layout["settings"], key.removeprefix("settings."): value}
-            elif key in LAYOUT_KEYS:
-                layout[key] = value
-            else:
-                workload[key] = value
-        where = "matrix (" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
-        try:
-            workload = model.model_validate(workload).model_dump()
-            layout = LayoutSection.model_validate(layout).model_dump()
-        except ValidationError as exc:
-            raise _bad(exc, where) from None
-        layout = _resolve_dirs(layout, f"layouts.{layout_name}", root, spec)
+        wkey = repr([values[k] for k in workload_keys])
+        workload = workloads.get(wkey)
+        if workload is None:
+            raw = {**base_workload, **{k: values[k] for k in workload_keys}}
+            try:
+                workload = model.model_validate(raw).model_dump()
+            except ValidationError as exc:
+                raise _bad(exc, _where(values)) from None
+            workloads[wkey] = workload
+        lkey = repr([values[k] for k in layout_keys])
+        layout = layouts.get(lkey)
+        if layout is None:
+            raw_layout = spec.layouts[layout_name].model_dump()
+            for key in layout_keys:
+                if key.startswith("settings."):
+                    name = key.removeprefix("settings.")
+                    raw_layout["settings"] = {**raw_layout["settings"], name: values[key]}
+                elif key in LAYOUT_KEYS:
+                    raw_layout[key] = values[key]
+            try:
+                raw_layout = LayoutSection.model_validate(raw_layout).model_dump()
+            except ValidationError as exc:
+                raise _bad(exc, _where(values)) from None
+            layout = _resolve_dirs(raw_layout, f"layouts.{layout_name}", root, spec)
+            layouts[lkey] = layout
         params = {**workload, "layout": layout_name, **layout}
         label = " ".join(f"{k}={_short(v)}" for k, v in values.items()) or layout_name
         cells.append(Cell(cell_id(params), workload["kind"], label, values, params))
     return cells
+
+
+def _where(values: Mapping[str, Any]) -> str:
+    return "matrix (" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
+
+
+def _check_size(spec: ExperimentFile) -> None:
+    """Count the runs before expanding the matrix: refuse more than MAX_RUNS, saying how."""
+    cells = 1
+    for values in spec.matrix.values():
+        cells *= len(values)
+    e = spec.experiment
+    reps = e.max_repetitions if e.repetitions == "auto" else int(e.repetitions)
+    if cells * reps <= MAX_RUNS:
+        return
+    widest = sorted(spec.matrix.items(), key=lambda kv: -len(kv[1]))[:3]
+    keys = ", ".join(f"matrix.{k} has {len(v):,} values" for k, v in widest)
+    raise BadInput(
+        "matrix",
+        f"{cells:,} cells",
+        f"{cells:,} cells x {reps} repetitions is {cells * reps:,} runs, more than the "
+        f"{MAX_RUNS:,} an experiment may plan; narrow it ({keys}) or split it into "
+        "several experiment files",
+    )
 
 
 def _short(value: Any) -> str:

@@ -37,10 +37,11 @@ class EngineKind:
     parallel_loaders: bool  # TPC-H --loaders: tables loaded over several connections
     make: Callable[[Layout, Path | None], Engine]  # a fresh, unprovisioned instance
     probes: str | None  # the probe family that watches it (iolab.probes.standard), if any
+    check_settings: Callable[[Layout, Path | None], None]  # settings and shape (see check())
     sessions: Sessions | None = None  # the server-side id of each workload connection
     counts_pages: bool = False  # its probe records pages_allocated_per_s under ``name``
     takes_pg_bin: bool = False  # --pg-bin names its binaries
-    check: Callable[[Layout], None] | None = None  # layout checks that need no instance
+    check_layout: Callable[[Layout], None] | None = None  # its directories too, before a load
     needs: tuple[str, ...] = ()  # Python modules it needs with no options given
 
     def available(self) -> bool:
@@ -73,6 +74,30 @@ def _duckdb(layout: Layout, pg_bin: Path | None) -> Engine:
     return DuckDBEngine(layout)
 
 
+def _postgres_settings(layout: Layout, pg_bin: Path | None) -> None:
+    from iolab.engines.postgres import PostgresEngine
+
+    PostgresEngine(layout, bin_dir=pg_bin).check_settings()
+
+
+def _mariadb_settings(layout: Layout, pg_bin: Path | None) -> None:
+    from iolab.engines.mariadb import check_settings
+
+    check_settings(layout.settings)
+
+
+def _sqlite_settings(layout: Layout, pg_bin: Path | None) -> None:
+    from iolab.engines.sqlite import SQLiteEngine
+
+    SQLiteEngine.check(layout)
+
+
+def _duckdb_settings(layout: Layout, pg_bin: Path | None) -> None:
+    from iolab.engines.duckdb import parse_settings
+
+    parse_settings(layout.settings)
+
+
 def _mariadb_check(layout: Layout) -> None:
     from iolab.engines.mariadb import MariaDBEngine
 
@@ -99,6 +124,7 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=None,
             parallel_loaders=False,
             make=_sqlite,
+            check_settings=_sqlite_settings,
             probes="sqlite",
             counts_pages=True,
         ),
@@ -111,6 +137,7 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=None,
             parallel_loaders=True,
             make=_postgres,
+            check_settings=_postgres_settings,
             probes="postgres",
             sessions=lambda conns: [int(c.info.backend_pid) for c in conns],
             counts_pages=True,
@@ -126,10 +153,11 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=False,
             parallel_loaders=True,
             make=_mariadb,
+            check_settings=_mariadb_settings,
             probes="mariadb",
             sessions=lambda conns: [int(c.thread_id()) for c in conns],
             counts_pages=True,
-            check=_mariadb_check,
+            check_layout=_mariadb_check,
             needs=("pymysql",),
         ),
         EngineKind(
@@ -141,8 +169,9 @@ KINDS: dict[str, EngineKind] = {
             tpch_compression=True,
             parallel_loaders=False,
             make=_duckdb,
+            check_settings=_duckdb_settings,
             probes=None,
-            check=_duckdb_check,
+            check_layout=_duckdb_check,
             needs=("duckdb",),
         ),
     )
@@ -189,3 +218,14 @@ def create_tpch(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Tpc
     engine = create(kind(name, among=TPCH_ENGINES).name, layout, pg_bin=pg_bin)
     assert isinstance(engine, TpchEngine), f"{name} declares TPC-H but has no dialect"
     return engine
+
+
+def check(name: str, layout: Layout, *, pg_bin: Path | None = None) -> None:
+    """Refuse, before anything is created or recorded, settings the engine would not take
+    (names, types, units, ranges and enum values, read by the engine's own binary) and a layout
+    it cannot use (SQLite: a WAL dir, too many files). Directories are not looked at here.
+    BadInput names ``--set NAME``, ``--wal-dir`` or ``--files``."""
+    found = kind(name)
+    if pg_bin is not None and not found.takes_pg_bin:
+        raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
+    found.check_settings(layout, pg_bin)

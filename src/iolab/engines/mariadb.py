@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache, partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -92,6 +92,12 @@ REPORTED_VARIABLES = (
 
 # Characters an option file and mariadb-install-db's shell parsing cannot carry in a path.
 _UNSAFE_PATH = re.compile(r"[\s\"'\\#]")
+_LOG_PREFIX = re.compile(r"^.*?\[(?:ERROR|Warning|Note)\]\s*(?:Buffered error:\s*)?")
+# What ``mariadbd --verbose --help`` says of a --name=value it will not take.
+_REFUSED = re.compile(
+    r"Error while setting value|Unknown suffix|Incorrect \w+ value|due to invalid value|"
+    r"Invalid value|unknown variable|unknown option"
+)
 
 
 def _find_binary(names: Sequence[str]) -> str:
@@ -127,6 +133,63 @@ def server_variables(mariadbd: str) -> frozenset[str]:
     if not names:
         raise IolabError(f"could not read the list of server variables from {mariadbd} --help")
     return frozenset(names)
+
+
+def check_settings(settings: Mapping[str, str], mariadbd: str | None = None) -> None:
+    """Refuse a variable MariaDB does not know, one iolab sets itself, or a value the server
+    would not take, before anything is created: BadInput naming ``--set NAME``.
+
+    Values are checked by the server itself: ``mariadbd --no-defaults --NAME=VALUE ...
+    --verbose --help`` parses them as a start would and says which it refuses.
+    """
+    if not settings:
+        return
+    mariadbd = mariadbd or _find_binary(("mariadbd", "mysqld"))
+    known = server_variables(mariadbd)
+    for name, value in settings.items():
+        canonical = _variable_name(name)
+        bare = canonical.removeprefix("skip_")
+        if canonical not in known and bare not in known:
+            raise BadInput(
+                "--set",
+                name,
+                f"{name!r} is not a MariaDB server variable (see `mariadbd --verbose --help`)",
+            )
+        if canonical in LAYOUT_VARIABLES or bare in LAYOUT_VARIABLES:
+            raise BadInput(
+                "--set",
+                name,
+                f"iolab sets {canonical} itself from the layout "
+                "(--data-dir, --wal-dir, --temp-dir); set those instead",
+            )
+        if any(c in str(value) for c in "\n\r#\\"):
+            raise BadInput(
+                "--set",
+                f"{name}={value}",
+                "MariaDB option files cannot carry this value; use one line without '#' "
+                "or backslashes",
+            )
+    _check_values(mariadbd, dict(settings))
+
+
+@cache
+def _refused_values(mariadbd: str, options: tuple[str, ...]) -> tuple[str, ...]:
+    """What ``mariadbd --verbose --help`` says it refused of ``options`` (--name=value)."""
+    said = run(
+        [mariadbd, "--no-defaults", *options, "--verbose", "--help"], check=False, timeout=60
+    ).stderr
+    return tuple(line for line in said.splitlines() if _REFUSED.search(line))
+
+
+def _check_values(mariadbd: str, settings: dict[str, str]) -> None:
+    options = tuple(f"--{_variable_name(k).replace('_', '-')}={v}" for k, v in settings.items())
+    for line in _refused_values(mariadbd, options):
+        for name, value in settings.items():
+            dashed = _variable_name(name).replace("_", "-")
+            if dashed in line.replace("_", "-"):
+                said = _LOG_PREFIX.sub("", line).strip()
+                raise BadInput(f"--set {name}", value, f"MariaDB refuses it: {said}")
+        raise BadInput("--set", settings, f"MariaDB refuses it: {_LOG_PREFIX.sub('', line)}")
 
 
 def _pymysql() -> Any:
@@ -244,30 +307,7 @@ class MariaDBEngine:
                     "MariaDB option files cannot carry this path; use one without "
                     "whitespace, quotes, backslashes or '#'",
                 )
-        known = server_variables(mariadbd)
-        for name, value in layout.settings.items():
-            canonical = _variable_name(name)
-            bare = canonical.removeprefix("skip_")
-            if canonical not in known and bare not in known:
-                raise BadInput(
-                    "--set",
-                    name,
-                    f"{name!r} is not a MariaDB server variable (see `mariadbd --verbose --help`)",
-                )
-            if canonical in LAYOUT_VARIABLES or bare in LAYOUT_VARIABLES:
-                raise BadInput(
-                    "--set",
-                    name,
-                    f"iolab sets {canonical} itself from the layout "
-                    "(--data-dir, --wal-dir, --temp-dir); set those instead",
-                )
-            if any(c in str(value) for c in "\n\r#\\"):
-                raise BadInput(
-                    "--set",
-                    f"{name}={value}",
-                    "MariaDB option files cannot carry this value; use one line without '#' "
-                    "or backslashes",
-                )
+        check_settings(layout.settings, mariadbd)
 
     def provision(self) -> Placement:
         if self._created:

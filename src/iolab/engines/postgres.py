@@ -101,6 +101,14 @@ INTERESTING = (
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(?:\.[A-Za-z_][A-Za-z0-9_$]*)*")
 _VERSION = re.compile(r"\(PostgreSQL\)\s+(.+)$")
+# What ``postgres -C`` says of a postgresql.conf line it does not take.
+_UNRECOGNIZED = re.compile(r'unrecognized configuration parameter "(?P<name>[^"]+)"')
+_INVALID = re.compile(r'invalid value for parameter "(?P<name>[^"]+)": "[^"]*"')
+_RANGE = re.compile(
+    r'\S+(?: \S+)? is outside the valid range for parameter "(?P<name>[^"]+)" \([^)]*\)'
+)
+_PARAMETER = re.compile(r'(?:LOG|ERROR):\s+(?P<said>[^|]*parameter "(?P<name>[^"]+)"[^|]*)')
+_HINT = re.compile(r"HINT:\s+(Available values: [^|\n]*)")
 # Unix-domain socket paths are limited to 107 bytes (sun_path).
 _SOCKET_PATH_MAX = 107
 
@@ -354,8 +362,13 @@ class PostgresEngine:
             dirs.append(("--temp-dir", layout.temp_dir))
         check_dirs(dirs)
 
+    def check_settings(self) -> None:
+        """Refuse a setting this PostgreSQL does not know or a value it would not take (type,
+        unit, range, enum), before anything is created: BadInput naming ``--set NAME``."""
+        if self._layout.settings:
+            self._validate_settings(self._layout, self._settings_known())
+
     def _validate_settings(self, layout: Layout, known: set[str]) -> None:
-        unchecked: list[str] = []
         for name, value in layout.settings.items():
             if not _NAME.fullmatch(name):
                 raise BadInput("--set", name, "it is not a PostgreSQL setting name")
@@ -363,45 +376,59 @@ class PostgresEngine:
                 raise BadInput("--set", name, "iolab sets this PostgreSQL setting itself")
             if any(c in str(value) for c in "\n\r\0"):
                 raise BadInput(f"--set {name}", value, "give a value on one line")
-            if "." not in name and name.lower() not in known:
-                unchecked.append(name)
-        if unchecked:
-            self._check_unlisted(unchecked, known)
+        if layout.settings:
+            self._check_values(dict(layout.settings), known)
 
-    def _check_unlisted(self, names: list[str], known: set[str]) -> None:
-        """Names that ``--describe-config`` does not list may still be developer settings.
-
-        ``postgres -C name`` accepts exactly the settings this server knows; it needs a data
-        directory with a (here empty) postgresql.conf, made in a scratch directory.
-        """
+    def _check_values(self, settings: dict[str, str], known: set[str]) -> None:
+        """The server itself reads the settings: ``postgres -C`` on a scratch directory whose
+        postgresql.conf holds them parses every line as the real start would (names, types,
+        units, ranges, enum values) and exits at the first file with errors."""
         user = self.user
         scratch = Path(tempfile.mkdtemp(prefix="iolab-pgcheck-"))
         try:
             if not user.is_current:
                 os.chown(scratch, user.uid, user.gid)
-            (scratch / "postgresql.conf").touch()
-            for name in names:
-                try:
-                    run_as(
-                        [self._binary("postgres"), "-D", scratch, "-C", name],
-                        user,
-                        reach=[*self.install_dirs, scratch],
-                        env=_server_env(),
-                        timeout=60,
-                    )
-                except IolabError as exc:
-                    if "unrecognized configuration parameter" not in str(exc):
-                        raise
-                    close = difflib.get_close_matches(name.lower(), sorted(known), n=1)
-                    hint = f"; did you mean {close[0]}?" if close else ""
-                    raise BadInput(
-                        "--set",
-                        name,
-                        f"it is not a PostgreSQL setting ({self.version()}; see "
-                        f"`postgres --describe-config`){hint}",
-                    ) from None
+            lines = [f"{name} = {conf_quote(str(value))}" for name, value in settings.items()]
+            (scratch / "postgresql.conf").write_text("\n".join(lines) + "\n")
+            try:
+                run_as(
+                    [self._binary("postgres"), "-D", scratch, "-C", "shared_buffers"],
+                    user,
+                    reach=[*self.install_dirs, scratch],
+                    env=_server_env(),
+                    timeout=60,
+                )
+            except RunFailed as exc:
+                raise self._refusal(str(exc), settings, known) from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _refusal(self, said: str, settings: dict[str, str], known: set[str]) -> IolabError:
+        """What ``postgres -C`` said of the settings, as one line naming the setting."""
+        for pattern in (_UNRECOGNIZED, _INVALID, _RANGE, _PARAMETER):
+            m = pattern.search(said)
+            if m is None:
+                continue
+            name = m.group("name")
+            given = next((k for k in settings if k.lower() == name.lower()), name)
+            if pattern is _UNRECOGNIZED:
+                close = difflib.get_close_matches(name.lower(), sorted(known), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                return BadInput(
+                    "--set",
+                    given,
+                    f"it is not a PostgreSQL setting ({self.version()}; see "
+                    f"`postgres --describe-config`){hint}",
+                )
+            values = _HINT.search(said)
+            text = m.group("said") if pattern is _PARAMETER else m.group(0)
+            allowed = text.strip() + (f"; {values.group(1).strip()}" if values else "")
+            return BadInput(
+                f"--set {given}",
+                settings.get(given),
+                f"{self.version()} refuses it: {allowed}",
+            )
+        return RunFailed(f"postgres could not check the settings: {tail(said)}")
 
     def _check_run_dir(self, parent: Path, run_dir: Path) -> None:
         if not parent.is_dir():

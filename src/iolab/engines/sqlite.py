@@ -345,12 +345,27 @@ class SQLiteEngine:
         )
         return self._placement
 
+    @classmethod
+    def check(cls, layout: Layout) -> None:
+        """Refuse settings or a layout SQLite cannot use (a WAL dir, too many files), before
+        anything is created; the directories themselves are checked at provision."""
+        parse_settings(layout.settings)
+        cls._check_shape(layout)
+
     def _validate_layout(self, layout: Layout) -> None:
+        self._check_shape(layout)
+        dirs: list[tuple[str, Path]] = [("--data-dir", d) for d in layout.data_dirs]
+        if layout.temp_dir is not None:
+            dirs.append(("--temp-dir", layout.temp_dir))
+        check_dirs(dirs)
+
+    @classmethod
+    def _check_shape(cls, layout: Layout) -> None:
         if not layout.data_dirs:
             raise BadInput("--data-dir", (), "give at least one data directory")
         if isinstance(layout.files, bool) or not isinstance(layout.files, int) or layout.files < 1:
             raise BadInput("--files", layout.files, "give a whole number of data files, 1 or more")
-        most = 1 + self._attach_limit()
+        most = 1 + cls._attach_limit()
         if layout.files > most:
             raise BadInput(
                 "--files",
@@ -362,12 +377,8 @@ class SQLiteEngine:
                 "--wal-dir",
                 str(layout.wal_dir),
                 "SQLite keeps its WAL beside each database file and cannot put it elsewhere; "
-                "leave --wal-dir out",
+                "leave the WAL dir out",
             )
-        dirs: list[tuple[str, Path]] = [("--data-dir", d) for d in layout.data_dirs]
-        if layout.temp_dir is not None:
-            dirs.append(("--temp-dir", layout.temp_dir))
-        check_dirs(dirs)
 
     @staticmethod
     def _attach_limit() -> int:

@@ -29,6 +29,21 @@ def plan_table(rows: Sequence[tuple[Cell, int, int, float]], title: str) -> Tabl
     return table
 
 
+PLAIN_ABOVE = 200  # cells: a larger plan is printed as plain columns (a table of 10,000 rows
+# takes rich seconds to lay out)
+
+
+def plan_text(rows: Sequence[tuple[Cell, int, int, float]], title: str) -> str:
+    """The plan table's rows as plain fixed-width text: fast for any number of cells."""
+    width = max([4, *(len(cell.label) for cell, *_ in rows)])
+    lines = [title, f"{'cell':<{width}}  {'id':<8}  {'done':>5}  {'to run':>6}  {'per run':>8}"]
+    lines += [
+        f"{cell.label:<{width}}  {cell.id[:8]:<8}  {done:>5}  {remaining:>6}  {_clock(seconds):>8}"
+        for cell, done, remaining, seconds in rows
+    ]
+    return "\n".join(lines)
+
+
 def cells_table(
     rows: Sequence[tuple[Cell, Summary | None, Counter[str]]],
     metric_label: str,

@@ -31,6 +31,7 @@ from iolab.config.experiment import DEVICE_PREFIX, Cell, Experiment
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import Event, EventSink, ExperimentProgress, Phase, Warning
 from iolab.results import ExperimentId, RunOutcome, RunStatus
+from iolab.runner import checks
 from iolab.runner.kinds import KINDS, Kind
 from iolab.runner.single import record
 from iolab.store import Store
@@ -98,6 +99,7 @@ def make_plan(experiment: Experiment, store: Store | None) -> Plan:
             "auto",
             f"a {kind.name} workload has no single metric to judge: give a number",
         )
+    checks.check(experiment, store)  # plan and run refuse the same things, before any record
     wanted = e.min_repetitions if auto else int(e.repetitions)
     done: Counter[str] = Counter()
     seconds: dict[str, float] = {}
@@ -230,6 +232,7 @@ def run(
 ) -> Outcome:
     """Run what the plan says is missing, with the file's devices up; returns what happened.
     Ctrl-C propagates."""
+    checks.check(experiment, store)  # before the devices come up, too
     with _devices(experiment, events):
         return _run(experiment, store, events, resolve)
 

@@ -10,15 +10,55 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from iolab.config.experiment import DEVICE_PREFIX
 from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.events import EventSink
 from iolab.results import RunOutcome
-from iolab.units import parse_size
+from iolab.units import parse_duration, parse_size
+
+if TYPE_CHECKING:
+    from iolab.workloads.diskmark import DiskOptions
+    from iolab.workloads.populate import PopulateOptions
+    from iolab.workloads.tpch import TpchOptions
 
 Body = Callable[[RunOutcome], None]
+Resolve = Callable[[str], Path]
+
+
+class Checked:
+    """What a plan's checks already did, so that a matrix of many cells runs each engine and
+    directory check once: a set of keys (engine + settings, directory, ...)."""
+
+    def __init__(self) -> None:
+        self._seen: set[object] = set()
+        self._layouts: dict[str, tuple[Layout, bool]] = {}
+        self._free: dict[Path, tuple[int, int] | None] = {}
+
+    def layout(self, params: Mapping[str, Any]) -> tuple[Layout, bool]:
+        """The cell's layout at plan time, and whether a path of it is on a testbed device:
+        such a path stands for itself (the device may not be up yet), so only what needs no
+        directory is checked on it. Made once per distinct layout."""
+        key = repr([params[k] for k in ("data_dirs", "files", "wal_dir", "temp_dir", "settings")])
+        found = self._layouts.get(key)
+        if found is None:
+            found = self._layouts[key] = (layout_of(params, Path), _on_device(params))
+        return found
+
+    def free_space(self, path: Path) -> tuple[int, int] | None:
+        """A directory's filesystem and free bytes, read once per plan."""
+        from iolab.workloads.populate import free_space
+
+        if path not in self._free:
+            self._free[path] = free_space(path)
+        return self._free[path]
+
+    def once(self, key: object, check: Callable[[], object]) -> None:
+        if key not in self._seen:
+            check()
+            self._seen.add(key)
 
 
 @dataclass(frozen=True)
@@ -30,13 +70,17 @@ class Kind:
     metric_label: str
     lower_is_better: bool
     prepare: Callable[
-        [Mapping[str, Any], Callable[[str], Path], EventSink],
+        [Mapping[str, Any], Resolve, EventSink],
         tuple[Body, dict[str, Path], dict[str, str]],
     ]
     estimate: Callable[[Mapping[str, Any]], float]  # seconds per run, before any run measured it
+    # Everything checked before any run is recorded (plan and run alike); BadInput names the
+    # option as on the command line (``--set NAME``, ``--rows``); paths on testbed devices
+    # (``device:NAME``) are left to the run, when the device is up.
+    check: Callable[[Mapping[str, Any], Checked], None]
 
 
-def layout_of(params: Mapping[str, Any], resolve: Callable[[str], Path]) -> Layout:
+def layout_of(params: Mapping[str, Any], resolve: Resolve) -> Layout:
     """The cell's layout with every directory resolved (``device:NAME`` to its mount point)."""
     return Layout(
         data_dirs=tuple(resolve(d) for d in params["data_dirs"]),
@@ -47,18 +91,15 @@ def layout_of(params: Mapping[str, Any], resolve: Callable[[str], Path]) -> Layo
     )
 
 
-def _populate(
-    params: Mapping[str, Any], resolve: Callable[[str], Path], events: EventSink
-) -> tuple[Body, dict[str, Path], dict[str, str]]:
-    from iolab.workloads.populate import PopulateOptions, check_layout, run_populate
+def _populate_options(params: Mapping[str, Any], layout: Layout) -> PopulateOptions:
+    from iolab.workloads.populate import PopulateOptions
 
-    layout = layout_of(params, resolve)
     size = params.get("bytes")
-    options = PopulateOptions(
+    return PopulateOptions(
         engine=params["engine"],
         layout=layout,
         rows=params.get("rows") if params.get("rows") or size else 10_000,
-        size_bytes=parse_size(size, "workload.bytes") if size else None,
+        size_bytes=parse_size(size, "--bytes") if size else None,
         connections=int(params["connections"]),
         commit_every=int(params["commit_every"]),
         method=LoadMethod(params["method"]),
@@ -67,8 +108,42 @@ def _populate(
         batch=int(params["batch"]),
         pg_bin=Path(params["pg_bin"]) if params.get("pg_bin") else None,
     )
+
+
+def _on_device(params: Mapping[str, Any]) -> bool:
+    dirs = [*params["data_dirs"], params.get("wal_dir"), params.get("temp_dir")]
+    return any(str(d).startswith(DEVICE_PREFIX) for d in dirs if d)
+
+
+def _engine_check(engine: str, layout: Layout, pg_bin: str | None, checked: Checked) -> None:
+    from iolab.engines import catalog
+
+    key = ("engine", engine, id(layout), pg_bin)  # layouts are made once per plan (Checked)
+    checked.once(
+        key, lambda: catalog.check(engine, layout, pg_bin=Path(pg_bin) if pg_bin else None)
+    )
+
+
+def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
+    from iolab.workloads.populate import check_layout, check_space
+
+    layout, on_device = checked.layout(params)
+    options = _populate_options(params, layout)
     options.validate()
-    check_layout(layout)
+    _engine_check(options.engine, layout, params.get("pg_bin"), checked)
+    if not on_device:
+        checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
+        check_space(options, checked.free_space)
+
+
+def _populate(
+    params: Mapping[str, Any], resolve: Resolve, events: EventSink
+) -> tuple[Body, dict[str, Path], dict[str, str]]:
+    from iolab.workloads.populate import preflight, run_populate
+
+    layout = layout_of(params, resolve)
+    options = _populate_options(params, layout)
+    preflight(options)
     roles = layout.roles()
     return (lambda outcome: run_populate(options, outcome, events)), roles, {}
 
@@ -78,26 +153,41 @@ def _populate_estimate(params: Mapping[str, Any]) -> float:
     return 5.0 + float(rows) / 3000.0  # a server start, and a slow disk's rows/s
 
 
-def _disk(
-    params: Mapping[str, Any], resolve: Callable[[str], Path], events: EventSink
-) -> tuple[Body, dict[str, Path], dict[str, str]]:
-    from iolab.analysis.disk import summarize
+def _disk_options(params: Mapping[str, Any], target: Path) -> DiskOptions:
     from iolab.fio.jobs import DataPattern
-    from iolab.fio.runner import fio_version
-    from iolab.workloads.diskmark import DiskOptions, check_target, run_profile
+    from iolab.workloads.diskmark import DiskOptions
 
-    target = resolve(params["data_dirs"][0])
-    options = DiskOptions(
+    return DiskOptions(
         path=target,
         profile=params["profile"],
-        size=parse_size(params["size"], "workload.size"),
+        size=parse_size(params["size"], "--size"),
         runs=int(params["runs"]),
-        duration=float(params["duration"]),
-        interval=float(params["interval"]),
+        duration=parse_duration(params["duration"], "--duration"),
+        interval=parse_duration(params["interval"], "--interval"),
         data=DataPattern(params["data"]),
         direct=bool(params["direct"]),
         mix=bool(params["mix"]),
     )
+
+
+def _disk_check(params: Mapping[str, Any], checked: Checked) -> None:
+    from iolab.workloads.diskmark import check_target
+
+    if _on_device(params):
+        return
+    options = _disk_options(params, Path(params["data_dirs"][0]))
+    checked.once(("disk", options.path, options.size), lambda: check_target(options))
+
+
+def _disk(
+    params: Mapping[str, Any], resolve: Resolve, events: EventSink
+) -> tuple[Body, dict[str, Path], dict[str, str]]:
+    from iolab.analysis.disk import summarize
+    from iolab.fio.runner import fio_version
+    from iolab.workloads.diskmark import check_target, run_profile
+
+    target = resolve(params["data_dirs"][0])
+    options = _disk_options(params, target)
     check_target(options)
 
     def body(outcome: RunOutcome) -> None:
@@ -117,33 +207,53 @@ def _disk_estimate(params: Mapping[str, Any]) -> float:
         path=Path("."),
         profile=params["profile"],
         runs=int(params["runs"]),
-        duration=float(params["duration"]),
-        interval=float(params["interval"]),
+        duration=parse_duration(params["duration"], "--duration"),
+        interval=parse_duration(params["interval"], "--interval"),
         mix=bool(params["mix"]),
     )
     return options.estimated_seconds() + 10.0  # and writing the test file
 
 
-def _tpch(
-    params: Mapping[str, Any], resolve: Callable[[str], Path], events: EventSink
-) -> tuple[Body, dict[str, Path], dict[str, str]]:
-    from iolab.workloads.populate import check_layout
-    from iolab.workloads.tpch import TpchOptions, preflight, run_tpch
+def _tpch_options(params: Mapping[str, Any], layout: Layout) -> TpchOptions:
+    from iolab.workloads.tpch import TpchOptions
     from iolab.workloads.tpch_answers import QUERIES
 
-    layout = layout_of(params, resolve)
     compression = {"on": True, "off": False}.get(str(params.get("compression")))
-    options = TpchOptions(
+    return TpchOptions(
         engine=params["engine"],
         layout=layout,
         scale_factor=float(params["scale_factor"]),
         compression=compression,
         cold=bool(params["cold"]),
-        timeout=float(params["timeout"]),
+        timeout=parse_duration(params["timeout"], "--timeout"),
         queries=tuple(params["queries"]) if params.get("queries") else QUERIES,
         loaders=params.get("loaders"),
         pg_bin=Path(params["pg_bin"]) if params.get("pg_bin") else None,
     )
+
+
+def _tpch_check(params: Mapping[str, Any], checked: Checked) -> None:
+    from iolab.workloads.populate import check_layout
+    from iolab.workloads.tpch import preflight
+
+    layout, on_device = checked.layout(params)
+    options = _tpch_options(params, layout)
+    options.validate()
+    _engine_check(options.engine, layout, params.get("pg_bin"), checked)
+    if not on_device:
+        checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
+        key = ("tpch", options.engine, options.scale_factor, tuple(sorted(layout.settings.items())))
+        checked.once(key, lambda: preflight(options))
+
+
+def _tpch(
+    params: Mapping[str, Any], resolve: Resolve, events: EventSink
+) -> tuple[Body, dict[str, Path], dict[str, str]]:
+    from iolab.workloads.populate import check_layout
+    from iolab.workloads.tpch import preflight, run_tpch
+
+    layout = layout_of(params, resolve)
+    options = _tpch_options(params, layout)
     preflight(options)
     check_layout(layout)
     roles = layout.roles()
@@ -162,7 +272,8 @@ KINDS: dict[str, Kind] = {
         True,
         _populate,
         _populate_estimate,
+        _populate_check,
     ),
-    "disk": Kind("disk", None, "", False, _disk, _disk_estimate),
-    "tpch": Kind("tpch", "total_seconds", "total s", True, _tpch, _tpch_estimate),
+    "disk": Kind("disk", None, "", False, _disk, _disk_estimate, _disk_check),
+    "tpch": Kind("tpch", "total_seconds", "total s", True, _tpch, _tpch_estimate, _tpch_check),
 }

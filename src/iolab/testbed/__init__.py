@@ -14,6 +14,7 @@ What the rest of iolab calls:
 from iolab.testbed.lifecycle import (
     DeviceStatus,
     Testbed,
+    check_space,
     down,
     status,
     unavailable_reason,
@@ -31,6 +32,7 @@ __all__ = [
     "Limits",
     "Testbed",
     "block_names",
+    "check_space",
     "device_of",
     "device_on",
     "down",

@@ -224,6 +224,12 @@ def _foreign_group(group: CgroupRecord, directory: Path) -> str | None:
     return None
 
 
+def check_space(specs: Sequence[DeviceSpec]) -> None:
+    """What :func:`up` refuses of the backing directories, without making anything (for
+    ``iolab plan``): each must exist, take files and have room for the devices not up yet."""
+    _check_space(specs, load())
+
+
 def _loop_devs(rec: DeviceRecord, attached: list[loops.Loop] | None = None) -> list[loops.Loop]:
     """The loop devices on the record's file, if the record names a file of iolab's."""
     if _unmarked(rec) is not None:

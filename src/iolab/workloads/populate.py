@@ -11,8 +11,10 @@ inserted, with no duplicate key.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from iolab.probes.serverlog import read_log
 from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
+from iolab.units import format_bytes
 
 PROGRESS_EVERY = 0.5  # seconds between progress events
 STOP_TIMEOUT = 10.0  # seconds to wait for loaders to stop before their connections close
@@ -138,6 +141,93 @@ def check_layout(layout: Layout) -> None:
                 str(path),
                 f"give an empty directory; it holds files iolab did not create ({shown})",
             )
+
+
+DEFAULT_ROW_BYTES = 8192  # one row fills one 8 KiB page (PostgreSQL, SQLite's default)
+WAL_FLOOR = 64 << 20  # the WAL dir holds at least this much of a large load (or half its data)
+
+
+def row_bytes(settings: Mapping[str, str]) -> int:
+    """Bytes one row takes on disk: the page it fills (InnoDB puts two rows in a page)."""
+    if not settings:
+        return DEFAULT_ROW_BYTES
+    for name, per_page in (("page_size", 1), ("innodb_page_size", 2)):
+        text = str(settings.get(name, "")).strip().lower()
+        number = text.removesuffix("k")
+        if number.isdigit() and int(number) > 0:
+            size = int(number) * (1024 if text.endswith("k") else 1)
+            return max(1, size // per_page)
+    return DEFAULT_ROW_BYTES
+
+
+def space_needed(options: PopulateOptions) -> dict[tuple[str, Path], int]:
+    """Bytes the load will at least write into each directory of the layout, by option and
+    directory: the rows, one page each, spread evenly over the data files; in a WAL dir, half
+    of that (each row's WAL record carries its payload), up to WAL_FLOOR. A lower bound, so
+    that a refusal is certain: ``--bytes`` counts as if the payload filled the whole page, and
+    indexes, free-space maps and a WAL beside the data are left out."""
+    layout = options.layout
+    per_row = row_bytes(layout.settings)
+    rows = options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
+    data = rows * per_row
+    need: dict[tuple[str, Path], int] = {}
+    for i in range(layout.files):
+        key = ("--data-dir", layout.data_dir_for(i))
+        need[key] = need.get(key, 0) + data // layout.files
+    if layout.wal_dir is not None:
+        key = ("--wal-dir", layout.wal_dir)
+        need[key] = need.get(key, 0) + min(data // 2, WAL_FLOOR)
+    return need
+
+
+def free_space(path: Path) -> tuple[int, int] | None:
+    """(filesystem id, bytes free to an unprivileged writer) of a directory; None if unreadable."""
+    try:
+        st = os.statvfs(path)
+        return os.stat(path).st_dev, st.f_bavail * st.f_frsize
+    except OSError:
+        return None  # the directory checks say what is wrong with it
+
+
+def check_space(
+    options: PopulateOptions,
+    free_of: Callable[[Path], tuple[int, int] | None] = free_space,
+) -> None:
+    """Refuse a load that cannot fit: each filesystem of the layout must have free space for
+    what :func:`space_needed` puts on it (directories on one filesystem share it)."""
+    if options.dsn is not None or not options.layout.data_dirs:
+        return
+    by_fs: dict[int, int] = {}
+    for (field_name, path), nbytes in space_needed(options).items():
+        found = free_of(path)
+        if found is None:
+            continue
+        dev, free = found
+        by_fs[dev] = by_fs.get(dev, 0) + nbytes
+        if by_fs[dev] > free:
+            per_row = row_bytes(options.layout.settings)
+            rows = (
+                options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
+            )
+            raise BadInput(
+                field_name,
+                str(path),
+                f"the load needs at least {format_bytes(by_fs[dev])} on its filesystem "
+                f"({rows:,} rows of {format_bytes(per_row)} each) and it has "
+                f"{format_bytes(free)} free; load fewer rows or give a larger directory",
+            )
+
+
+def preflight(options: PopulateOptions) -> None:
+    """Everything checked before a run is recorded, by the command and by ``iolab plan`` and
+    ``iolab run`` alike: the options, the directories (existing, empty), the engine's settings
+    and layout (read by the engine's own binary), and the free space for the load."""
+    options.validate()
+    if options.dsn is not None:
+        return
+    check_layout(options.layout)
+    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
+    check_space(options)
 
 
 def split(rows: int, parts: int) -> list[int]:

@@ -129,9 +129,10 @@ def preflight(options: TpchOptions) -> dict[int, str]:
     """Checks that need no run record: the options, the tpch extension (returns the query
     texts) and, when the data is not cached yet, room to generate it."""
     options.validate()
-    check = catalog.kind(options.engine).check
+    check = catalog.kind(options.engine).check_layout
     if check is not None:
         check(options.layout)
+    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)  # settings, by the engine
     texts = tpch_answers.queries()
     for sf in {options.scale_factor, options.reference_sf or options.scale_factor}:
         if tpch_data.cached(sf) is None:

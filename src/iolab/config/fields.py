@@ -1,0 +1,53 @@
+"""Where a value came from, in the user's words: a command-line option or an experiment key.
+
+The core's checks name the command-line option (``--rows``, ``--set shared_buffers``,
+``--wal-dir``); a value from an experiment file is reported under the key the file wrote it
+with (``workload.rows``, ``matrix.settings.shared_buffers``, ``layouts.ssd.wal_dir``). This
+table is the one place the two vocabularies meet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from iolab.errors import BadInput
+
+# option (without "--") -> parameter key, where the two differ by more than '-' and '_'
+OPTION_KEYS = {
+    "data-dir": "data_dirs",
+    "set": "settings",
+    "sf": "scale_factor",
+    "PATH": "data_dirs",  # iolab disk's target: the layout's first data dir
+}
+LAYOUT_KEYS = ("data_dirs", "files", "wal_dir", "temp_dir", "settings")
+
+
+def param_of(field: str, value: object) -> str | None:
+    """The parameter an option names (``--set work_mem`` -> ``settings.work_mem``), or None."""
+    head, _, rest = field.partition(" ")
+    if not head.startswith("--") and head != "PATH":
+        return None
+    option = head.removeprefix("--").split("/", 1)[0]
+    key = OPTION_KEYS.get(option, option.replace("-", "_"))
+    if key == "settings":
+        name = rest.strip() if rest.strip() and not rest.startswith("(") else value
+        return f"settings.{name}" if isinstance(name, str) and name else "settings"
+    return key
+
+
+def file_key(param: str, matrix: Mapping[str, Any], layout: str) -> str:
+    """The experiment-file key a parameter of a cell was written as."""
+    if param in matrix:
+        return f"matrix.{param}"
+    if param.split(".", 1)[0] in LAYOUT_KEYS:
+        return f"layouts.{layout}.{param}"
+    return f"workload.{param}"
+
+
+def in_file(exc: BadInput, matrix: Mapping[str, Any], layout: str) -> BadInput:
+    """``exc`` of a cell's check, renamed from the option to the file's key."""
+    param = param_of(exc.field, exc.value)
+    if param is None:
+        return exc
+    return BadInput(file_key(param, matrix, layout), exc.value, exc.allowed)

@@ -1,0 +1,152 @@
+"""Bad `iolab populate` options, as data: each row is an argument list and the option the
+error must name. Each must exit 2 with one line naming it (typer's own parse errors, marked
+``usage``, are its usage box), no traceback, nothing recorded, and nothing left in the data
+directory. ``{data}`` is an empty directory, ``{full}`` one holding a file, ``{wal}`` empty.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.integration.bad_input import assert_refused, iolab
+
+pytestmark = pytest.mark.integration
+
+D = ["--data-dir", "{data}"]
+SMALL = ["--rows", "100", "--connections", "2"]
+PG = ["--engine", "postgres", *D, *SMALL]
+MARIADB = ["--engine", "mariadb", *D, *SMALL]
+
+# (id, argv, what the message names, usage error of typer)
+CASES: list[tuple[str, list[str], str, bool]] = [
+    ("rows-zero", [*D, "--rows", "0"], "--rows", False),
+    ("rows-negative", [*D, "--rows", "-5"], "--rows", False),
+    ("rows-float", [*D, "--rows", "1e30"], "--rows", True),
+    ("rows-word", [*D, "--rows", "many"], "--rows", True),
+    ("rows-too-many", [*D, "--rows", "1000000000000000"], "--data-dir", False),
+    ("rows-too-many-default-dir", ["--rows", "1000000000000000"], "the load needs at least", False),
+    ("bytes-too-many", [*D, "--bytes", "1PB"], "--data-dir", False),
+    ("bytes-word", [*D, "--bytes", "lots"], "--bytes", False),
+    ("bytes-zero", [*D, "--bytes", "0"], "--bytes", False),
+    ("rows-and-bytes", [*D, "--rows", "100", "--bytes", "1MB"], "--rows", False),
+    ("connections-zero", [*D, "--connections", "0"], "--connections", False),
+    ("rows-below-connections", [*D, "--rows", "4", "--connections", "8"], "--rows", False),
+    ("commit-every", [*D, *SMALL, "--commit-every", "0"], "--commit-every", False),
+    ("batch", [*D, *SMALL, "--batch", "0"], "--batch", False),
+    ("method", [*D, *SMALL, "--method", "bulk"], "--method", False),
+    ("method-copy-sqlite", [*D, *SMALL, "--method", "copy"], "--method", False),
+    ("mode", [*D, *SMALL, "--mode", "proc"], "--mode", False),
+    ("key", [*D, *SMALL, "--key", "uuid"], "--key", False),
+    ("engine", [*D, *SMALL, "--engine", "oracle"], "--engine", False),
+    ("engine-duckdb", [*D, *SMALL, "--engine", "duckdb"], "--engine", False),
+    ("files-zero", [*D, *SMALL, "--files", "0"], "--files", False),
+    ("files-word", [*D, *SMALL, "--files", "many"], "--files", True),
+    ("files-too-many-sqlite", [*D, *SMALL, "--files", "1000"], "--files", False),
+    ("data-dir-missing", ["--data-dir", "/nonexistent/iolab", *SMALL], "--data-dir", False),
+    ("data-dir-not-empty", ["--data-dir", "{full}", *SMALL], "--data-dir", False),
+    ("data-dir-a-file", ["--data-dir", "{full}/theirs.txt", *SMALL], "--data-dir", False),
+    ("data-dir-device", ["--data-dir", "device:nothere", *SMALL], "--data-dir", False),
+    ("wal-dir-sqlite", [*D, *SMALL, "--wal-dir", "{wal}"], "--wal-dir", False),
+    ("wal-dir-missing", [*D, *SMALL, "--wal-dir", "/nonexistent/iolab"], "--wal-dir", False),
+    ("temp-dir-missing", [*D, *SMALL, "--temp-dir", "/nonexistent/iolab"], "--temp-dir", False),
+    ("set-no-equals", [*D, *SMALL, "--set", "journal_mode"], "--set", False),
+    ("set-no-name", [*D, *SMALL, "--set", "=wal"], "--set", False),
+    ("sqlite-unknown", [*D, *SMALL, "--set", "shared_buffers=1GB"], "--set", False),
+    ("sqlite-value", [*D, *SMALL, "--set", "journal_mode=banana"], "--set journal_mode", False),
+    ("sqlite-page-size", [*D, *SMALL, "--set", "page_size=1000"], "--set page_size", False),
+    ("pg-banana", [*PG, "--set", "shared_buffers=banana"], "--set shared_buffers", False),
+    ("pg-range", [*PG, "--set", "work_mem=1"], "--set work_mem", False),
+    ("pg-enum", [*PG, "--set", "wal_level=most"], "--set wal_level", False),
+    ("pg-bool", [*PG, "--set", "fsync=perhaps"], "--set fsync", False),
+    ("pg-unknown", [*PG, "--set", "shared_bufers=1GB"], "shared_bufers", False),
+    ("pg-controlled", [*PG, "--set", "port=6000"], "--set", False),
+    ("pg-two-lines", [*PG, "--set", "work_mem=4MB\nfsync=off"], "--set work_mem", False),
+    ("pg-copy-server-mode", [*PG, "--method", "copy", "--mode", "server"], "--method", False),
+    (
+        "mariadb-banana",
+        [*MARIADB, "--set", "innodb_buffer_pool_size=banana"],
+        "--set innodb_buffer_pool_size",
+        False,
+    ),
+    (
+        "mariadb-enum",
+        [*MARIADB, "--set", "innodb_flush_method=foo"],
+        "--set innodb_flush_method",
+        False,
+    ),
+    ("mariadb-unsigned", [*MARIADB, "--set", "max_connections=-5"], "--set max_connections", False),
+    ("mariadb-unknown", [*MARIADB, "--set", "innodb_bufer=1"], "--set", False),
+    ("mariadb-layout", [*MARIADB, "--set", "datadir=/tmp"], "--set", False),
+    ("mariadb-copy", [*MARIADB, "--method", "copy"], "--method", False),
+    ("pg-bin-sqlite", [*D, *SMALL, "--pg-bin", "/usr/bin"], "--pg-bin", False),
+    (
+        "sample-interval-short",
+        [*D, *SMALL, "--sample-interval", "10ms"],
+        "--sample-interval",
+        False,
+    ),
+    ("sample-interval-word", [*D, *SMALL, "--sample-interval", "soon"], "--sample-interval", False),
+    ("dsn-garbage", ["--dsn", "not a dsn", *SMALL], "--dsn", False),
+    (
+        "dsn-with-data-dir",
+        ["--dsn", "postgresql://u@127.0.0.1:1/x", *D, *SMALL],
+        "--data-dir",
+        False,
+    ),
+    (
+        "dsn-engine-mismatch",
+        ["--dsn", "postgresql://u@127.0.0.1:1/x", "--engine", "mariadb", *SMALL],
+        "--engine",
+        False,
+    ),
+    ("unknown-option", [*D, "--rowz", "5"], "--rowz", True),
+]
+
+
+@pytest.fixture
+def dirs(open_tmp: Path) -> dict[str, Path]:
+    made = {name: open_tmp / name for name in ("data", "wal", "full")}
+    for path in made.values():
+        path.mkdir(mode=0o755)
+    (made["full"] / "theirs.txt").write_text("not iolab's")
+    return made
+
+
+@pytest.mark.parametrize(
+    ("argv", "names", "usage"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_a_bad_option_is_refused_before_any_run(
+    dirs: dict[str, Path], tmp_path: Path, argv: list[str], names: str, usage: bool
+) -> None:
+    args = [a.format(**{k: str(v) for k, v in dirs.items()}) for a in argv]
+    results = tmp_path / "results.db"
+    done = iolab("populate", *args, cwd=tmp_path, results=results)
+    assert_refused(done, names, results, usage=usage)
+    assert list(dirs["data"].iterdir()) == []
+    assert list(dirs["wal"].iterdir()) == []
+    assert [p.name for p in dirs["full"].iterdir()] == ["theirs.txt"]
+
+
+def test_the_size_check_names_the_estimate_and_the_free_space(
+    dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    results = tmp_path / "results.db"
+    done = iolab(
+        "populate",
+        "--data-dir",
+        str(dirs["data"]),
+        "--rows",
+        "1000000000000000",
+        cwd=tmp_path,
+        results=results,
+    )
+    assert_refused(done, f"--data-dir: '{dirs['data']}' is not allowed", results)
+    assert "1,000,000,000,000,000 rows of 8.0 KiB each" in done.stderr
+    assert "free; load fewer rows" in done.stderr
+
+
+def test_the_table_has_enough_rows() -> None:
+    assert len(CASES) >= 50
+    assert len({c[0] for c in CASES}) == len(CASES)
