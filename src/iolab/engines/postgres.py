@@ -35,6 +35,7 @@ from iolab.engines.server_process import (
     how_it_ended,
     kill_session,
     make_owned_dir,
+    processes,
     run_as,
     server_user,
     spawn,
@@ -143,18 +144,7 @@ def _require_psycopg() -> None:
 
 def _children(pid: int) -> list[int]:
     """The direct children of ``pid``, from /proc."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry.name))
-    return found
+    return [child for child, fields in processes() if len(fields) > 1 and fields[1] == str(pid)]
 
 
 def _gone(pids: Iterable[int], timeout: float) -> bool:

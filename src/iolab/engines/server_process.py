@@ -20,7 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,10 +250,9 @@ def stopped_during(server: str, how: str, log: Path | None, what: str = "the loa
     return f"the {server} server stopped during {what} ({how}); its log: {tail(text, 5)}"
 
 
-def kill_session(leader: int, timeout: float = 10.0) -> list[int]:
-    """SIGKILL what is left of a dead server's session (a postmaster's backends keep its
-    session id after it died) and wait for them; returns the pids that would not go."""
-    members = []
+def processes() -> Iterator[tuple[int, list[str]]]:
+    """Every process: its pid and the fields of ``/proc/PID/stat`` after its name (state,
+    parent, process group, session, ...)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -261,9 +260,17 @@ def kill_session(leader: int, timeout: float = 10.0) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and fields[3] == str(leader) and fields[0] not in ("Z", "X"):
-            members.append(int(entry.name))
+        yield int(entry.name), stat[stat.rfind(")") + 2 :].split()
+
+
+def kill_session(leader: int, timeout: float = 10.0) -> list[int]:
+    """SIGKILL what is left of a dead server's session (a postmaster's backends keep its
+    session id after it died) and wait for them; returns the pids that would not go."""
+    members = [
+        pid
+        for pid, fields in processes()
+        if len(fields) > 3 and fields[3] == str(leader) and fields[0] not in ("Z", "X")
+    ]
     for pid in members:
         try:
             os.kill(pid, signal.SIGKILL)
