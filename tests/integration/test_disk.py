@@ -155,6 +155,11 @@ def test_ctrl_c_removes_the_test_file_and_keeps_the_run(tmp_path: Path, results_
     assert "interrupted" in err
     assert "Traceback" not in err
     assert leftovers(tmp_path) == []
+    # fio's job processes ended with it (a SIGKILL of fio's main process alone leaves them)
+    found = subprocess.run(
+        ["pgrep", "-f", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert found.stdout.split() == []
     (run,) = json.loads(iolab("results", "list", "--json").stdout)
     assert run["status"] == "aborted"
     shown = json.loads(iolab("results", "show", str(run["id"]), "--json").stdout)

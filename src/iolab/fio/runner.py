@@ -75,7 +75,11 @@ def run_job(job: FioJob, timeout: float | None = None) -> FioSummary:
     """Run one fio invocation and summarize its JSON output."""
     if timeout is None and job.runtime is not None:
         timeout = job.runtime + 120  # fio's own start-up and layout on a slow device
-    done = run(command(job, fio_path()), timeout=timeout, check=False)
+    # fio forks a process per job: stopped with SIGINT it ends them itself (a SIGKILL of its main
+    # process would leave them running), also when iolab dies (parent-death signal).
+    setpriv = require("setpriv", "install Debian's util-linux package")
+    argv = [setpriv, "--pdeathsig", "INT", "--", *command(job, fio_path())]
+    done = run(argv, timeout=timeout, check=False, stop_signal=signal.SIGINT)
     number = _signal_of(done)
     if number in STOP_SIGNALS:
         raise Interrupted(f"fio stopped on signal {number}")
