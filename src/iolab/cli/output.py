@@ -22,7 +22,10 @@ def check_output(path: Path, option: str, suffixes: tuple[str, ...] = ()) -> Non
     one of ``suffixes`` when given, that can be opened for writing. Writing can still fail
     later (the disk fills): :func:`write_output` says so in the same words."""
     if suffixes and path.suffix.lower() not in suffixes:
-        raise BadInput(option, str(path), "name a " + ", ".join(suffixes) + " file")
+        choices = (
+            ", ".join(suffixes[:-1]) + f" or {suffixes[-1]}" if len(suffixes) > 1 else suffixes[0]
+        )
+        raise BadInput(option, str(path), f"name a {choices} file")
     if path.is_dir():
         raise BadInput(option, str(path), "name a file to write, not a directory")
     parent = path.parent

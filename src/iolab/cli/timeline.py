@@ -17,7 +17,7 @@ from iolab.report import timeline as timeline_report
 from iolab.report.raster import svg_to_png
 from iolab.store import open_store
 
-FORMATS = (".html", ".png", ".svg")
+FORMATS = (".html", ".svg", ".png")
 
 
 def timeline(
