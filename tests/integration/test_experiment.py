@@ -435,3 +435,18 @@ layout = ["a", "b"]
     assert bad.returncode == 2
     assert "--metric: 'nope' is not allowed" in bad.stderr
     assert "tests.TEST.iops|lat_p99_us|mbps with TEST one of: RND4K Q1T1 read" in bad.stderr
+    # a single `iolab disk` of the same profile stores the same summary shape, so the command's
+    # runs compare with the experiment's
+    single = iolab(
+        "disk", str(open_tmp / "a"), "--profile", "real", "--size", "16MiB", "--runs", "1",
+        "--duration", "1", "--interval", "0", "--json",
+    )  # fmt: skip
+    assert single.returncode == 0, single.stderr
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    command_run = next(r for r in runs if r["experiment"].startswith("disk "))
+    experiment_run = next(r for r in runs if r["experiment"] == "disks")
+    assert set(command_run["summary"]) == set(experiment_run["summary"])
+    assert set(command_run["summary"]["tests"]) == set(experiment_run["summary"]["tests"])
+    compared = iolab("compare", str(command_run["id"]), str(experiment_run["id"]), "--json")
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout)["metric"] == "tests.SEQ1M Q1T1 read.mbps"

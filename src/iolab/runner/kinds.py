@@ -182,7 +182,6 @@ def _disk_check(params: Mapping[str, Any], checked: Checked) -> None:
 def _disk(
     params: Mapping[str, Any], resolve: Resolve, events: EventSink
 ) -> tuple[Body, dict[str, Path], dict[str, str]]:
-    from iolab.analysis.disk import summarize
     from iolab.fio.runner import fio_version
     from iolab.workloads.diskmark import check_target, run_profile
 
@@ -192,10 +191,6 @@ def _disk(
 
     def body(outcome: RunOutcome) -> None:
         run_profile(options, outcome, events)
-        outcome.summary["tests"] = {
-            s.test: {"mbps": s.median.mbps, "iops": s.median.iops, "lat_p99_us": s.median.lat.p99}
-            for s in summarize(outcome.disk_passes)
-        }
 
     return body, {"target": target}, {"fio": fio_version()}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab import ownership
+from iolab.analysis.disk import test_medians
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase, Step, Warning
 from iolab.fio.jobs import MIXED_MODES, DataPattern, FioJob
@@ -348,3 +349,5 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
                         )
         outcome.summary["elapsed_seconds"] = round(time.monotonic() - start, 1)
     outcome.summary["cache_suspected"] = sorted(warned_cache)
+    # what reports and comparisons read (tests.TEST.mbps), the same from a command or a file
+    outcome.summary["tests"] = test_medians(outcome.disk_passes)
