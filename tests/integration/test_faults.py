@@ -121,3 +121,33 @@ def test_sigkill_at_each_phase_then_resume_runs_each_run_once(
     assert no_server_under(open_tmp)
     assert owned(data) == [] and owned(wal) == []  # the killed runs' leftovers were reaped
     assert [p.name for p in data.iterdir()] == []
+
+
+def test_ctrl_c_while_initdb_runs_leaves_nothing(open_tmp: Path, results_db: Path) -> None:
+    """Ctrl-C while the cluster is being made: initdb and the postgres processes it started end
+    with it, the run is aborted (exit 130) and nothing is left in the layout."""
+    data, wal = make_dirs(open_tmp, "a", "wal")
+    proc = subprocess.Popen(
+        [*[sys.executable, "-m", "iolab"], "populate", "--engine", "postgres", "--data-dir",
+         str(data), "--wal-dir", str(wal), "--rows", "2000"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not list(wal.glob(".iolab-pgwal-*/*")):  # initdb is writing the WAL
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "initdb never started"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert no_server_under(open_tmp)
+    assert list(data.iterdir()) == [] and list(wal.iterdir()) == []
+    assert statuses(results_db) == ["aborted"]

@@ -204,23 +204,30 @@ def run_as(
     ``reach``: the directories it works in, as for :func:`spawn`.
     """
     args, switch = _as_user(argv, user, reach, None)
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         args,
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         user=user.uid if switch else None,
         group=user.gid if switch else None,
         extra_groups=[] if switch else None,
         env=env,
-        timeout=timeout,
-        check=False,
+        start_new_session=True,  # its own process group: initdb's helpers go with it
     )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException:  # Ctrl-C, a time-out: nothing of it may outlive it in its directories
+        kill_session(proc.pid)
+        proc.kill()
+        proc.wait()
+        raise
     if proc.returncode != 0:
         raise RunFailed(
-            f"{Path(str(argv[0])).name} failed (exit {proc.returncode}): "
-            f"{tail(proc.stderr or proc.stdout)}"
+            f"{Path(str(argv[0])).name} failed (exit {proc.returncode}): {tail(stderr or stdout)}"
         )
-    return proc.stdout
+    return stdout
 
 
 def how_it_ended(proc: subprocess.Popen[bytes] | None, grace: float = 1.0) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -347,6 +348,24 @@ def _run_record(row: tuple[Any, ...]) -> RunRecord:
     )
 
 
+WAL_SWITCH_SECONDS = 30.0
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL mode. Two connections switching a new file at once can find each other
+    holding the lock the switch needs; SQLite then answers "database is locked" at once, without
+    waiting (it would deadlock), so the switch is tried again for a while."""
+    deadline = time.monotonic() + WAL_SWITCH_SECONDS
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def open_store(path: Path | None = None, *, create: bool = True) -> Store:
     """Open (and create or migrate) the results database at ``path``.
 
@@ -370,7 +389,7 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
         identify.identify(conn, path, create, migrate.known())
-        conn.execute("PRAGMA journal_mode=WAL")
+        _wal(conn)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         migrate.apply(conn, str(path))

@@ -335,7 +335,8 @@ def _stop_loaders(
                 break
     deadline = time.monotonic() + STOP_TIMEOUT
     for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
+        if t.ident is not None:  # started (Ctrl-C may come while they are being started)
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 def _failure(loaders: list[_Loader]) -> str:
