@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -53,3 +55,27 @@ requires_mariadb = pytest.mark.skipif(
     not any(shutil.which(n) or Path("/usr/sbin", n).exists() for n in ("mariadbd", "mysqld")),
     reason="mariadb-server is not installed",
 )
+
+
+def signal_when(
+    proc: subprocess.Popen[str] | subprocess.Popen[bytes],
+    ready: Callable[[], bool],
+    sig: int,
+    *,
+    what: str,
+    timeout: float = 300,
+) -> None:
+    """Send ``sig`` to ``proc`` as soon as ``ready()`` holds (polled every 20 ms); the test fails,
+    and ``proc`` is killed, if it ends first or ``what`` does not come within ``timeout``."""
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, f"it ended before {what}"
+            assert time.monotonic() < deadline, f"{what} never came"
+            time.sleep(0.02)
+        proc.send_signal(sig)
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        raise

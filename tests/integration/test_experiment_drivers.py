@@ -11,11 +11,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_dirs
+from tests.conftest import make_dirs, signal_when
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -112,6 +113,16 @@ def claims_of(db: Path, pid: int) -> Counter[str]:
     return Counter(str(s) for (s,) in rows)
 
 
+def in_second_run(db: Path, pid: int) -> Callable[[], bool]:
+    """True once the driver ``pid`` has finished a run and holds the next."""
+
+    def ready() -> bool:
+        claims = claims_of(db, pid)
+        return claims["done"] >= 1 and claims["running"] == 1
+
+    return ready
+
+
 def test_a_killed_drivers_run_is_taken_again(open_tmp: Path) -> None:
     """Driver A is killed in the middle of a run while B works: B or the next `iolab run` takes
     A's run again, and each run is done exactly once."""
@@ -120,21 +131,8 @@ def test_a_killed_drivers_run_is_taken_again(open_tmp: Path) -> None:
     doomed = driver(exp, db)
     time.sleep(0.3)
     other = driver(exp, db)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert time.monotonic() < deadline, "no run was in progress to kill"
-            assert doomed.poll() is None, "the driver ended before it could be killed"
-            claims = claims_of(db, doomed.pid)
-            if claims["done"] >= 1 and claims["running"] == 1:
-                break
-            time.sleep(0.02)
-        doomed.send_signal(signal.SIGKILL)
-        doomed.wait()
-    finally:
-        if doomed.poll() is None:
-            doomed.kill()
-            doomed.wait()
+    signal_when(doomed, in_second_run(db, doomed.pid), signal.SIGKILL, what="a run to kill")
+    doomed.wait()
     _, err = other.communicate(timeout=600)
     assert other.returncode == 0, err
     again = subprocess.run(
@@ -156,21 +154,8 @@ def test_ctrl_c_then_resume_runs_each_run_once(open_tmp: Path) -> None:
     db = open_tmp / "r.db"
     exp = experiment(open_tmp, repetitions=2, rows=4000)
     proc = driver(exp, db)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert time.monotonic() < deadline, "no run was in progress to interrupt"
-            assert proc.poll() is None, "the driver ended before it could be interrupted"
-            claims = claims_of(db, proc.pid)
-            if claims["done"] >= 1 and claims["running"] == 1:
-                break
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    signal_when(proc, in_second_run(db, proc.pid), signal.SIGINT, what="a run to interrupt")
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     statuses = Counter(s for _, _, s in runs(db))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_dirs
+from tests.conftest import make_dirs, signal_when
 from tests.integration.test_populate_cli import iolab, servers_of
 
 pytestmark = pytest.mark.integration
@@ -64,18 +64,8 @@ def kill_when(exp: Path, ready: Callable[[], bool], timeout: float = 240) -> Non
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    try:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            assert proc.poll() is None, "the experiment ended before the phase came"
-            assert time.monotonic() < deadline, "the phase never came"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    signal_when(proc, ready, signal.SIGKILL, what="the phase", timeout=timeout)
+    proc.wait()
 
 
 def no_server_under(root: Path, timeout: float = 30) -> bool:
@@ -134,18 +124,12 @@ def test_ctrl_c_while_initdb_runs_leaves_nothing(open_tmp: Path, results_db: Pat
         stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not list(wal.glob(".iolab-pgwal-*/*")):  # initdb is writing the WAL
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "initdb never started"
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    def initdb_writes() -> bool:
+        return bool(list(wal.glob(".iolab-pgwal-*/*")))
+
+    signal_when(proc, initdb_writes, signal.SIGINT, what="initdb", timeout=120)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert no_server_under(open_tmp)

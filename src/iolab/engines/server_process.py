@@ -201,9 +201,10 @@ def run_as(
 ) -> str:
     """Run a short tool (initdb, mariadb-install-db) as ``user``; returns its output.
 
-    ``reach``: the directories it works in, as for :func:`spawn`.
+    ``reach``: the directories it works in, as for :func:`spawn`. It gets SIGKILL when iolab
+    dies (parent-death signal), and on Ctrl-C its whole process group is killed.
     """
-    args, switch = _as_user(argv, user, reach, None)
+    args, switch = _as_user(argv, user, reach, "KILL")  # and dies with iolab
     proc = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,
