@@ -21,7 +21,7 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PostgresEngine
 from iolab.engines.server_process import server_user
-from iolab.system import reach
+from iolab.system import launch
 from tests.conftest import is_root, requires_mariadb
 
 pytestmark = [
@@ -138,4 +138,4 @@ def test_a_reachable_layout_needs_no_private_view(private: Path) -> None:
         user = server_user()
         own_view = os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
         # only binaries out of reach (a venv in a private clone) still need one
-        assert own_view == bool(reach.needs_view(engine.install_dirs, user.uid, user.gid))
+        assert own_view == bool(launch.needs_view(engine.install_dirs, user.uid, user.gid))

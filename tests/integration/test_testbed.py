@@ -25,7 +25,7 @@ from iolab import testbed
 from iolab.engines.server_process import server_user
 from iolab.events import Collect
 from iolab.ownership import process_alive
-from iolab.system import reach
+from iolab.system import launch
 from iolab.system.devices import parse_mountinfo
 from iolab.testbed import cgroups
 
@@ -469,12 +469,10 @@ def test_without_root_says_so(open_tmp: Path) -> None:
     argv = [*IOLAB, "testbed", "up", str(file)]
     if os.geteuid() == 0:
         user = server_user()
-        argv = ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups", *argv]
         # iolab's source and interpreter may sit below /root (mode 700): show the user just those
         needed = [Path(sys.prefix), Path(sys.base_prefix), Path(testbed.__file__).parents[2]]
-        blocked = reach.needs_view([*needed, open_tmp], user.uid, user.gid)
-        if blocked:
-            argv = reach.command(blocked, user.uid, user.gid, argv)
+        blocked = launch.needs_view([*needed, open_tmp], user.uid, user.gid)
+        argv = launch.command(argv, death_signal="KILL", user=(user.uid, user.gid), view=blocked)
     env = {**os.environ, "IOLAB_TESTBED_DIR": str(open_tmp / "bed"), "HOME": str(open_tmp)}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 2

@@ -8,7 +8,7 @@ stop even when iolab is killed with SIGKILL.
 Every program run as that user names the directories it works in (``reach``). Where one of them
 sits below a directory the user cannot enter (a clone under ``/root``, a mode-700 scratch
 directory), the program runs in a private mount namespace that makes exactly those directories
-reachable at their own paths (:mod:`iolab.system.reach`); no permission is changed.
+reachable at their own paths (:mod:`iolab.system.launch`); no permission is changed.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import IolabError, RunFailed, Unavailable
-from iolab.process import require, run, tail
-from iolab.system import reach as view
+from iolab.process import run, tail
+from iolab.system import launch
 
 USER_ENV = "IOLAB_SERVER_USER"
 DEFAULT_USER = "iolab"
@@ -90,14 +90,14 @@ def check_reachable(paths: Iterable[Path], user: ServerUser) -> None:
     """
     if user.is_current:
         return
-    blocked = view.needs_view(_existing(paths), user.uid, user.gid)
+    blocked = launch.needs_view(_existing(paths), user.uid, user.gid)
     if not blocked:
         return
     refused = _views_refused()
     if refused is None:
         return
     path = blocked[0]
-    parent = view.blocked_ancestor(path, user.uid, user.gid)
+    parent = launch.blocked_ancestor(path, user.uid, user.gid)
     assert parent is not None
     mode = parent.stat().st_mode & 0o777
     raise Unavailable(
@@ -135,26 +135,14 @@ def _views_refused() -> str | None:
 
 
 def _as_user(
-    argv: Sequence[str | Path], user: ServerUser, reach: Iterable[Path], death_signal: str | None
-) -> tuple[list[str], bool]:
-    """The command line that runs ``argv`` as ``user``, and whether Popen must switch the user.
-
-    The user switch happens in Popen where no view is needed; with a view, setpriv switches after
-    the view is made as root. setpriv also sets the parent-death signal after the switch.
-    """
-    args = [str(a) for a in argv]
-    blocked = [] if user.is_current else view.needs_view(reach, user.uid, user.gid)
-    setpriv: list[str] = []
-    if death_signal is not None or blocked:
-        setpriv = [require("setpriv", "install Debian's util-linux package")]
-        if blocked:
-            setpriv += ["--reuid", str(user.uid), "--regid", str(user.gid), "--clear-groups"]
-        if death_signal is not None:
-            setpriv += ["--pdeathsig", death_signal]
-        setpriv.append("--")
-    if not blocked:
-        return [*setpriv, *args], not user.is_current
-    return view.command(blocked, user.uid, user.gid, [*setpriv, *args]), False
+    argv: Sequence[str | Path], user: ServerUser, reach: Iterable[Path], death_signal: str
+) -> list[str]:
+    """The command line that runs ``argv`` as ``user``, tied to iolab by ``death_signal``, with
+    the directories in ``reach`` in its reach (see :mod:`iolab.system.launch`)."""
+    if user.is_current:
+        return launch.command(argv, death_signal=death_signal)
+    blocked = launch.needs_view(reach, user.uid, user.gid)
+    return launch.command(argv, death_signal=death_signal, user=(user.uid, user.gid), view=blocked)
 
 
 def spawn(
@@ -172,7 +160,7 @@ def spawn(
     server gets ``death_signal`` when iolab dies, even by SIGKILL (see :func:`_as_user`). A new
     session keeps Ctrl-C in the terminal away from it: iolab stops it in order instead.
     """
-    args, switch = _as_user(argv, user, reach, death_signal)
+    args = _as_user(argv, user, reach, death_signal)
     log.touch()
     if not user.is_current:  # the server may write this file itself (MariaDB's log-error)
         os.chown(log, user.uid, user.gid)
@@ -182,9 +170,6 @@ def spawn(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            user=user.uid if switch else None,
-            group=user.gid if switch else None,
-            extra_groups=[] if switch else None,
             start_new_session=True,
             env=env,
             close_fds=True,
@@ -204,16 +189,13 @@ def run_as(
     ``reach``: the directories it works in, as for :func:`spawn`. It gets SIGKILL when iolab
     dies (parent-death signal), and on Ctrl-C its whole process group is killed.
     """
-    args, switch = _as_user(argv, user, reach, "KILL")  # and dies with iolab
+    args = _as_user(argv, user, reach, "KILL")  # and dies with iolab
     proc = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        user=user.uid if switch else None,
-        group=user.gid if switch else None,
-        extra_groups=[] if switch else None,
         env=env,
         start_new_session=True,  # its own process group: initdb's helpers go with it
     )

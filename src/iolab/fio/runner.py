@@ -11,6 +11,7 @@ from iolab.errors import BadInput, RunFailed
 from iolab.fio.jobs import MAX_IODEPTH, MAX_NUMJOBS, FioJob, command
 from iolab.fio.parse import FioSummary, load, summarize
 from iolab.process import Completed, require, run, tail
+from iolab.system import launch
 
 INSTALL_HINT = "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`"
 
@@ -77,8 +78,7 @@ def run_job(job: FioJob, timeout: float | None = None) -> FioSummary:
         timeout = job.runtime + 120  # fio's own start-up and layout on a slow device
     # fio forks a process per job: stopped with SIGINT it ends them itself (a SIGKILL of its main
     # process would leave them running), also when iolab dies (parent-death signal).
-    setpriv = require("setpriv", "install Debian's util-linux package")
-    argv = [setpriv, "--pdeathsig", "INT", "--", *command(job, fio_path())]
+    argv = launch.command(command(job, fio_path()), death_signal="INT")
     done = run(argv, timeout=timeout, check=False, stop_signal=signal.SIGINT)
     number = _signal_of(done)
     if number in STOP_SIGNALS:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from iolab.errors import RunFailed
-from iolab.process import require, run
+from iolab.process import require, run, tail
+from iolab.system import launch
 from iolab.system.devices import Mount, parse_mountinfo
 from iolab.testbed.spec import DeviceSpec
 
@@ -38,12 +39,10 @@ def mkfs_argv(spec: DeviceSpec, device: str) -> list[str]:
 def _run_tied(argv: list[str | Path], timeout: float) -> None:
     """Run a command that is killed if iolab dies: a crashed ``up`` leaves no mkfs or mount
     working on the device behind it."""
-    setpriv = require("setpriv", "install Debian's util-linux package")
-    try:
-        run([setpriv, "--pdeathsig", "KILL", "--", *argv], timeout=timeout)
-    except RunFailed as exc:
+    done = run(launch.command(argv, death_signal="KILL"), timeout=timeout, check=False)
+    if done.returncode != 0:
         name = Path(str(argv[0])).name
-        raise RunFailed(str(exc).replace("setpriv failed", f"{name} failed", 1)) from None
+        raise RunFailed(f"{name} failed (exit {done.returncode}): {tail(done.stderr)}")
 
 
 def make(spec: DeviceSpec, device: str) -> None:
