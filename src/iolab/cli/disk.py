@@ -19,23 +19,15 @@ from iolab.cli.options import (
     sample_interval,
 )
 from iolab.cli.progress import ProgressView
-from iolab.errors import BadInput
-from iolab.fio.jobs import DataPattern
-from iolab.fio.runner import check_parallelism, fio_path, fio_version
+from iolab.config.workloads import DiskWorkload, from_flags
+from iolab.fio.runner import fio_path, fio_version
 from iolab.report import disk as disk_report
 from iolab.report import probes as probes_report
+from iolab.runner.kinds import KINDS, command_layout, disk_options
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.testbed import resolve_path
-from iolab.units import format_bytes, parse_duration, parse_int_list, parse_size
-from iolab.workloads.diskmark import (
-    PROFILES,
-    SWEEP_MODES,
-    DiskOptions,
-    SweepSpec,
-    check_target,
-    run_profile,
-)
+from iolab.units import format_bytes
 
 PROFILE_HELP = (
     "default: CrystalDiskMark 8 (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1); "
@@ -44,32 +36,6 @@ PROFILE_HELP = (
     "the commit test (8K write + fdatasync); sweep: the SQLIO matrix of --bs x --qd x --threads "
     "x --rw."
 )
-
-
-def _sweep(
-    bs: str | None, qd: str | None, threads: str | None, rw: str | None, rwmix: int | None
-) -> SweepSpec:
-    spec = SweepSpec()
-    modes = spec.modes
-    if rw is not None:
-        modes = tuple(m.strip() for m in rw.split(",") if m.strip())
-        for m in modes:
-            if m not in SWEEP_MODES:
-                raise BadInput.choice("--rw", m, SWEEP_MODES)
-    if rwmix is not None and not 0 <= rwmix <= 100:
-        raise BadInput("--rwmix", rwmix, "give the read share in percent, 0 to 100")
-    queue_depths = tuple(parse_int_list(qd, "--qd")) if qd is not None else spec.queue_depths
-    thread_counts = (
-        tuple(parse_int_list(threads, "--threads")) if threads is not None else spec.threads
-    )
-    check_parallelism(list(queue_depths), list(thread_counts))
-    return SweepSpec(
-        block_sizes=tuple(parse_size(b, "--bs") for b in bs.split(",")) if bs else spec.block_sizes,
-        queue_depths=queue_depths,
-        threads=thread_counts,
-        modes=modes,
-        rwmix=rwmix,
-    )
 
 
 def disk(
@@ -122,44 +88,27 @@ def disk(
     """
     fio = fio_path()
     path = resolve_path(str(path), "PATH")
-    if profile not in PROFILES:
-        raise BadInput.choice("--profile", profile, PROFILES)
-    sweep_given = any(v is not None for v in (bs, qd, threads, rw, rwmix))
-    if sweep_given and profile != "sweep":
-        raise BadInput(
-            "--profile", profile, "--bs/--qd/--threads/--rw/--rwmix go with --profile sweep"
-        )
-    if runs < 1:
-        raise BadInput("--runs", runs, "give at least 1 measured pass")
-    if data not in {d.value for d in DataPattern}:
-        raise BadInput.choice("--data", data, [d.value for d in DataPattern])
-    dur = parse_duration(duration, "--duration")
-    if dur < 1:
-        raise BadInput("--duration", duration, "give at least 1s per pass")
-    options = DiskOptions(
-        path=path,
-        profile=profile,
-        size=parse_size(size, "--size"),
-        runs=runs,
-        duration=dur,
-        interval=parse_duration(interval, "--interval"),
-        data=DataPattern(data),
-        direct=direct,
-        mix=mix,
-        sweep=_sweep(bs, qd, threads, rw, rwmix) if profile == "sweep" else None,
-        sample_interval=sample_interval(interval_s, no_probes),
+    workload = from_flags(
+        DiskWorkload,
+        {
+            "kind": "disk",
+            **{"profile": profile, "size": size, "runs": runs, "duration": duration},
+            **{"interval": interval, "data": data, "direct": direct, "mix": mix},
+            **{"bs": bs, "qd": qd, "threads": threads, "rw": rw, "rwmix": rwmix},
+        },
     )
-    check_target(options)
-    spec = CommandRun(
-        name=f"disk {path.resolve()}",
-        workload="disk",
-        params=options.params(),
-        roles={"target": path},
-        versions={"fio": fio_version()},
-    )
+    params = {
+        **workload.model_dump(),
+        **command_layout([path]),
+        "sample_interval": sample_interval(interval_s, no_probes),
+    }
+    options = disk_options(params, path)
+    view = ProgressView()
+    body, roles, versions = KINDS["disk"].prepare(params, Path, view)  # as a cell of a file
+    spec = CommandRun(f"disk {path.resolve()}", "disk", options.params(), roles, versions)
     with open_store(results) as store:
-        with ProgressView() as view:
-            run_id, outcome = execute(store, spec, lambda o: run_profile(options, o, view))
+        with view:
+            run_id, outcome = execute(store, spec, body)
         summaries = summarize(outcome.disk_passes)
     if as_json:
         doc = {
@@ -177,7 +126,7 @@ def disk(
         return
     title = (
         f"{path.resolve()} · {profile} · {format_bytes(options.size)} · {runs} x "
-        f"{dur:g}s · fio {fio_version()} ({fio})"
+        f"{options.duration:g}s · fio {fio_version()} ({fio})"
     )
     out.print(disk_report.grid(summaries, title))
     out.print(disk_report.details(summaries))

@@ -7,9 +7,8 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -23,20 +22,16 @@ from iolab.cli.options import (
     sample_interval,
 )
 from iolab.cli.progress import ProgressView
+from iolab.config.workloads import PopulateWorkload, from_flags
 from iolab.engines import catalog
 from iolab.engines.external import parse_dsn
-from iolab.engines.interface import Layout
-from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.errors import BadInput
 from iolab.report import populate as populate_report
 from iolab.report import probes as probes_report
+from iolab.runner.kinds import KINDS, command_layout, layout_of, populate_options
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.testbed import resolve_path
-from iolab.units import parse_size
-from iolab.workloads.populate import PopulateOptions, preflight, run_populate
-
-E = TypeVar("E", bound=StrEnum)
 
 
 def _settings(items: list[str]) -> dict[str, str]:
@@ -47,13 +42,6 @@ def _settings(items: list[str]) -> dict[str, str]:
             raise BadInput("--set", item, "write NAME=VALUE, e.g. --set max_wal_size=4GB")
         out[name.strip()] = value.strip()
     return out
-
-
-def _choice(enum: type[E], value: str, field: str) -> E:
-    try:
-        return enum(value)
-    except ValueError:
-        raise BadInput.choice(field, value, [e.value for e in enum]) from None
 
 
 def populate(
@@ -139,32 +127,29 @@ def populate(
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
         engine = engine or target.engine
-    data_dir = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
-    wal_dir = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
-    temp_dir = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
-    with scratch_dir(not data_dir and target is None) as scratch:
-        options = PopulateOptions(
-            engine=engine or catalog.DEFAULT_ENGINE,
-            layout=Layout(
-                data_dirs=tuple(data_dir or ([] if target else [scratch])),
-                files=files,
-                wal_dir=wal_dir,
-                temp_dir=temp_dir,
-                settings=_settings(setting or []),
-            ),
-            rows=rows if rows is not None or size is not None else 10_000,
-            size_bytes=parse_size(size, "--bytes") if size is not None else None,
-            connections=connections,
-            commit_every=commit_every,
-            method=_choice(LoadMethod, method, "--method"),
-            mode=_choice(LoadMode, mode, "--mode"),
-            key=_choice(KeyKind, key, "--key"),
-            batch=batch,
-            pg_bin=pg_bin,
-            dsn=target,
-            sample_interval=sample_interval(interval_s, no_probes),
+    dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
+    wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
+    temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
+    workload = from_flags(
+        PopulateWorkload,
+        {
+            **{"kind": "populate", "engine": engine or catalog.DEFAULT_ENGINE, "rows": rows},
+            **{"bytes": size, "connections": connections, "commit_every": commit_every},
+            **{"method": method, "mode": mode, "key": key, "batch": batch},
+            "pg_bin": str(pg_bin) if pg_bin else None,
+        },
+    )
+    with scratch_dir(not dirs and target is None) as scratch:
+        layout = command_layout(
+            dirs or ([] if target else [scratch]), files, wal, temp, _settings(setting or [])
         )
-        _run(options, results, as_json)
+        params = {
+            **workload.model_dump(),
+            **layout,
+            "dsn": dsn,
+            "sample_interval": sample_interval(interval_s, no_probes),
+        }
+        _run(params, results, as_json)
 
 
 @contextmanager
@@ -181,20 +166,16 @@ def scratch_dir(wanted: bool) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _run(options: PopulateOptions, results: Path | None, as_json: bool) -> None:
-    preflight(options)  # nothing is recorded unless the run can start
-    layout = options.layout
-    roles = layout.roles()
-    spec = CommandRun(
-        name=f"populate {options.engine}"
-        + (f" {options.dsn.redacted}" if options.dsn is not None else ""),
-        workload="populate",
-        params=options.params(),
-        roles=roles,
-        versions={},
+def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+    options = populate_options(params, layout_of(params, Path))
+    view = ProgressView()
+    body, roles, versions = KINDS["populate"].prepare(params, Path, view)  # as a cell of a file
+    name = f"populate {options.engine}" + (
+        f" {options.dsn.redacted}" if options.dsn is not None else ""
     )
-    with open_store(results) as store, ProgressView() as view:
-        run_id, outcome = execute(store, spec, lambda o: run_populate(options, o, view))
+    spec = CommandRun(name, "populate", options.params(), roles, versions)
+    with open_store(results) as store, view:
+        run_id, outcome = execute(store, spec, body)
     s = outcome.summary
     if as_json:
         doc = {"run": run_id, "status": outcome.status.value, **s, "warnings": view.warnings}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -19,31 +19,17 @@ from iolab.cli.options import (
 )
 from iolab.cli.populate import _settings, scratch_dir
 from iolab.cli.progress import ProgressView
+from iolab.config.workloads import TpchWorkload, from_flags
 from iolab.engines import catalog
-from iolab.engines.interface import Layout
-from iolab.errors import BadInput, RunFailed
+from iolab.errors import RunFailed
 from iolab.report import tpch as tpch_report
 from iolab.results import RunOutcome
+from iolab.runner.kinds import KINDS, command_layout, layout_of, tpch_options
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
-from iolab.units import parse_duration, parse_int_list
-from iolab.workloads.populate import check_layout
-from iolab.workloads.tpch import DEFAULT_TIMEOUT, TpchOptions, preflight, run_tpch
-
-
-def _compression(value: str | None) -> bool | None:
-    if value is None:
-        return None
-    if value.lower() in ("on", "off"):
-        return value.lower() == "on"
-    raise BadInput.choice("--compression", value, ("on", "off"))
-
-
-def _scale_factor(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise BadInput("--sf", text, "give a positive scale factor, e.g. 1 or 0.01") from None
+from iolab.testbed import resolve_path
+from iolab.units import parse_int_list
+from iolab.workloads.tpch import DEFAULT_TIMEOUT, TpchOptions
 
 
 def tpch(
@@ -125,49 +111,40 @@ def tpch(
     total and geometric mean. The probes record the power run (`iolab timeline RUN`). A wrong
     answer, an error or a timeout fails the run.
     """
-    with scratch_dir(not data_dir) as scratch:
-        options = TpchOptions(
-            engine=engine,
-            layout=Layout(
-                data_dirs=tuple(data_dir or [scratch]),
-                files=files,
-                wal_dir=wal_dir,
-                temp_dir=temp_dir,
-                settings=_settings(setting or []),
-            ),
-            scale_factor=_scale_factor(sf),
-            compression=_compression(compression),
-            cold=cold,
-            timeout=parse_duration(timeout, "--timeout"),
-            queries=tuple(parse_int_list(queries, "--queries"))
-            if queries is not None
-            else tuple(range(1, 23)),
-            loaders=loaders,
-            pg_bin=pg_bin,
-            sample_interval=sample_interval(interval_s, no_probes),
-        )
-        _run(options, results, as_json)
-
-
-def _run(options: TpchOptions, results: Path | None, as_json: bool) -> None:
-    preflight(options)
-    check_layout(options.layout)
-    layout = options.layout
-    roles = layout.roles()
-    spec = CommandRun(
-        name=f"tpch {options.engine} sf {options.scale_factor:g}",
-        workload="tpch",
-        params=options.params(),
-        roles=roles,
-        versions={},
+    dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
+    wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
+    temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
+    workload = from_flags(
+        TpchWorkload,
+        {
+            **{"kind": "tpch", "engine": engine, "scale_factor": sf, "cold": cold},
+            **{"compression": (compression or "default").lower(), "timeout": timeout},
+            **{"loaders": loaders, "pg_bin": str(pg_bin) if pg_bin else None},
+            "queries": parse_int_list(queries, "--queries") if queries is not None else None,
+        },
     )
+    with scratch_dir(not dirs) as scratch:
+        params = {
+            **workload.model_dump(),
+            **command_layout(dirs or [scratch], files, wal, temp, _settings(setting or [])),
+            "sample_interval": sample_interval(interval_s, no_probes),
+        }
+        _run(params, results, as_json)
+
+
+def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+    options = tpch_options(params, layout_of(params, Path))
+    view = ProgressView()
+    prepared, roles, versions = KINDS["tpch"].prepare(params, Path, view)  # as a cell of a file
+    name = f"tpch {options.engine} sf {options.scale_factor:g}"
+    spec = CommandRun(name, "tpch", options.params(), roles, versions)
     kept: list[RunOutcome] = []
 
     def body(outcome: RunOutcome) -> None:
         kept.append(outcome)
-        run_tpch(options, outcome, view)
+        prepared(outcome)
 
-    with open_store(results) as store, ProgressView() as view:
+    with open_store(results) as store, view:
         try:
             run_id, outcome = execute(store, spec, body)
         except RunFailed:

@@ -13,24 +13,26 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
 )
 
-from iolab.engines import catalog
+from iolab.config.workloads import (
+    WORKLOADS,
+    LayoutSection,
+    Section,
+    bad_input,
+    seconds,
+)
 from iolab.errors import BadInput
 from iolab.results import CellId, cell_id
-from iolab.units import parse_duration, parse_size
 
 DEVICE_PREFIX = "device:"  # a path on an emulated device of the testbed: device:NAME[/sub/dir]
 
@@ -38,33 +40,7 @@ DEVICE_PREFIX = "device:"  # a path on an emulated device of the testbed: device
 MAX_RUNS = 100_000  # a plan of more runs is refused before the matrix is expanded
 
 
-def _seconds(value: str | float) -> float:
-    """Seconds of a duration written as in the command line (5, "5s", "500ms", "10min")."""
-    try:
-        return parse_duration(value, "")
-    except BadInput as exc:
-        raise ValueError(exc.allowed) from None
-
-
-def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
-    """A validator: the duration in seconds, at least ``minimum`` (above it when ``strict``)."""
-
-    def check(value: str | float) -> float:
-        if isinstance(value, bool):
-            raise ValueError('give a duration: seconds or e.g. "5s", "10min"')
-        seconds = _seconds(value)
-        if seconds < minimum or (strict and seconds == minimum):
-            raise ValueError(f"give {'more than' if strict else 'at least'} {minimum:g} s")
-        return seconds
-
-    return check
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ExperimentSection(_Section):
+class ExperimentSection(Section):
     name: str = Field(min_length=1)
     repetitions: int | Literal["auto"] = Field(default=3)
     ci_target: float = Field(default=0.02, gt=0, lt=1)
@@ -88,126 +64,30 @@ class ExperimentSection(_Section):
     @field_validator("timeout")
     @classmethod
     def _timeout(cls, v: str | float | None) -> str | float | None:
-        if v is not None and _seconds(v) <= 0:
+        if v is not None and seconds(v) <= 0:
             raise ValueError('give a duration above zero, e.g. "10min" or 600')
         return v
 
     def timeout_seconds(self) -> float | None:
-        return None if self.timeout is None else _seconds(self.timeout)
+        return None if self.timeout is None else seconds(self.timeout)
 
 
-class IsolationSection(_Section):
+class IsolationSection(Section):
     drop_caches: bool = True  # when root: sync and drop the page cache before every run
     settle_seconds: float = Field(default=1.0, ge=0)  # idle time after the flush, before the run
     warmup: bool = False  # one discarded run of the first cell before the measured ones
     cooldown_seconds: float = Field(default=0.0, ge=0)  # idle time after every run
 
 
-class HooksSection(_Section):
+class HooksSection(Section):
     on_complete: str | None = None  # a shell command; gets the JSON summary on stdin
     on_failure: str | None = None  # called after every failed run, same input
 
 
-class LayoutSection(_Section):
-    data_dirs: list[str] = Field(min_length=1)
-    files: int = Field(default=1, ge=1)
-    wal_dir: str | None = None
-    temp_dir: str | None = None
-    settings: dict[str, str | int | float | bool] = Field(default_factory=dict)
-
-
-class PopulateWorkload(_Section):
-    kind: Literal["populate"]
-    engine: str = catalog.DEFAULT_ENGINE
-    rows: int | None = Field(default=None, ge=1)
-    bytes: str | None = None
-    connections: int = Field(default=16, ge=1)
-    commit_every: int = Field(default=1, ge=1)
-    method: Literal["insert", "multirow", "copy"] = "insert"
-    mode: Literal["client", "server"] = "client"
-    key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
-    batch: int = Field(default=100, ge=1)
-    pg_bin: str | None = None
-
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, v: str) -> str:
-        if v not in catalog.POPULATE_ENGINES:
-            raise ValueError("choose one of: " + ", ".join(catalog.POPULATE_ENGINES))
-        return v
-
-    @field_validator("bytes")
-    @classmethod
-    def _bytes(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                parse_size(v, "bytes")
-            except BadInput as exc:
-                raise ValueError(exc.allowed) from None
-        return v
-
-
-class DiskWorkload(_Section):
-    kind: Literal["disk"]
-    profile: str = "default"
-    size: str = "1GiB"
-    runs: int = Field(default=5, ge=1)
-    # seconds, or as on the command line ("5s"); the same range as --duration and --interval
-    duration: Annotated[float, BeforeValidator(_duration(1.0, strict=False))] = 5.0
-    interval: Annotated[float, BeforeValidator(_duration(0.0, strict=False))] = 5.0
-    data: Literal["random", "zero"] = "random"
-    direct: bool = True
-    mix: bool = False
-
-    @field_validator("profile")
-    @classmethod
-    def _profile(cls, v: str) -> str:
-        from iolab.workloads.diskmark import PROFILES
-
-        if v not in PROFILES:
-            raise ValueError("choose one of: " + ", ".join(PROFILES))
-        return v
-
-    @field_validator("size")
-    @classmethod
-    def _size(cls, v: str) -> str:
-        try:
-            if parse_size(v, "size") <= 0:
-                raise ValueError("give a size above zero, e.g. 1GiB")
-        except BadInput as exc:
-            raise ValueError(exc.allowed) from None
-        return v
-
-
-class TpchWorkload(_Section):
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, v: str) -> str:
-        if v not in catalog.TPCH_ENGINES:
-            raise ValueError("choose one of: " + ", ".join(catalog.TPCH_ENGINES))
-        return v
-
-    kind: Literal["tpch"]
-    engine: str = catalog.TPCH_DEFAULT
-    scale_factor: float = Field(default=1.0, gt=0)
-    compression: Literal["on", "off", "default"] = "default"
-    cold: bool = True
-    # seconds per query, or as on the command line ("10m")
-    timeout: Annotated[float, BeforeValidator(_duration(0.0, strict=True))] = 600.0
-    queries: list[int] | None = None  # a subset of 1..22; all when left out
-    loaders: int | None = Field(default=None, ge=1)
-    pg_bin: str | None = None
-
-
-WORKLOADS: dict[str, type[_Section]] = {
-    "populate": PopulateWorkload,
-    "disk": DiskWorkload,
-    "tpch": TpchWorkload,
-}
 LAYOUT_KEYS = ("data_dirs", "files", "wal_dir", "temp_dir")
 
 
-class ExperimentFile(_Section):
+class ExperimentFile(Section):
     experiment: ExperimentSection
     workload: dict[str, Any]
     layouts: dict[str, LayoutSection] = Field(min_length=1)
@@ -246,27 +126,6 @@ class Experiment:
         return self.cells[0].kind
 
 
-def _loc(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _bad(exc: ValidationError, prefix: str = "") -> BadInput:
-    """The first validation error as a BadInput naming the key path, value and what is allowed."""
-    err = exc.errors()[0]
-    where = _loc([*([prefix] if prefix else []), *err["loc"]])
-    message = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        return BadInput(
-            where, err.get("input"), "unknown key; check its spelling in docs/experiments.md"
-        )
-    if err["type"] == "missing":
-        return BadInput(where, None, "this key is required")
-    return BadInput(where, err.get("input"), message)
-
-
 def load(path: Path) -> Experiment:
     """Read, validate and expand an experiment file; raises BadInput naming the key path."""
     try:
@@ -286,7 +145,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
     try:
         spec = ExperimentFile.model_validate(raw)
     except ValidationError as exc:
-        raise _bad(exc) from None
+        raise bad_input(exc) from None
     kind = spec.workload.get("kind")
     model = WORKLOADS.get(str(kind)) if kind is not None else None
     if model is None:
@@ -294,7 +153,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
     try:
         base = model.model_validate(spec.workload)
     except ValidationError as exc:
-        raise _bad(exc, "workload") from None
+        raise bad_input(exc, "workload") from None
     e = spec.experiment
     if e.min_repetitions > e.max_repetitions:
         raise BadInput(
@@ -309,7 +168,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
     return Experiment(source, spec, tuple(cells), baseline)
 
 
-def _check_matrix(spec: ExperimentFile, model: type[_Section]) -> None:
+def _check_matrix(spec: ExperimentFile, model: type[Section]) -> None:
     workload_keys = set(model.model_fields) - {"kind"}
     allowed = sorted(workload_keys | set(LAYOUT_KEYS) | {"layout", "settings.NAME"})
     for key, values in spec.matrix.items():
@@ -329,7 +188,7 @@ def _check_matrix(spec: ExperimentFile, model: type[_Section]) -> None:
             raise BadInput(f"matrix.{key}", values, "give each value once")
 
 
-def expand(spec: ExperimentFile, base: _Section, model: type[_Section], root: Path) -> list[Cell]:
+def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path) -> list[Cell]:
     """Every combination of the matrix values, resolved and validated, in file order."""
     _check_matrix(spec, model)
     if "layout" not in spec.matrix and len(spec.layouts) > 1:
@@ -362,7 +221,7 @@ def expand(spec: ExperimentFile, base: _Section, model: type[_Section], root: Pa
             try:
                 workload = model.model_validate(raw).model_dump()
             except ValidationError as exc:
-                raise _bad(exc, _where(values)) from None
+                raise bad_input(exc, _where(values)) from None
             workloads[wkey] = workload
         lkey = repr([values[k] for k in layout_keys])
         layout = layouts.get(lkey)
@@ -377,7 +236,7 @@ def expand(spec: ExperimentFile, base: _Section, model: type[_Section], root: Pa
             try:
                 raw_layout = LayoutSection.model_validate(raw_layout).model_dump()
             except ValidationError as exc:
-                raise _bad(exc, _where(values)) from None
+                raise bad_input(exc, _where(values)) from None
             layout = _resolve_dirs(raw_layout, f"layouts.{layout_name}", root, spec)
             layouts[lkey] = layout
         params = {**workload, "layout": layout_name, **layout}

@@ -23,6 +23,14 @@ OPTION_KEYS = {
 LAYOUT_KEYS = ("data_dirs", "files", "wal_dir", "temp_dir", "settings")
 
 
+FLAGS = {key: f"--{option}" for option, key in OPTION_KEYS.items() if option != "PATH"}
+
+
+def flag_of(key: str) -> str:
+    """The command-line option of a parameter (``scale_factor`` -> ``--sf``)."""
+    return FLAGS.get(key, "--" + key.replace("_", "-"))
+
+
 def param_of(field: str, value: object) -> str | None:
     """The parameter an option names (``--set work_mem`` -> ``settings.work_mem``), or None."""
     head, _, rest = field.partition(" ")

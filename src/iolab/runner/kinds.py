@@ -7,17 +7,18 @@ single command uses, so ``iolab run`` and ``iolab populate`` measure the same wa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from iolab.config.experiment import DEVICE_PREFIX
+from iolab.config.workloads import DiskWorkload, PopulateWorkload, Section, TpchWorkload
 from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.events import EventSink
 from iolab.results import RunOutcome
-from iolab.units import parse_duration, parse_size
+from iolab.units import parse_size
 
 if TYPE_CHECKING:
     from iolab.workloads.diskmark import DiskOptions
@@ -80,6 +81,33 @@ class Kind:
     check: Callable[[Mapping[str, Any], Checked], None]
 
 
+M = TypeVar("M", bound=Section)
+DEFAULT_SAMPLE_INTERVAL = 1.0  # seconds between probe samples, unless a command says otherwise
+
+
+def _model(model: type[M], params: Mapping[str, Any]) -> M:
+    """The workload's options model of a cell's parameters (validated when the cell was made)."""
+    return model.model_validate({k: v for k, v in params.items() if k in model.model_fields})
+
+
+def command_layout(
+    data_dirs: Sequence[Path],
+    files: int = 1,
+    wal_dir: Path | None = None,
+    temp_dir: Path | None = None,
+    settings: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A command's layout flags as a cell's layout parameters (the paths already resolved)."""
+    return {
+        "layout": "command",
+        "data_dirs": [str(d) for d in data_dirs],
+        "files": files,
+        "wal_dir": str(wal_dir) if wal_dir else None,
+        "temp_dir": str(temp_dir) if temp_dir else None,
+        "settings": dict(settings or {}),
+    }
+
+
 def layout_of(params: Mapping[str, Any], resolve: Resolve) -> Layout:
     """The cell's layout with every directory resolved (``device:NAME`` to its mount point)."""
     return Layout(
@@ -91,22 +119,26 @@ def layout_of(params: Mapping[str, Any], resolve: Resolve) -> Layout:
     )
 
 
-def _populate_options(params: Mapping[str, Any], layout: Layout) -> PopulateOptions:
+def populate_options(params: Mapping[str, Any], layout: Layout) -> PopulateOptions:
+    from iolab.engines.external import parse_dsn
     from iolab.workloads.populate import PopulateOptions
 
-    size = params.get("bytes")
+    w = _model(PopulateWorkload, params)
+    dsn = params.get("dsn")  # a command's --dsn: a server iolab does not manage
     return PopulateOptions(
-        engine=params["engine"],
+        engine=w.engine,
         layout=layout,
-        rows=params.get("rows") if params.get("rows") or size else 10_000,
-        size_bytes=parse_size(size, "--bytes") if size else None,
-        connections=int(params["connections"]),
-        commit_every=int(params["commit_every"]),
-        method=LoadMethod(params["method"]),
-        mode=LoadMode(params["mode"]),
-        key=KeyKind(params["key"]),
-        batch=int(params["batch"]),
-        pg_bin=Path(params["pg_bin"]) if params.get("pg_bin") else None,
+        rows=w.rows if w.rows or w.bytes else 10_000,
+        size_bytes=parse_size(w.bytes, "--bytes") if w.bytes else None,
+        connections=w.connections,
+        commit_every=w.commit_every,
+        method=LoadMethod(w.method),
+        mode=LoadMode(w.mode),
+        key=KeyKind(w.key),
+        batch=w.batch,
+        pg_bin=Path(w.pg_bin) if w.pg_bin else None,
+        dsn=parse_dsn(dsn) if dsn else None,
+        sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
     )
 
 
@@ -128,7 +160,7 @@ def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
     from iolab.workloads.populate import check_layout, check_space
 
     layout, on_device = checked.layout(params)
-    options = _populate_options(params, layout)
+    options = populate_options(params, layout)
     options.validate()
     _engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
@@ -142,7 +174,7 @@ def _populate(
     from iolab.workloads.populate import preflight, run_populate
 
     layout = layout_of(params, resolve)
-    options = _populate_options(params, layout)
+    options = populate_options(params, layout)
     preflight(options)
     roles = layout.roles()
     return (lambda outcome: run_populate(options, outcome, events)), roles, {}
@@ -153,20 +185,23 @@ def _populate_estimate(params: Mapping[str, Any]) -> float:
     return 5.0 + float(rows) / 3000.0  # a server start, and a slow disk's rows/s
 
 
-def _disk_options(params: Mapping[str, Any], target: Path) -> DiskOptions:
+def disk_options(params: Mapping[str, Any], target: Path) -> DiskOptions:
     from iolab.fio.jobs import DataPattern
     from iolab.workloads.diskmark import DiskOptions
 
+    w = _model(DiskWorkload, params)
     return DiskOptions(
         path=target,
-        profile=params["profile"],
-        size=parse_size(params["size"], "--size"),
-        runs=int(params["runs"]),
-        duration=parse_duration(params["duration"], "--duration"),
-        interval=parse_duration(params["interval"], "--interval"),
-        data=DataPattern(params["data"]),
-        direct=bool(params["direct"]),
-        mix=bool(params["mix"]),
+        profile=w.profile,
+        size=parse_size(w.size, "--size"),
+        runs=w.runs,
+        duration=w.duration,
+        interval=w.interval,
+        data=DataPattern(w.data),
+        direct=w.direct,
+        mix=w.mix,
+        sweep=w.sweep_spec(),
+        sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
     )
 
 
@@ -175,7 +210,7 @@ def _disk_check(params: Mapping[str, Any], checked: Checked) -> None:
 
     if _on_device(params):
         return
-    options = _disk_options(params, Path(params["data_dirs"][0]))
+    options = disk_options(params, Path(params["data_dirs"][0]))
     checked.once(("disk", options.path, options.size), lambda: check_target(options))
 
 
@@ -186,7 +221,7 @@ def _disk(
     from iolab.workloads.diskmark import check_target, run_profile
 
     target = resolve(params["data_dirs"][0])
-    options = _disk_options(params, target)
+    options = disk_options(params, target)
     check_target(options)
 
     def body(outcome: RunOutcome) -> None:
@@ -196,34 +231,26 @@ def _disk(
 
 
 def _disk_estimate(params: Mapping[str, Any]) -> float:
-    from iolab.workloads.diskmark import DiskOptions
-
-    options = DiskOptions(
-        path=Path("."),
-        profile=params["profile"],
-        runs=int(params["runs"]),
-        duration=parse_duration(params["duration"], "--duration"),
-        interval=parse_duration(params["interval"], "--interval"),
-        mix=bool(params["mix"]),
-    )
+    options = disk_options(params, Path("."))
     return options.estimated_seconds() + 10.0  # and writing the test file
 
 
-def _tpch_options(params: Mapping[str, Any], layout: Layout) -> TpchOptions:
+def tpch_options(params: Mapping[str, Any], layout: Layout) -> TpchOptions:
     from iolab.workloads.tpch import TpchOptions
     from iolab.workloads.tpch_answers import QUERIES
 
-    compression = {"on": True, "off": False}.get(str(params.get("compression")))
+    w = _model(TpchWorkload, params)
     return TpchOptions(
-        engine=params["engine"],
+        engine=w.engine,
         layout=layout,
-        scale_factor=float(params["scale_factor"]),
-        compression=compression,
-        cold=bool(params["cold"]),
-        timeout=parse_duration(params["timeout"], "--timeout"),
-        queries=tuple(params["queries"]) if params.get("queries") else QUERIES,
-        loaders=params.get("loaders"),
-        pg_bin=Path(params["pg_bin"]) if params.get("pg_bin") else None,
+        scale_factor=w.scale_factor,
+        compression={"on": True, "off": False}.get(w.compression),
+        cold=w.cold,
+        timeout=w.timeout,
+        queries=tuple(w.queries) if w.queries else QUERIES,
+        loaders=w.loaders,
+        pg_bin=Path(w.pg_bin) if w.pg_bin else None,
+        sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
     )
 
 
@@ -232,7 +259,7 @@ def _tpch_check(params: Mapping[str, Any], checked: Checked) -> None:
     from iolab.workloads.tpch import preflight
 
     layout, on_device = checked.layout(params)
-    options = _tpch_options(params, layout)
+    options = tpch_options(params, layout)
     options.validate()
     _engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
@@ -248,7 +275,7 @@ def _tpch(
     from iolab.workloads.tpch import preflight, run_tpch
 
     layout = layout_of(params, resolve)
-    options = _tpch_options(params, layout)
+    options = tpch_options(params, layout)
     preflight(options)
     check_layout(layout)
     roles = layout.roles()

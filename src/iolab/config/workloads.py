@@ -1,0 +1,269 @@
+"""Each workload's options: one pydantic model per workload kind, validated once.
+
+The same model checks a command's flags (``iolab disk --duration 0``), an experiment file's
+``[workload]`` table and every cell of its matrix; the runner then turns a cell's parameters into
+the workload's run (:mod:`iolab.runner.kinds`). An error names where the value came from: the
+flag on the command line (:func:`from_flags`), the key path in a file (:func:`bad_input`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
+
+from iolab.config.fields import flag_of
+from iolab.engines import catalog
+from iolab.errors import BadInput
+from iolab.units import parse_duration, parse_int_list, parse_size
+
+if TYPE_CHECKING:
+    from iolab.workloads.diskmark import SweepSpec
+
+M = TypeVar("M", bound=BaseModel)
+SWEEP_KEYS = ("bs", "qd", "threads", "rw", "rwmix")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def seconds(value: str | float) -> float:
+    """Seconds of a duration written as in the command line (5, "5s", "500ms", "10min")."""
+    try:
+        return parse_duration(value, "")
+    except BadInput as exc:
+        raise ValueError(exc.allowed) from None
+
+
+def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
+    """A validator: the duration in seconds, at least ``minimum`` (above it when ``strict``)."""
+
+    def check(value: str | float) -> float:
+        if isinstance(value, bool):
+            raise ValueError('give a duration: seconds or e.g. "5s", "10min"')
+        given = seconds(value)
+        if given < minimum or (strict and given == minimum):
+            raise ValueError(f"give {'more than' if strict else 'at least'} {minimum:g} s")
+        return given
+
+    return check
+
+
+class LayoutSection(Section):
+    data_dirs: list[str] = Field(min_length=1)
+    files: int = Field(default=1, ge=1)
+    wal_dir: str | None = None
+    temp_dir: str | None = None
+    settings: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+class PopulateWorkload(Section):
+    kind: Literal["populate"]
+    engine: str = catalog.DEFAULT_ENGINE
+    rows: int | None = Field(default=None, ge=1)
+    bytes: str | None = None
+    connections: int = Field(default=16, ge=1)
+    commit_every: int = Field(default=1, ge=1)
+    method: Literal["insert", "multirow", "copy"] = "insert"
+    mode: Literal["client", "server"] = "client"
+    key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
+    batch: int = Field(default=100, ge=1)
+    pg_bin: str | None = None
+
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        if v not in catalog.POPULATE_ENGINES:
+            raise ValueError("choose one of: " + ", ".join(catalog.POPULATE_ENGINES))
+        return v
+
+    @field_validator("bytes")
+    @classmethod
+    def _bytes(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                parse_size(v, "bytes")
+            except BadInput as exc:
+                raise ValueError(exc.allowed) from None
+        return v
+
+
+class DiskWorkload(Section):
+    kind: Literal["disk"]
+    profile: str = "default"
+    size: str = "1GiB"
+    runs: int = Field(default=5, ge=1)
+    # seconds, or as on the command line ("5s"); the same range as --duration and --interval
+    duration: Annotated[float, BeforeValidator(_duration(1.0, strict=False))] = 5.0
+    interval: Annotated[float, BeforeValidator(_duration(0.0, strict=False))] = 5.0
+    data: Literal["random", "zero"] = "random"
+    direct: bool = True
+    mix: bool = False
+    # The sweep profile's SQLIO matrix, written as on the command line ("4k,8k,64k", "1,8,32").
+    bs: str | None = None
+    qd: str | None = None
+    threads: str | None = None
+    rw: str | None = None
+    rwmix: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The sweep's keys only where given: a file without them keeps its cells' names.
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if k not in SWEEP_KEYS or v is not None}
+
+    @field_validator("bs", "qd", "threads", "rw", "rwmix")
+    @classmethod
+    def _sweep(cls, v: str | int | None, info: ValidationInfo) -> str | int | None:
+        if v is None:
+            return v
+        if info.data.get("profile") != "sweep":
+            raise ValueError("goes with the sweep profile only")
+        if info.field_name == "rwmix" and not 0 <= int(v) <= 100:
+            raise ValueError("give the read share in percent, 0 to 100")
+        try:
+            if info.field_name == "bs":
+                for size in str(v).split(","):
+                    parse_size(size, "bs")
+            elif info.field_name == "rw":
+                from iolab.workloads.diskmark import SWEEP_MODES
+
+                for mode in (m.strip() for m in str(v).split(",")):
+                    if mode not in SWEEP_MODES:
+                        raise ValueError(f"{mode!r}: choose among " + ", ".join(SWEEP_MODES))
+            elif info.field_name in ("qd", "threads"):
+                from iolab.fio.runner import check_parallelism
+
+                counts = parse_int_list(str(v), info.field_name)
+                qd = parse_int_list(info.data["qd"], "qd") if info.data.get("qd") else [1]
+                both = (counts, [1]) if info.field_name == "qd" else (qd, counts)
+                check_parallelism(*both)
+        except BadInput as exc:
+            raise ValueError(exc.allowed) from None
+        return v
+
+    def sweep_spec(self) -> SweepSpec | None:
+        """The sweep's matrix (defaults where not given), or None for the other profiles."""
+        from iolab.workloads.diskmark import SweepSpec
+
+        if self.profile != "sweep":
+            return None
+        spec = SweepSpec()
+        return SweepSpec(
+            block_sizes=tuple(parse_size(b, "bs") for b in self.bs.split(","))
+            if self.bs
+            else spec.block_sizes,
+            queue_depths=tuple(parse_int_list(self.qd, "qd")) if self.qd else spec.queue_depths,
+            threads=tuple(parse_int_list(self.threads, "threads"))
+            if self.threads
+            else spec.threads,
+            modes=tuple(m.strip() for m in self.rw.split(",") if m.strip())
+            if self.rw
+            else spec.modes,
+            rwmix=self.rwmix,
+        )
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, v: str) -> str:
+        from iolab.workloads.diskmark import PROFILES
+
+        if v not in PROFILES:
+            raise ValueError("choose one of: " + ", ".join(PROFILES))
+        return v
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        try:
+            if parse_size(v, "size") <= 0:
+                raise ValueError("give a size above zero, e.g. 1GiB")
+        except BadInput as exc:
+            raise ValueError(exc.allowed) from None
+        return v
+
+
+class TpchWorkload(Section):
+    @field_validator("engine")
+    @classmethod
+    def _engine(cls, v: str) -> str:
+        if v not in catalog.TPCH_ENGINES:
+            raise ValueError("choose one of: " + ", ".join(catalog.TPCH_ENGINES))
+        return v
+
+    kind: Literal["tpch"]
+    engine: str = catalog.TPCH_DEFAULT
+    scale_factor: float = Field(default=1.0, gt=0)
+    compression: Literal["on", "off", "default"] = "default"
+    cold: bool = True
+    # seconds per query, or as on the command line ("10m")
+    timeout: Annotated[float, BeforeValidator(_duration(0.0, strict=True))] = 600.0
+    queries: list[int] | None = None  # a subset of 1..22; all when left out
+    loaders: int | None = Field(default=None, ge=1)
+    pg_bin: str | None = None
+
+
+WORKLOADS: dict[str, type[Section]] = {
+    "populate": PopulateWorkload,
+    "disk": DiskWorkload,
+    "tpch": TpchWorkload,
+}
+
+
+def _loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
+    """The first validation error as a BadInput naming the key path, value and what is allowed."""
+    err = exc.errors()[0]
+    where = _loc([*([prefix] if prefix else []), *err["loc"]])
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        return BadInput(
+            where, err.get("input"), "unknown key; check its spelling in docs/experiments.md"
+        )
+    if err["type"] == "missing":
+        return BadInput(where, None, "this key is required")
+    ctx = err.get("ctx", {})
+    plain = {
+        "float_parsing": "give a number, e.g. 1 or 0.01",
+        "int_parsing": "give a whole number",
+        "int_from_float": "give a whole number",
+        "bool_parsing": "give true or false",
+        "greater_than": f"give more than {ctx.get('gt')}",
+        "greater_than_equal": f"give {ctx.get('ge')} or more",
+        "less_than_equal": f"give {ctx.get('le')} or less",
+    }.get(err["type"])
+    if plain is not None:
+        return BadInput(where, err.get("input"), plain)
+    if err["type"] == "literal_error":  # as every other choice: "choose one of: a, b"
+        expected = str(err.get("ctx", {}).get("expected", ""))
+        choices = [c.strip(" '") for c in expected.replace(" or ", ", ").split(",")]
+        return BadInput.choice(where, err.get("input"), choices)
+    return BadInput(where, err.get("input"), message)
+
+
+def from_flags(model: type[M], values: Mapping[str, Any]) -> M:
+    """A command's flags validated by the workload's model; an error names the flag."""
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as exc:
+        err = bad_input(exc)
+        key = err.field.split("[", 1)[0].split(".", 1)[0]
+        raise BadInput(flag_of(key), err.value, err.allowed) from None

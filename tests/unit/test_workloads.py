@@ -1,0 +1,86 @@
+"""Each workload's one options model: a flag and a file key get the same check and message,
+named as the user wrote them; sweeps in files; cell names unchanged by the sweep's keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from iolab.config.experiment import load
+from iolab.config.workloads import DiskWorkload, PopulateWorkload, TpchWorkload, from_flags
+from iolab.errors import BadInput
+from iolab.results import cell_id
+from iolab.runner.kinds import command_layout, disk_options, layout_of, tpch_options
+
+DISK_FILE = """
+[experiment]
+name = "d"
+[workload]
+kind = "disk"
+{workload}
+[layouts.a]
+data_dirs = ["."]
+"""
+
+CASES = [
+    (DiskWorkload, "duration", "0.5s", "give at least 1 s"),
+    (DiskWorkload, "data", "ones", "choose one of: random, zero"),
+    (DiskWorkload, "runs", 0, "give 1 or more"),
+    (DiskWorkload, "qd", "1,8", "goes with the sweep profile only"),
+    (PopulateWorkload, "method", "bulk", "choose one of: insert, multirow, copy"),
+    (PopulateWorkload, "commit_every", 0, "give 1 or more"),
+    (TpchWorkload, "scale_factor", "abc", "give a number, e.g. 1 or 0.01"),
+    (TpchWorkload, "compression", "maybe", "choose one of: on, off, default"),
+]
+
+
+@pytest.mark.parametrize(("model", "key", "value", "allowed"), CASES)
+def test_a_flag_and_a_file_key_get_the_same_message(
+    tmp_path: Path, model: type[DiskWorkload], key: str, value: object, allowed: str
+) -> None:
+    kind = str(model.model_fields["kind"].annotation).split("'")[1]
+    with pytest.raises(BadInput) as flag:
+        from_flags(model, {"kind": kind, key: value})
+    flag_name = {"scale_factor": "--sf"}.get(key, "--" + key.replace("_", "-"))
+    assert (flag.value.field, flag.value.value, flag.value.allowed) == (flag_name, value, allowed)
+    exp = tmp_path / "e.toml"
+    text = DISK_FILE.replace('kind = "disk"', f'kind = "{kind}"')
+    exp.write_text(text.format(workload=f"{key} = {value!r}".replace("'", '"')))
+    with pytest.raises(BadInput) as file:
+        load(exp)
+    assert (file.value.field, file.value.value, file.value.allowed) == (
+        f"workload.{key}",
+        value,
+        allowed,
+    )
+
+
+def test_a_sweep_in_a_file_is_the_commands_sweep(tmp_path: Path) -> None:
+    exp = tmp_path / "e.toml"
+    exp.write_text(
+        DISK_FILE.format(workload='profile = "sweep"\nbs = "8k"\nqd = "1,32"\nrw = "randread"')
+    )
+    (cell,) = load(exp).cells
+    from_file = disk_options(cell.params, tmp_path)
+    flags = {"kind": "disk", "profile": "sweep", "bs": "8k", "qd": "1,32", "rw": "randread"}
+    params = {**from_flags(DiskWorkload, flags).model_dump(), **command_layout([tmp_path])}
+    from_command = disk_options(params, tmp_path)
+    assert from_file.sweep == from_command.sweep
+    assert [t.label for t in from_file.tests()] == ["RND8K Q1T1 read", "RND8K Q32T1 read"]
+
+
+def test_cells_without_the_sweeps_keys_keep_their_names(tmp_path: Path) -> None:
+    exp = tmp_path / "e.toml"
+    exp.write_text(DISK_FILE.format(workload='profile = "real"'))
+    (cell,) = load(exp).cells
+    assert not {"bs", "qd", "threads", "rw", "rwmix"} & set(cell.params)
+    assert cell.id == cell_id(cell.params)
+
+
+def test_tpch_flags_become_the_options_a_file_would_give(tmp_path: Path) -> None:
+    flags = {"kind": "tpch", "scale_factor": "0.01", "compression": "off", "timeout": "90s"}
+    params = {**from_flags(TpchWorkload, flags).model_dump(), **command_layout([tmp_path])}
+    options = tpch_options(params, layout_of(params, Path))
+    assert (options.scale_factor, options.compression, options.timeout) == (0.01, False, 90.0)
+    assert options.queries == tuple(range(1, 23))
