@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -61,6 +62,17 @@ def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
     return check
 
 
+def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
+    """A validator: the value is one of ``choices`` (an engine's name, a profile)."""
+
+    def check(value: str) -> str:
+        if value not in choices:
+            raise ValueError("choose one of: " + ", ".join(choices))
+        return value
+
+    return check
+
+
 class LayoutSection(Section):
     data_dirs: list[str] = Field(min_length=1)
     files: int = Field(default=1, ge=1)
@@ -71,7 +83,9 @@ class LayoutSection(Section):
 
 class PopulateWorkload(Section):
     kind: Literal["populate"]
-    engine: str = catalog.DEFAULT_ENGINE
+    engine: Annotated[str, AfterValidator(_one_of(catalog.POPULATE_ENGINES))] = (
+        catalog.DEFAULT_ENGINE
+    )
     rows: int | None = Field(default=None, ge=1)
     bytes: str | None = None
     connections: int = Field(default=16, ge=1)
@@ -81,13 +95,6 @@ class PopulateWorkload(Section):
     key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
     batch: int = Field(default=100, ge=1)
     pg_bin: str | None = None
-
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, v: str) -> str:
-        if v not in catalog.POPULATE_ENGINES:
-            raise ValueError("choose one of: " + ", ".join(catalog.POPULATE_ENGINES))
-        return v
 
     @field_validator("bytes")
     @classmethod
@@ -196,15 +203,8 @@ class DiskWorkload(Section):
 
 
 class TpchWorkload(Section):
-    @field_validator("engine")
-    @classmethod
-    def _engine(cls, v: str) -> str:
-        if v not in catalog.TPCH_ENGINES:
-            raise ValueError("choose one of: " + ", ".join(catalog.TPCH_ENGINES))
-        return v
-
     kind: Literal["tpch"]
-    engine: str = catalog.TPCH_DEFAULT
+    engine: Annotated[str, AfterValidator(_one_of(catalog.TPCH_ENGINES))] = catalog.TPCH_DEFAULT
     scale_factor: float = Field(default=1.0, gt=0)
     compression: Literal["on", "off", "default"] = "default"
     cold: bool = True
