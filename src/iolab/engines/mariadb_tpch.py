@@ -144,7 +144,7 @@ class MariaDBTpch:
         run_parallel(ENGINE, _autocommit(connect), self.loaders, builds, run)
         analyze = [[f"ANALYZE TABLE {table} PERSISTENT FOR ALL"] for table in TABLES]
         run_parallel(ENGINE, _autocommit(connect), self.loaders, analyze, run)
-        conn = connect()
+        conn: Any = connect()  # the driver's own connection
         try:
             checkpoint(conn)
         finally:
@@ -230,7 +230,7 @@ def _autocommit(connect: Connect) -> Connect:
     """Connections from ``connect`` with autocommit on: each statement its own transaction."""
 
     def make() -> Any:
-        conn = connect()
+        conn: Any = connect()  # the driver's own connection
         conn.autocommit(True)
         return conn
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from iolab.engines.interface import Layout, Placement, check_dirs
+from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs
 from iolab.engines.postgres_load import PostgresPopulate
 from iolab.engines.postgres_tpch import PostgresTpch
 from iolab.engines.server_process import (
@@ -41,7 +41,7 @@ from iolab.engines.server_process import (
     spawn,
 )
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
-from iolab.ownership import owned_name, reap, remove
+from iolab.ownership import owned_name, reap
 from iolab.process import tail
 
 if TYPE_CHECKING:
@@ -169,10 +169,11 @@ def _gone(pids: Iterable[int], timeout: float) -> bool:
     return True
 
 
-class PostgresEngine:
+class PostgresEngine(Provisioned):
     """A PostgreSQL cluster provisioned on a layout; see the module docstring."""
 
     name: ClassVar[str] = "postgres"
+    title: ClassVar[str] = "PostgreSQL"
 
     def __init__(
         self, layout: Layout, *, bin_dir: Path | None = None, workdir: Path | None = None
@@ -181,8 +182,7 @@ class PostgresEngine:
         self._bin_dir = bin_dir
         self._workdir = workdir
         self._user: ServerUser | None = None
-        self._created: list[Path] = []
-        self._placement: Placement | None = None
+        super().__init__()
         self._cluster: Path | None = None
         self._run_dir: Path | None = None
         self._tablespace_dirs: list[Path] = []
@@ -278,8 +278,7 @@ class PostgresEngine:
     # -- provision -----------------------------------------------------------------------------
 
     def provision(self) -> Placement:
-        if self._placement is not None or self._created:
-            raise IolabError("this PostgreSQL engine is already provisioned; use a new one")
+        self._begin_provision()
         layout = self._layout
         self._validate_layout(layout)
         _require_psycopg()
@@ -635,14 +634,6 @@ class PostgresEngine:
         proc.wait()
         if not _gone(children, 10.0):
             raise RunFailed(f"PostgreSQL processes {children} did not exit after SIGKILL")
-
-    def destroy(self) -> None:
-        """Stop the server if needed, then remove exactly what provision() created."""
-        self.stop()
-        self._created = remove(self._created)
-        if self._created:
-            left = ", ".join(str(p) for p in self._created)
-            raise IolabError(f"could not remove what PostgreSQL left: {left}; remove it by hand")
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -64,7 +64,7 @@ def _autocommit(connect: Connect) -> Connect:
     """Connections from ``connect`` with autocommit on: each statement its own transaction."""
 
     def make() -> Any:
-        conn = connect()
+        conn: Any = connect()  # the driver's own connection
         conn.autocommit = True
         return conn
 
@@ -154,7 +154,7 @@ class PostgresTpch:
                 todo.append(f"ANALYZE {table}")
                 attach.append(todo)
             run_parallel(ENGINE, _autocommit(connect), self.loaders, attach, run)
-        conn = connect()
+        conn: Any = connect()  # the driver's own connection
         try:
             conn.autocommit = True
             conn.execute("CHECKPOINT")

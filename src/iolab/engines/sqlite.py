@@ -35,10 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from iolab.engines.interface import Layout, Placement, check_dirs, plan_files
+from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs, plan_files
 from iolab.engines.sqlite_load import SQLitePopulate
 from iolab.errors import BadInput, IolabError, RunFailed
-from iolab.ownership import remove
 
 # Kinds of what this engine creates (see iolab.ownership).
 KIND_DATA = "sqlite"
@@ -263,16 +262,16 @@ class _TempDirectory:
 _TEMP = _TempDirectory()
 
 
-class SQLiteEngine:
+class SQLiteEngine(Provisioned):
     """SQLite database files provisioned on a layout; see the module docstring."""
 
     name: ClassVar[str] = "sqlite"
+    title: ClassVar[str] = "SQLite"
 
     def __init__(self, layout: Layout) -> None:
         self._layout = layout
         self._settings: dict[str, str] = {}
-        self._created: list[Path] = []
-        self._placement: Placement | None = None
+        super().__init__()
         self._files: list[Path] = []
         self._temp_dir: Path | None = None
         self._started = False
@@ -312,8 +311,7 @@ class SQLiteEngine:
     # -- provision -----------------------------------------------------------------------------
 
     def provision(self) -> Placement:
-        if self._placement is not None or self._created:
-            raise IolabError("this SQLite engine is already provisioned; use a new one")
+        self._begin_provision()
         layout = self._layout
         self._validate_layout(layout)
         settings = parse_settings(layout.settings)
@@ -566,14 +564,6 @@ class SQLiteEngine:
             self._release_temp_dir()
         finally:
             self._started = False
-
-    def destroy(self) -> None:
-        """Stop, then remove exactly what provision() created; safe to call twice."""
-        self.stop()
-        self._created = remove(self._created)
-        if self._created:
-            left = ", ".join(str(p) for p in self._created)
-            raise IolabError(f"could not remove what SQLite left: {left}; remove it by hand")
 
 
 def _reading(pragma: Pragma, value: object) -> str:

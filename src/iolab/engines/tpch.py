@@ -22,8 +22,9 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
+from iolab.engines.interface import Connection
 from iolab.errors import RunFailed
 
 CHUNK_BYTES = 16 * 2**20  # CSV bytes per chunk of a parallel load
@@ -207,7 +208,7 @@ class QueryTimeout(Exception):
 
 
 Progress = Callable[[int], None]  # called with the number of CSV bytes just loaded
-Connect = Callable[[], Any]  # a new connection to the engine's benchmark database
+Connect = Callable[[], Connection]  # a new connection to the engine's benchmark database
 
 
 class TpchDialect(Protocol):
@@ -215,7 +216,7 @@ class TpchDialect(Protocol):
 
     compression: bool
 
-    def create_tables(self, conn: Any) -> None:
+    def create_tables(self, conn: Connection) -> None:
         """Create the eight tables spread over the layout's data files (keys and indexes may
         wait for :meth:`finish_load`)."""
         ...
@@ -233,14 +234,17 @@ class TpchDialect(Protocol):
         ...
 
     def execute(
-        self, conn: Any, sql: str, timeout: float
-    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        self, conn: Connection, sql: str, timeout: float
+    ) -> tuple[list[str], list[tuple[object, ...]]]:
         """Run a query: column names and rows. Raises QueryTimeout after ``timeout`` seconds."""
         ...
 
-    def row_counts(self, conn: Any) -> dict[str, int]:
+    def row_counts(self, conn: Connection) -> dict[str, int]:
         """Rows in each table."""
         ...
+
+
+T = TypeVar("T")  # a task of run_parallel
 
 
 class Stopped(Exception):
@@ -251,13 +255,13 @@ def run_parallel(
     engine: str,
     connect: Connect,
     workers: int,
-    tasks: list[Any],
-    work: Callable[[Any, Any, threading.Event], None],
+    tasks: list[T],
+    work: Callable[[Connection, T, threading.Event], None],
 ) -> None:
     """``work(conn, task, stop)`` for every task, on ``workers`` connections from ``connect``,
     each in its own thread; the first error stops the others and is raised as RunFailed naming
     ``engine``. ``work`` raises :class:`Stopped` when it sees ``stop`` set."""
-    pending: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    pending: queue.SimpleQueue[T] = queue.SimpleQueue()
     for task in tasks:
         pending.put(task)
     stop = threading.Event()
@@ -267,7 +271,7 @@ def run_parallel(
         for _ in range(max(1, min(workers, len(tasks)))):
             conns.append(connect())
 
-        def worker(conn: Any) -> None:
+        def worker(conn: Connection) -> None:
             while not stop.is_set():
                 try:
                     task = pending.get_nowait()

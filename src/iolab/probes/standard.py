@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.interface import Engine, Placement
+from iolab.engines.interface import Connection, Engine, Placement
 from iolab.events import EventSink
 from iolab.probes.checkpoints import PostgresLogCheckpoints
 from iolab.probes.devices import DeviceProbe
@@ -74,7 +74,7 @@ def device_deltas(
     return out
 
 
-def session_ids(engine: Engine, connections: Sequence[Any]) -> list[int] | None:
+def session_ids(engine: Engine, connections: Sequence[Connection]) -> list[int] | None:
     """The server-side ids of the workload's connections: PostgreSQL backend pids, MariaDB
     connection ids (None for other engines, or when there are none)."""
     kind = catalog.kind_of(engine)
@@ -102,7 +102,7 @@ def _sqlite(engine: Engine, placement: Placement, sessions: Sequence[int] | None
 
 
 # The probe families an engine's descriptor names (iolab.engines.catalog.EngineKind.probes).
-FAMILIES: dict[str, Callable[[Any, Placement, Sequence[int] | None], list[Probe]]] = {
+FAMILIES: dict[str, Callable[[Engine, Placement, Sequence[int] | None], list[Probe]]] = {
     "postgres": _postgres,
     "mariadb": _mariadb,
     "sqlite": _sqlite,
@@ -121,7 +121,7 @@ def engine_probes(
 def populate_probes(
     engine: Engine,
     placement: Placement,
-    connections: Sequence[Any],
+    connections: Sequence[Connection],
     committed: Callable[[], float],
 ) -> list[Probe]:
     """Everything a populate run records; ``committed`` reads the rows committed so far."""
@@ -141,7 +141,7 @@ def disk_probes(path: Path) -> list[Probe]:
 def populate_recorder(
     engine: Engine,
     placement: Placement,
-    connections: Sequence[Any],
+    connections: Sequence[Connection],
     committed: Callable[[], float],
     interval: float | None,
     events: EventSink,
@@ -163,7 +163,7 @@ def disk_recorder(path: Path, interval: float | None, events: EventSink) -> Reco
 def tpch_recorder(
     engine: Engine,
     placement: Placement,
-    connection: Any,
+    connection: Connection,
     interval: float | None,
     events: EventSink,
 ) -> Recorder | None:

@@ -21,7 +21,14 @@ from typing import Any
 
 from iolab.engines import catalog, external
 from iolab.engines.external import ExternalTarget, check_external_layout
-from iolab.engines.interface import Layout, Placement, PopulateEngine, check_dirs, running
+from iolab.engines.interface import (
+    Connection,
+    Layout,
+    Placement,
+    PopulateEngine,
+    check_dirs,
+    running,
+)
 from iolab.engines.loading import (
     KeyKind,
     LoaderError,
@@ -240,7 +247,7 @@ def split(rows: int, parts: int) -> list[int]:
 class _Loader:
     index: int
     rows: int
-    conn: Any
+    conn: Connection
     elapsed: float | None = None
     error: BaseException | None = None
     done_rows: int = 0
@@ -538,6 +545,6 @@ def load_and_measure(
         )
 
 
-def _close(conn: Any) -> None:
+def _close(conn: Connection) -> None:
     with contextlib.suppress(Exception):  # a connection the server already dropped
         conn.close()

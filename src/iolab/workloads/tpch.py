@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.interface import Layout, Placement, TpchEngine, running
+from iolab.engines.interface import Connection, Layout, Placement, TpchEngine, running
 from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
 from iolab.errors import BadInput, RunFailed
@@ -389,7 +389,7 @@ def power_run(
 
 def _run_one(
     dialect: TpchDialect,
-    conn: Any,
+    conn: Connection,
     number: int,
     sql: str,
     timeout: float,
