@@ -454,3 +454,53 @@ def test_plan_command_counts_what_is_left(fake: FakeWorkload, tmp_path: Path) ->
         ("rows=200", 0, 2),
         ("rows=300", 0, 2),
     ]
+
+
+# --- claims: runs shared with another driver, and runs left by a dead one ---------------------
+
+
+def claim_first_cell(path: Path, store: Store) -> int:
+    """Take a run of the file's first cell as another driver would, before this one runs."""
+    experiment = config.load(path)
+    exp_id = runner.register(experiment, store)
+    claim = store.claim_run(exp_id, experiment.cells[0].id, 2)
+    assert claim is not None
+    return int(claim[0])
+
+
+def test_a_run_another_live_driver_holds_is_left_to_it(
+    fake: FakeWorkload, store: Store, tmp_path: Path
+) -> None:
+    path = experiment_file(tmp_path, experiment=SEQUENTIAL + "repetitions = 2")
+    claim_first_cell(path, store)  # 'running', by this (live) process: another driver's run
+    outcome = run_file(path, store)
+    assert fake.calls == [(100, 1), (200, 1), (200, 1), (300, 1), (300, 1)]
+    rows = run_rows(store.path)
+    assert [(r.rows, r.repetition, r.status) for r in rows] == [
+        (100, 1, "running"),
+        (100, 2, "done"),
+        (200, 1, "done"),
+        (200, 2, "done"),
+        (300, 1, "done"),
+        (300, 2, "done"),
+    ]
+    assert (outcome.planned, outcome.done) == (6, 5)
+
+
+def test_a_run_left_by_a_dead_driver_is_aborted_and_taken_again(
+    fake: FakeWorkload, store: Store, tmp_path: Path
+) -> None:
+    path = experiment_file(tmp_path, experiment=SEQUENTIAL + "repetitions = 2")
+    run_id = claim_first_cell(path, store)
+    with store.transaction() as c:  # its process belonged to another boot: it is gone
+        c.execute("UPDATE runs SET boot_id = 'another boot' WHERE id = ?", (run_id,))
+    outcome = run_file(path, store)
+    rows = run_rows(store.path)
+    assert (rows[0].rows, rows[0].status, rows[0].error) == (
+        100,
+        "aborted",
+        "interrupted: the iolab process running it is gone",
+    )
+    assert done_per_cell(rows) == {100: 2, 200: 2, 300: 2}
+    assert [r.repetition for r in rows if r.rows == 100] == [1, 2, 3]
+    assert (outcome.done, outcome.kept) == (6, 0)
