@@ -7,6 +7,7 @@ with servers where the check needs one, are in tests/integration/test_bad_input_
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -54,14 +55,18 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def place(tmp_path: Path, seeded: Path) -> dict[str, str]:
-    """``{tmp}``: a directory with ``data``, ``wal`` (empty), ``full`` (holding a file) and a
-    plain ``file``; ``{db}``: a copy of the seeded results database."""
+    """``{tmp}``: a directory with ``data``, ``wal`` (empty), ``full`` (holding a file), a
+    plain ``file`` and ``bin/fio`` (a stub); ``{db}``: a copy of the seeded results database."""
     for name in ("data", "wal", "full"):
         (tmp_path / name).mkdir()
     (tmp_path / "full" / "theirs.txt").write_text("not iolab's\n")
     (tmp_path / "file").write_text("not a directory, not a database\n")
     db = tmp_path / "results.db"
     db.write_bytes(seeded.read_bytes())
+    stub = tmp_path / "bin" / "fio"  # `iolab disk` looks for fio first; it is never started
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexit 99\n")
+    stub.chmod(0o755)
     return {"tmp": str(tmp_path), "db": str(db)}
 
 
@@ -81,6 +86,7 @@ def refused(argv: list[str], place: dict[str, str]) -> Result:
     fresh = Path(place["tmp"]) / "fresh.db"
     before = counts(Path(place["db"]))
     env = {
+        "PATH": f"{place['tmp']}/bin:{os.environ.get('PATH', '')}",  # fio found, on any machine
         "IOLAB_RESULTS": str(fresh),
         "IOLAB_TESTBED_DIR": str(Path(place["tmp"], "testbed-state")),  # no device is up
         "IOLAB_CACHE": str(Path(place["tmp"], "cache")),
