@@ -1,0 +1,894 @@
+"""Every command's argument handling, in-process (tests/unit/cli.py): bad options and values
+end in exit 2 and one line ``error: FIELD: VALUE is not allowed; WHAT IS`` (or typer's usage
+box for what the parser itself refuses), nothing recorded; --help names the key options;
+--version. No program starts (:func:`no_programs`); the same refusals through a real process,
+with servers where the check needs one, are in tests/integration/test_bad_input_*.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab import __version__
+from iolab.results import RunOutcome
+from iolab.runner.single import CommandRun, execute
+from iolab.store import open_store
+from tests.unit.cli import Result, iolab, no_programs
+
+NOT_ALLOWED = "is not allowed;"
+SIZE = "use a whole number of bytes or a number with a unit: 4k, 512MiB, 1GiB, 10GB"
+DURATION = "use seconds or a number with a unit: 500ms, 5s, 2m (or 2min), 1h"
+INT_LIST = "use whole numbers >= 1, comma-separated (1,8,32)"
+RUN_ID = "give a run id from `iolab results list`: a whole number from 1 to 9223372036854775807"
+SET = "write NAME=VALUE, e.g. --set max_wal_size=4GB"
+NO_DEVICE = "no testbed device is up; bring some up with `iolab testbed up TESTBED.toml`"
+NO_RUN = "runs are numbered 1 to 1 in {db} (see `iolab results list`)"
+NO_EXPERIMENT = "give an experiment file or name in {db} (it has no experiment yet)"
+
+
+@pytest.fixture(autouse=True)
+def _no_programs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    with no_programs(monkeypatch):
+        yield
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results database with one finished populate run (run 1, experiment "populate
+    sqlite"), recorded as `iolab populate` records it, by a body that starts nothing."""
+    db = tmp_path_factory.mktemp("seed") / "seed.db"
+
+    def body(outcome: RunOutcome) -> None:
+        outcome.summary.update({"elapsed_seconds": 1.5, "rows": 200, "rows_per_second": 133.0})
+
+    spec = CommandRun("populate sqlite", "populate", {"engine": "sqlite", "rows": 200}, {}, {})
+    with open_store(db) as store:
+        execute(store, spec, body)
+    return db
+
+
+@pytest.fixture
+def place(tmp_path: Path, seeded: Path) -> dict[str, str]:
+    """``{tmp}``: a directory with ``data``, ``wal`` (empty), ``full`` (holding a file), a
+    plain ``file`` and ``bin/fio`` (a stub); ``{db}``: a copy of the seeded results database."""
+    for name in ("data", "wal", "full"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "full" / "theirs.txt").write_text("not iolab's\n")
+    (tmp_path / "file").write_text("not a directory, not a database\n")
+    db = tmp_path / "results.db"
+    db.write_bytes(seeded.read_bytes())
+    stub = tmp_path / "bin" / "fio"  # `iolab disk` looks for fio first; it is never started
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexit 99\n")
+    stub.chmod(0o755)
+    return {"tmp": str(tmp_path), "db": str(db)}
+
+
+def counts(db: Path) -> tuple[int, int]:
+    """(experiments, runs) in a results database."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        experiments = conn.execute("SELECT COUNT(*) FROM experiments").fetchone()[0]
+        runs = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    return int(experiments), int(runs)
+
+
+def refused(argv: list[str], place: dict[str, str]) -> Result:
+    """Run ``argv`` (with ``{tmp}`` and ``{db}`` filled in; IOLAB_RESULTS is a fresh file in
+    ``{tmp}`` unless --results names one, and the testbed's state and the TPC-H cache are
+    ``{tmp}``'s) and check that nothing was recorded."""
+    args = [a.format(**place) for a in argv]
+    fresh = Path(place["tmp"]) / "fresh.db"
+    before = counts(Path(place["db"]))
+    env = {
+        "PATH": f"{place['tmp']}/bin:{os.environ.get('PATH', '')}",  # fio found, on any machine
+        "IOLAB_RESULTS": str(fresh),
+        "IOLAB_TESTBED_DIR": str(Path(place["tmp"], "testbed-state")),  # no device is up
+        "IOLAB_CACHE": str(Path(place["tmp"], "cache")),
+    }
+    done = iolab(*args, env=env)
+    assert counts(Path(place["db"])) == before
+    assert not fresh.exists() or counts(fresh) == (0, 0)
+    assert list((Path(place["tmp"]) / "data").iterdir()) == []
+    return done
+
+
+def assert_one_line(done: Result, line: str) -> None:
+    assert (done.code, done.error_lines, done.stdout) == (2, [line], ""), done
+
+
+# --- iolab's own refusals: exit 2 and one line ------------------------------------------------
+
+T = "{tmp}"
+DB = ["--results", "{db}"]
+# (argv, the whole error line)
+DISK: list[tuple[list[str], str]] = [
+    (
+        ["disk", T, "--profile", "nope"],
+        "--profile: 'nope' {} choose one of: default, nvme, peak, real, db, sweep",
+    ),
+    (["disk", T, "--size", "lots"], f"--size: 'lots' {{}} {SIZE}"),
+    (["disk", T, "--size", "-1GiB"], f"--size: '-1GiB' {{}} {SIZE}"),
+    (["disk", T, "--runs", "0"], "--runs: 0 {} give at least 1 measured pass"),
+    (["disk", T, "--duration", "0"], "--duration: '0' {} give at least 1s per pass"),
+    (["disk", T, "--duration", "abc"], f"--duration: 'abc' {{}} {DURATION}"),
+    (["disk", T, "--duration", "-5s"], f"--duration: '-5s' {{}} {DURATION}"),
+    (["disk", T, "--interval", "soon"], f"--interval: 'soon' {{}} {DURATION}"),
+    (["disk", T, "--data", "zeros-ish"], "--data: 'zeros-ish' {} choose one of: random, zero"),
+    (
+        ["disk", T, "--bs", "4k"],
+        "--profile: 'default' {} --bs/--qd/--threads/--rw/--rwmix go with --profile sweep",
+    ),
+    (["disk", T, "--profile", "sweep", "--bs", "big"], f"--bs: 'big' {{}} {SIZE}"),
+    (["disk", T, "--profile", "sweep", "--qd", "0"], f"--qd: '0' {{}} {INT_LIST}"),
+    (["disk", T, "--profile", "sweep", "--qd", "x"], f"--qd: 'x' {{}} {INT_LIST}"),
+    (
+        ["disk", T, "--profile", "sweep", "--qd", "1000000"],
+        "--qd: 1000000 {} give queue depths from 1 to 1024",
+    ),
+    (["disk", T, "--profile", "sweep", "--threads", "0"], f"--threads: '0' {{}} {INT_LIST}"),
+    (
+        ["disk", T, "--profile", "sweep", "--rw", "sideways"],
+        "--rw: 'sideways' {} choose one of: randread, randwrite, read, write",
+    ),
+    (
+        ["disk", T, "--profile", "sweep", "--rwmix", "101"],
+        "--rwmix: 101 {} give the read share in percent, 0 to 100",
+    ),
+    (["disk", T, "--sample-interval", "0.001"], "--sample-interval: '0.001' {} give 100ms or more"),
+    (["disk", T, "--sample-interval", "often"], f"--sample-interval: 'often' {{}} {DURATION}"),
+    (["disk", "{tmp}/missing"], "PATH: '{tmp}/missing' {} give an existing directory to test"),
+    (
+        ["disk", "{tmp}/file"],
+        "PATH: '{tmp}/file' {} give a directory; iolab creates its test file there",
+    ),
+    (["disk", "device:nosuchdevice"], f"PATH: 'device:nosuchdevice' {{}} {NO_DEVICE}"),
+]
+POPULATE: list[tuple[list[str], str]] = [
+    (["populate", "--rows", "0"], "--rows: 0 {} give at least one row per connection (>= 16)"),
+    (["populate", "--rows", "-5"], "--rows: -5 {} give at least one row per connection (>= 16)"),
+    (
+        ["populate", "--rows", "4", "--connections", "8"],
+        "--rows: 4 {} give at least one row per connection (>= 8)",
+    ),
+    (
+        ["populate", "--rows", "100", "--bytes", "1MB"],
+        "--rows: 100 {} give either --rows or --bytes, not both",
+    ),
+    (["populate", "--bytes", "lots"], f"--bytes: 'lots' {{}} {SIZE}"),
+    (["populate", "--connections", "0"], "--connections: 0 {} give at least 1 loader connection"),
+    (["populate", "--commit-every", "0"], "--commit-every: 0 {} give 1 or more rows per commit"),
+    (["populate", "--batch", "0"], "--batch: 0 {} give 1 or more rows per statement"),
+    (["populate", "--files", "0"], "--files: 0 {} give a whole number of data files, 1 or more"),
+    (["populate", "--method", "bulk"], "--method: 'bulk' {} choose one of: insert, multirow, copy"),
+    (
+        ["populate", "--method", "copy"],
+        "--method (with sqlite): 'copy' {} choose one of: insert, multirow",
+    ),
+    (
+        ["populate", "--engine", "postgres", "--method", "copy", "--mode", "server"],
+        "--method: 'copy' {} COPY is a client path; use --mode client",
+    ),
+    (["populate", "--mode", "proc"], "--mode: 'proc' {} choose one of: client, server"),
+    (
+        ["populate", "--key", "uuid"],
+        "--key: 'uuid' {} choose one of: sequential, random, ordered-uuid",
+    ),
+    (
+        ["populate", "--engine", "oracle"],
+        "--engine: 'oracle' {} choose one of: sqlite, postgres, mariadb",
+    ),
+    (
+        ["populate", "--engine", "duckdb"],
+        "--engine: 'duckdb' {} choose one of: sqlite, postgres, mariadb",
+    ),
+    (["populate", "--set", "journal_mode"], f"--set: 'journal_mode' {{}} {SET}"),
+    (["populate", "--set", "=wal"], f"--set: '=wal' {{}} {SET}"),
+    (["populate", "--sample-interval", "1ms"], "--sample-interval: '1ms' {} give 100ms or more"),
+    (
+        ["populate", "--data-dir", "/nonexistent/iolab"],
+        "--data-dir: '/nonexistent/iolab' {} give an existing directory",
+    ),
+    (
+        ["populate", "--data-dir", "device:nothere"],
+        f"--data-dir: 'device:nothere' {{}} {NO_DEVICE}",
+    ),
+    (
+        ["populate", "--dsn", "oracle://x@y/z"],
+        "--dsn: 'oracle://x@y/z' {} postgresql://USER@"
+        "HOST:PORT/DB or mysql://USER@HOST:PORT/DB (schemes: mariadb, mysql, postgres, "
+        "postgresql)",
+    ),
+    (
+        ["populate", "--dsn", "postgresql://u@h/db", "--engine", "mariadb"],
+        "--engine: 'mariadb' {} postgres, the engine of the --dsn given",
+    ),
+    (
+        ["populate", "--dsn", "postgresql://u@h/db", "--data-dir", "{tmp}/data"],
+        "--data-dir: "
+        "'{tmp}/data' {} nothing: with --dsn iolab does not manage the server, so its layout and "
+        "settings are the server's own (configure them on the server)",
+    ),
+]
+TPCH: list[tuple[list[str], str]] = [
+    (
+        ["tpch", "--engine", "oracle"],
+        "--engine: 'oracle' {} choose one of: duckdb, postgres, mariadb",
+    ),
+    (
+        ["tpch", "--engine", "sqlite"],
+        "--engine: 'sqlite' {} choose one of: duckdb, postgres, mariadb",
+    ),
+    (["tpch", "--sf", "0"], "--sf: 0.0 {} give a positive scale factor, e.g. 1 or 0.01"),
+    (["tpch", "--sf", "-1"], "--sf: -1.0 {} give a positive scale factor, e.g. 1 or 0.01"),
+    (["tpch", "--sf", "huge"], "--sf: 'huge' {} give a positive scale factor, e.g. 1 or 0.01"),
+    (["tpch", "--sf", "nan"], "--sf: nan {} give a positive scale factor, e.g. 1 or 0.01"),
+    (["tpch", "--files", "0"], "--files: 0 {} give a whole number of data files, 1 or more"),
+    (["tpch", "--compression", "maybe"], "--compression: 'maybe' {} choose one of: on, off"),
+    (
+        ["tpch", "--engine", "postgres", "--compression", "on"],
+        "--compression: 'on' {} "
+        "PostgreSQL cannot compress TPC-H's rows (TOAST compresses only values over about 2 KB); "
+        "use --compression off",
+    ),
+    (["tpch", "--timeout", "0"], "--timeout: 0.0 {} give a positive number of seconds"),
+    (["tpch", "--timeout", "never"], f"--timeout: 'never' {{}} {DURATION}"),
+    (["tpch", "--queries", "0"], f"--queries: '0' {{}} {INT_LIST}"),
+    (["tpch", "--queries", "one"], f"--queries: 'one' {{}} {INT_LIST}"),
+    (["tpch", "--queries", "23"], "--queries: 23 {} give query numbers from 1 to 22, e.g. 1,3,6"),
+    (["tpch", "--queries", "1,1"], "--queries: '1,1' {} name each query once"),
+    (
+        ["tpch", "--queries", ""],
+        "--queries: '' {} give a comma-separated list of whole numbers >= 1",
+    ),
+    (["tpch", "--loaders", "0"], "--loaders: 0 {} give 1 or more loader connections"),
+    (["tpch", "--pg-bin", T], "--pg-bin: '{tmp}' {} --pg-bin goes with --engine postgres"),
+    (["tpch", "--set", "threads"], f"--set: 'threads' {{}} {SET}"),
+    (
+        ["tpch", "--set", "force_compression=zstd"],
+        "--set: 'force_compression' {} use --compression on|off",
+    ),
+    (["tpch", "--sample-interval", "0.01"], "--sample-interval: '0.01' {} give 100ms or more"),
+]
+DEMO: list[tuple[list[str], str]] = [
+    (
+        ["demo", "--rows", "0"],
+        "--rows: 0 {} give at least 8 rows (one per loader of the largest cell)",
+    ),
+    (
+        ["demo", "--rows", "-5"],
+        "--rows: -5 {} give at least 8 rows (one per loader of the largest cell)",
+    ),
+    (
+        ["demo", "--html", "/proc/x.html"],
+        "--html: '/proc/x.html' {} name a file you can write (No such file or directory)",
+    ),
+    (["demo", "--html", T], "--html: '{tmp}' {} name a file to write, not a directory"),
+]
+RESULTS: list[tuple[list[str], str]] = [
+    (["results", "show", "0", *DB], f"RUN: 0 {{}} {RUN_ID}"),
+    (["results", "show", "99999999999999999999", *DB], f"RUN: 99999999999999999999 {{}} {RUN_ID}"),
+    (["results", "show", "777", *DB], f"RUN: 777 {{}} {NO_RUN}"),
+    (["results", "log", "0", *DB], f"RUN: 0 {{}} {RUN_ID}"),
+    (["results", "log", "777", *DB], f"RUN: 777 {{}} {NO_RUN}"),
+    (["results", "log", "1", "--name", "x", *DB], "--name: 'x' {} run 1 kept these logs: none"),
+    (
+        ["results", "list", "--results", "{tmp}/missing.db"],
+        "--results: '{tmp}/missing.db' {} "
+        "no results database there; run a benchmark first or name an existing file with "
+        "--results or IOLAB_RESULTS",
+    ),
+    (
+        ["results", "list", "--results", "{tmp}/file"],
+        "--results: '{tmp}/file' {} it is not an "
+        "iolab results database (not an SQLite file); name another file, or a new one",
+    ),
+]
+REPORT: list[tuple[list[str], str]] = [
+    (
+        ["report", "no such experiment", *DB],
+        f"EXPERIMENT: 'no such experiment' {{}} {NO_EXPERIMENT}",
+    ),
+    (
+        ["report", "{tmp}/missing.toml", *DB],
+        f"EXPERIMENT: '{{tmp}}/missing.toml' {{}} {NO_EXPERIMENT}",
+    ),
+    (
+        ["report", "populate sqlite", "--metric", "nope", *DB],
+        "--metric: 'nope' {} give a number the runs record: elapsed_seconds, rows, rows_per_second",
+    ),
+    (
+        ["report", "populate sqlite", "--timelines", "some", *DB],
+        "--timelines: 'some' {} give median or all",
+    ),
+    (
+        ["report", "populate sqlite", "--html", "/proc/x.html", *DB],
+        "--html: '/proc/x.html' {} name a file you can write (No such file or directory)",
+    ),
+    (
+        ["report", "populate sqlite", "--html", T, *DB],
+        "--html: '{tmp}' {} name a file to write, not a directory",
+    ),
+    (
+        ["compare", "1-99999999999", "1", *DB],
+        "A: '1-99999999999' {} give run ids from 1 to 1 "
+        "(see `iolab results list`), e.g. 3,4,9 or 3-7",
+    ),
+    (
+        ["compare", "777", "1", *DB],
+        "A: '777' {} give run ids from 1 to 1 (see `iolab results list`), e.g. 3,4,9 or 3-7",
+    ),
+    (
+        ["compare", "3-1", "1", *DB],
+        "A: '3-1' {} give run ids from 1 to 1 (see `iolab results list`), e.g. 3,4,9 or 3-7",
+    ),
+    (
+        ["compare", "1", "no such experiment", *DB],
+        f"EXPERIMENT: 'no such experiment' {{}} {NO_EXPERIMENT}",
+    ),
+    (
+        ["compare", "1", "1", "--metric", "nope", *DB],
+        "--metric: 'nope' {} give a number the runs record: elapsed_seconds, rows, rows_per_second",
+    ),
+    (
+        ["export", "populate sqlite", "--format", "xml", *DB],
+        "--format: 'xml' {} choose one of: csv, json, parquet",
+    ),
+    (
+        ["export", "populate sqlite", "-o", "/proc/x.csv", *DB],
+        "--output: '/proc/x.csv' {} name a file you can write (No such file or directory)",
+    ),
+    (
+        ["export", "populate sqlite", "--format", "parquet", "-o", T, *DB],
+        "--output: '{tmp}' {} name a file to write, not a directory",
+    ),
+    (
+        ["export", "no such experiment", *DB],
+        f"EXPERIMENT: 'no such experiment' {{}} {NO_EXPERIMENT}",
+    ),
+    (["timeline", "0", "-o", "{tmp}/t.html", *DB], f"RUN: 0 {{}} {RUN_ID}"),
+    (["timeline", "777", "-o", "{tmp}/t.html", *DB], f"RUN: 777 {{}} {NO_RUN}"),
+    (
+        ["timeline", "1", "-o", "{tmp}/t.txt", *DB],
+        "--output: '{tmp}/t.txt' {} name a .html, .svg or .png file",
+    ),
+    (
+        ["timeline", "1", "-o", "/proc/x.html", *DB],
+        "--output: '/proc/x.html' {} name a file you can write (No such file or directory)",
+    ),
+    (
+        ["timeline", "1", "-o", "{tmp}/t.html", *DB],
+        "RUN: 1 {} this run has no probe series "
+        "(recorded with --no-probes, or before probes existed); pick another with `iolab results "
+        "list`",
+    ),
+]
+FILES: list[tuple[list[str], str]] = [
+    (
+        ["testbed", "up", "{tmp}/missing.toml"],
+        "TESTBED: '{tmp}/missing.toml' {} give an existing TOML file",
+    ),
+    (
+        ["testbed", "up", "{tmp}/file"],
+        "TESTBED: '{tmp}/file' {} fix the TOML syntax: Expected "
+        "'=' after a key in a key/value pair (at line 1, column 5)",
+    ),
+    (
+        ["plan", "{tmp}/missing.toml"],
+        "EXPERIMENT: '{tmp}/missing.toml' {} give an existing experiment file (.toml)",
+    ),
+    (
+        ["run", "{tmp}/missing.toml"],
+        "EXPERIMENT: '{tmp}/missing.toml' {} give an existing experiment file (.toml)",
+    ),
+]
+ERRORS = DISK + POPULATE + TPCH + DEMO + RESULTS + REPORT + FILES
+
+
+@pytest.mark.parametrize(("argv", "line"), ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
+def test_bad_value_is_one_line_naming_it(argv: list[str], line: str, place: dict[str, str]) -> None:
+    done = refused(argv, place)
+    expected = "error: " + line.replace("{}", NOT_ALLOWED).format(**place)
+    assert_one_line(done, expected)
+
+
+def test_every_command_has_refusals_here() -> None:
+    commands = {a[0] for a, _ in ERRORS}
+    assert commands >= {"disk", "populate", "tpch", "demo", "results", "report", "compare"}
+    assert commands >= {"export", "timeline", "testbed", "plan", "run"}
+    assert len(ERRORS) >= 100
+
+
+# --- what typer's parser refuses: its usage box, exit 2 ---------------------------------------
+
+INVALID_INT = "Input should be a valid integer, unable to parse string as an integer"
+# (argv, the usage line, the box's message)
+USAGE: list[tuple[list[str], str, str]] = [
+    (["--nope"], "iolab [OPTIONS] COMMAND [ARGS]...", "No such option: --nope"),
+    (["nosuchcommand"], "iolab [OPTIONS] COMMAND [ARGS]...", "No such command 'nosuchcommand'."),
+    (["disk", T, "--nope"], "iolab disk [OPTIONS] {path}", "No such option: --nope"),
+    (["disk"], "iolab disk [OPTIONS] {path}", "Missing argument 'path'."),
+    (
+        ["disk", T, "--runs", "abc"],
+        "iolab disk [OPTIONS] {path}",
+        f"Invalid value for '--runs': {INVALID_INT}",
+    ),
+    (
+        ["populate", "--rows", "many"],
+        "iolab populate [OPTIONS]",
+        f"Invalid value for '--rows': {INVALID_INT}",
+    ),
+    (
+        ["populate", "--rows", "1e30"],
+        "iolab populate [OPTIONS]",
+        f"Invalid value for '--rows': {INVALID_INT}",
+    ),
+    (
+        ["populate", "--files", "many"],
+        "iolab populate [OPTIONS]",
+        f"Invalid value for '--files': {INVALID_INT}",
+    ),
+    (["populate", "--row", "5"], "iolab populate [OPTIONS]", "No such option: --row"),
+    (["tpch", "--sf"], "", "Option '--sf' requires an argument."),
+    (
+        ["demo", "--rows", "many"],
+        "iolab demo [OPTIONS]",
+        f"Invalid value for '--rows': {INVALID_INT}",
+    ),
+    (["plan"], "iolab plan [OPTIONS] {file}", "Missing argument 'file'."),
+    (
+        ["results", "show", "x"],
+        "iolab results show [OPTIONS] {RUN}",
+        f"Invalid value for 'RUN': {INVALID_INT}",
+    ),
+    (
+        ["results", "list", "--limit", "0"],
+        "iolab results list [OPTIONS]",
+        "Invalid value for '--limit': Input should be greater than or equal to 1",
+    ),
+    (["timeline", "1"], "iolab timeline [OPTIONS] {RUN}", "Missing option '-o' / '--output'."),
+]
+
+
+def box_message(stderr: str) -> str:
+    """The text inside typer's error box."""
+    inside = [ln.strip("│ ") for ln in stderr.splitlines() if ln.startswith("│")]
+    return " ".join(inside)
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "message"), USAGE, ids=[" ".join(a) for a, _, _ in USAGE]
+)
+def test_parser_refusal_is_typers_usage_box(
+    argv: list[str], usage: str, message: str, place: dict[str, str]
+) -> None:
+    done = refused(argv, place)
+    assert (done.code, done.stdout) == (2, ""), done
+    assert "Traceback" not in done.stderr
+    assert box_message(done.stderr).startswith(message), done.stderr
+    if usage:
+        assert done.error_lines[0] == f"Usage: {usage}", done.stderr
+
+
+# --- experiment files: `iolab plan FILE` names the key ----------------------------------------
+
+POP = 'kind = "populate"\nrows = 100\nconnections = 2'
+DISK_W = 'kind = "disk"\nsize = "16MiB"\nruns = 1\nduration = 1'
+TPCH_W = 'kind = "tpch"\nscale_factor = 0.01'
+
+
+def exp(
+    workload: str = POP, layout: str = 'data_dirs = ["data"]', experiment: str = "", extra: str = ""
+) -> str:
+    return (
+        f'[experiment]\nname = "bad"\n{experiment}\n[workload]\n{workload}\n'
+        f"[layouts.a]\n{layout}\n[isolation]\nsettle_seconds = 0\n{extra}\n"
+    )
+
+
+def matrix(body: str) -> str:
+    return exp(extra=f"[matrix]\n{body}")
+
+
+GE = "Input should be greater than or equal to"
+UNKNOWN = "unknown key; check its spelling in docs/experiments.md"
+# (id, file text, the whole error line)
+EXPERIMENT_FILES: list[tuple[str, str, str]] = [
+    (
+        "no-experiment",
+        '[workload]\nkind = "disk"\n[layouts.a]\ndata_dirs = ["data"]\n',
+        "experiment: None {} this key is required",
+    ),
+    (
+        "no-layouts",
+        '[experiment]\nname = "bad"\n[workload]\nkind = "disk"\n',
+        "layouts: None {} this key is required",
+    ),
+    (
+        "repetitions-zero",
+        exp(experiment="repetitions = 0"),
+        'experiment.repetitions: 0 {} give 1 or more, or "auto"',
+    ),
+    (
+        "order",
+        exp(experiment='order = "random"'),
+        "experiment.order: 'random' {} Input should be 'shuffled' or 'sequential'",
+    ),
+    (
+        "on-failure",
+        exp(experiment='on_failure = "ignore"'),
+        "experiment.on_failure: 'ignore' {} Input should be 'retry', 'skip' or 'stop'",
+    ),
+    ("retries", exp(experiment="retries = -1"), f"experiment.retries: -1 {{}} {GE} 0"),
+    (
+        "timeout-word",
+        exp(experiment='timeout = "forever"'),
+        f"experiment.timeout: 'forever' {{}} {DURATION}",
+    ),
+    (
+        "timeout-zero",
+        exp(experiment="timeout = 0"),
+        'experiment.timeout: 0 {} give a duration above zero, e.g. "10min" or 600',
+    ),
+    (
+        "ci-target",
+        exp(experiment="ci_target = 2"),
+        "experiment.ci_target: 2 {} Input should be less than 1",
+    ),
+    (
+        "min-repetitions",
+        exp(experiment="min_repetitions = 1"),
+        f"experiment.min_repetitions: 1 {{}} {GE} 2",
+    ),
+    (
+        "min-above-max",
+        exp(experiment="min_repetitions = 5\nmax_repetitions = 3"),
+        "experiment.min_repetitions: 5 {} give at most max_repetitions",
+    ),
+    (
+        "unknown-experiment-key",
+        exp(experiment='colour = "red"'),
+        f"experiment.colour: 'red' {{}} {UNKNOWN}",
+    ),
+    (
+        "baseline-every",
+        exp(experiment="baseline_every = -1"),
+        f"experiment.baseline_every: -1 {{}} {GE} 0",
+    ),
+    (
+        "auto-with-disk",
+        exp(DISK_W, experiment='repetitions = "auto"'),
+        "experiment.repetitions: 'auto' {} a disk workload has no single metric to judge: give a "
+        "number",
+    ),
+    ("no-kind", exp("rows = 100"), "workload.kind: None {} choose one of: populate, disk, tpch"),
+    ("kind", exp('kind = "fio"'), "workload.kind: 'fio' {} choose one of: populate, disk, tpch"),
+    (
+        "engine",
+        exp('kind = "populate"\nengine = "oracle"'),
+        "workload.engine: 'oracle' {} choose one of: sqlite, postgres, mariadb",
+    ),
+    ("rows-zero", exp('kind = "populate"\nrows = 0'), f"workload.rows: 0 {{}} {GE} 1"),
+    (
+        "rows-word",
+        exp('kind = "populate"\nrows = "many"'),
+        f"workload.rows: 'many' {{}} {INVALID_INT}",
+    ),
+    (
+        "rows-below-connections",
+        exp('kind = "populate"\nrows = 4'),
+        "workload.rows: 4 {} give at least one row per connection (>= 16)",
+    ),
+    ("bytes-word", exp('kind = "populate"\nbytes = "lots"'), f"workload.bytes: 'lots' {{}} {SIZE}"),
+    (
+        "method",
+        exp(POP + '\nmethod = "bulk"'),
+        "workload.method: 'bulk' {} Input should be 'insert', 'multirow' or 'copy'",
+    ),
+    (
+        "method-copy-sqlite",
+        exp(POP + '\nmethod = "copy"'),
+        "workload.method: 'copy' {} choose one of: insert, multirow",
+    ),
+    ("unknown-workload-key", exp(POP + "\nrowz = 5"), f"workload.rowz: 5 {{}} {UNKNOWN}"),
+    (
+        "pg-bin-with-sqlite",
+        exp(POP + '\npg_bin = "/usr/bin"'),
+        "workload.pg_bin: '/usr/bin' {} --pg-bin goes with --engine postgres",
+    ),
+    (
+        "disk-duration-short",
+        exp('kind = "disk"\nduration = "0.5s"'),
+        "workload.duration: '0.5s' {} give at least 1 s",
+    ),
+    (
+        "disk-profile",
+        exp('kind = "disk"\nprofile = "fast"'),
+        "workload.profile: 'fast' {} choose one of: default, nvme, peak, real, db, sweep",
+    ),
+    ("disk-size-word", exp('kind = "disk"\nsize = "huge"'), f"workload.size: 'huge' {{}} {SIZE}"),
+    (
+        "tpch-sf",
+        exp('kind = "tpch"\nscale_factor = 0'),
+        "workload.scale_factor: 0 {} Input should be greater than 0",
+    ),
+    (
+        "tpch-engine",
+        exp('kind = "tpch"\nengine = "sqlite"'),
+        "workload.engine: 'sqlite' {} choose one of: duckdb, postgres, mariadb",
+    ),
+    (
+        "tpch-queries",
+        exp(TPCH_W + "\nqueries = [23]"),
+        "workload.queries: 23 {} give query numbers from 1 to 22, e.g. 1,3,6",
+    ),
+    (
+        "data-dirs-empty",
+        exp(layout="data_dirs = []"),
+        "layouts.a.data_dirs: [] {} List should have at least 1 item after validation, not 0",
+    ),
+    (
+        "data-dir-missing",
+        exp(layout='data_dirs = ["nowhere"]'),
+        "layouts.a.data_dirs[0]: 'nowhere' {} give an existing directory",
+    ),
+    (
+        "data-dir-not-empty",
+        exp(layout='data_dirs = ["full"]'),
+        "layouts.a.data_dirs: '{tmp}/full' {} give an empty directory; it holds files iolab did "
+        "not create (theirs.txt)",
+    ),
+    (
+        "files-zero",
+        exp(layout='data_dirs = ["data"]\nfiles = 0'),
+        f"layouts.a.files: 0 {{}} {GE} 1",
+    ),
+    (
+        "unknown-layout-key",
+        exp(layout='data_dirs = ["data"]\nspeed = 5'),
+        f"layouts.a.speed: 5 {{}} {UNKNOWN}",
+    ),
+    (
+        "wal-dir-sqlite",
+        exp(layout='data_dirs = ["data"]\nwal_dir = "wal"'),
+        "layouts.a.wal_dir: '{tmp}/wal' {} SQLite keeps its WAL beside each database file and "
+        "cannot put it elsewhere; leave the WAL dir out",
+    ),
+    (
+        "device-unknown",
+        exp(layout='data_dirs = ["device:nothere"]'),
+        "layouts.a.data_dirs[0]: 'device:nothere' {} name a device of the [devices] section "
+        "(there is none)",
+    ),
+    (
+        "sqlite-setting-value",
+        exp(layout='data_dirs = ["data"]\nsettings = { journal_mode = "banana" }'),
+        "layouts.a.settings.journal_mode: 'banana' {} choose one of: delete, "
+        "truncate, persist, memory, wal, off",
+    ),
+    ("matrix-layout", matrix('layout = ["b"]'), "matrix.layout[0]: 'b' {} choose one of: a"),
+    (
+        "matrix-empty",
+        matrix("files = []"),
+        "matrix.files: [] {} give at least one value; the matrix expands to nothing",
+    ),
+    ("matrix-twice", matrix("files = [1, 1]"), "matrix.files: [1, 1] {} give each value once"),
+    ("matrix-rows-zero", matrix("rows = [0]"), f"matrix (rows=0).rows: 0 {{}} {GE} 1"),
+    (
+        "matrix-connections",
+        matrix("connections = [2, 0]"),
+        f"matrix (connections=0).connections: 0 {{}} {GE} 1",
+    ),
+    (
+        "two-layouts-no-matrix",
+        exp(extra='[layouts.b]\ndata_dirs = ["data"]'),
+        "matrix.layout: None {} the file names 2 layouts (a, b): say which to run, e.g. layout = "
+        '["a", "b"]',
+    ),
+    (
+        "settle",
+        exp().replace("settle_seconds = 0", "settle_seconds = -1"),
+        f"isolation.settle_seconds: -1 {{}} {GE} 0",
+    ),
+    (
+        "drop-caches",
+        exp().replace("settle_seconds = 0", 'drop_caches = "perhaps"'),
+        "isolation.drop_caches: 'perhaps' {} Input should be a valid boolean, unable to interpret "
+        "input",
+    ),
+    (
+        "hook",
+        exp(extra="[hooks]\non_complete = 5"),
+        "hooks.on_complete: 5 {} Input should be a valid string",
+    ),
+    (
+        "device-size",
+        exp(extra='[devices.ssd]\nfilesystem = "ext4"'),
+        'devices.ssd.size: None {} give the device size, e.g. size = "20GiB"',
+    ),
+    (
+        "toml-syntax",
+        exp() + "\n[broken\n",
+        "{tmp}/exp.toml: 'TOML' {} fix the syntax: Expected ']' at the end of a table declaration "
+        "(at line 14, column 8)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"), [c[1:] for c in EXPERIMENT_FILES], ids=[c[0] for c in EXPERIMENT_FILES]
+)
+def test_bad_experiment_file_is_refused_by_plan_naming_the_key(
+    text: str, line: str, place: dict[str, str]
+) -> None:
+    Path(place["tmp"], "exp.toml").write_text(text)
+    done = refused(["plan", "{tmp}/exp.toml"], place)
+    assert_one_line(done, "error: " + line.replace("{}", NOT_ALLOWED).format(**place))
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        # the key path names the union's branch ("...repetitions.int") and a baseline key
+        # missing from the matrix lists no choices: checked only for the field and the value
+        (exp(experiment='repetitions = "many"'), "experiment.repetitions", "'many'"),
+        (exp(experiment="baseline = { files = 1 }"), "experiment.baseline.files", "'files'"),
+        (matrix("colour = [1]"), "matrix.colour", "'colour'"),
+        (
+            exp(layout='data_dirs = ["data"]\nsettings = { shared_buffers = "1GB" }'),
+            "layouts.a.settings.shared_buffers",
+            "'shared_buffers'",
+        ),
+    ],
+    ids=["repetitions-word", "baseline-not-in-matrix", "matrix-unknown", "sqlite-setting"],
+)
+def test_bad_experiment_file_names_field_and_value(
+    text: str, field: str, value: str, place: dict[str, str]
+) -> None:
+    Path(place["tmp"], "exp.toml").write_text(text)
+    for command in ("plan", "run"):
+        done = refused([command, "{tmp}/exp.toml"], place)
+        assert done.code == 2 and len(done.error_lines) == 1, done
+        assert done.error_lines[0].startswith(f"error: {field}"), done.stderr
+        assert f": {value} is not allowed; " in done.error_lines[0], done.stderr
+
+
+def test_run_refuses_a_bad_file_as_plan_does(place: dict[str, str]) -> None:
+    Path(place["tmp"], "exp.toml").write_text(exp(experiment='order = "random"'))
+    by_plan = refused(["plan", "{tmp}/exp.toml"], place)
+    by_run = refused(["run", "{tmp}/exp.toml"], place)
+    assert by_run == by_plan
+    assert by_run.error_lines == [
+        "error: experiment.order: 'random' is not allowed; Input should be 'shuffled' or "
+        "'sequential'"
+    ]
+
+
+def test_plan_of_a_good_file_lists_its_cells(place: dict[str, str]) -> None:
+    Path(place["tmp"], "exp.toml").write_text(matrix("connections = [1, 2]"))
+    done = iolab("plan", "{tmp}/exp.toml".format(**place), "--json", *["--results", place["db"]])
+    assert done.code == 0, done
+    doc = json.loads(done.stdout)
+    assert (doc["experiment"], doc["workload"], doc["runs"], doc["kept"]) == (
+        "bad",
+        "populate",
+        6,
+        0,
+    )
+    assert [(c["label"], c["done"], c["to_run"]) for c in doc["cells"]] == [
+        ("connections=1", 0, 3),
+        ("connections=2", 0, 3),
+    ]
+
+
+# --- help and version -------------------------------------------------------------------------
+
+HELP: list[tuple[list[str], list[str]]] = [
+    (
+        [],
+        [
+            "disk",
+            "populate",
+            "tpch",
+            "plan",
+            "run",
+            "report",
+            "compare",
+            "export",
+            "results",
+            "timeline",
+            "testbed",
+            "demo",
+            "--version",
+        ],
+    ),
+    (
+        ["disk"],
+        [
+            "PATH",
+            "--profile",
+            "--size",
+            "--runs",
+            "--duration",
+            "--bs",
+            "--qd",
+            "--threads",
+            "--rw",
+            "--results",
+            "--json",
+        ],
+    ),
+    (
+        ["populate"],
+        [
+            "--engine",
+            "--data-dir",
+            "--files",
+            "--wal-dir",
+            "--rows",
+            "--bytes",
+            "--connections",
+            "--commit-every",
+            "--set",
+            "--dsn",
+            "--results",
+        ],
+    ),
+    (
+        ["tpch"],
+        [
+            "--engine",
+            "--sf",
+            "--data-dir",
+            "--compression",
+            "--cold",
+            "--warm",
+            "--timeout",
+            "--queries",
+            "--results",
+        ],
+    ),
+    (["plan"], ["{file}", "experiment file", "--results", "--json"]),
+    (["run"], ["{file}", "Run it again to resume", "--results", "--json"]),
+    (["report"], ["--html", "--with-disk", "--metric", "--timelines", "--results"]),
+    (["compare"], ["--metric", "--results"]),
+    (["export"], ["--format", "--output", "--results"]),
+    (["timeline"], ["RUN", "--output", "--results"]),
+    (["demo"], ["--html", "--rows", "--skip-disk", "--results"]),
+    (["results"], ["list", "show", "log"]),
+    (["results", "show"], ["RUN", "--results", "--json"]),
+    (["results", "list"], ["--limit", "--results", "--json"]),
+    (["testbed"], ["up", "down", "status"]),
+]
+
+
+@pytest.mark.parametrize(("command", "names"), HELP, ids=[" ".join(c) or "iolab" for c, _ in HELP])
+def test_help_names_the_key_options(command: list[str], names: list[str]) -> None:
+    done = iolab(*command, "--help")
+    assert (done.code, done.stderr) == (0, ""), done
+    text = done.stdout
+    assert f"Usage: iolab {' '.join(command)}".replace("  ", " ") in text
+    missing = [n for n in names if n not in text]
+    assert missing == [], text
+
+
+def test_no_arguments_shows_help_and_exits_2() -> None:
+    done = iolab()
+    assert done.code == 2
+    assert "Usage: iolab [OPTIONS] COMMAND [ARGS]..." in done.stdout
+    assert "populate" in done.stdout
+
+
+def test_version() -> None:
+    done = iolab("--version")
+    assert done == Result(0, f"iolab {__version__}\n", "")
+
+
+def test_a_program_started_by_mistake_fails_the_test() -> None:
+    with pytest.raises(AssertionError, match="a unit test started a program"):
+        subprocess.run(["true"], check=False)
