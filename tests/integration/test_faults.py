@@ -4,9 +4,9 @@ Each kill lands in a different phase of a PostgreSQL populate experiment: while 
 starts (initdb, the server) is still in its launcher, before it is tied to iolab (launching);
 while the cluster is being made (provisioning), while loaders insert (loading, probes
 sampling), and the moment a run is recorded done (recording it, flushing its probes, starting
-the next). After each kill
-the server must be gone (parent-death signal), and the resumed experiment must end with every
-run done exactly once, nothing left running, and nothing of iolab's left in the layout.
+the next). After each kill the server must be gone (parent-death signal), and the resumed
+experiment must end with every run done exactly once, nothing left running, and nothing of
+iolab's left in the layout.
 """
 
 from __future__ import annotations

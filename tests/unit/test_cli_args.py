@@ -115,21 +115,21 @@ DISK: list[tuple[list[str], str]] = [
     (["disk", T, "--size", "lots"], f"--size: 'lots' {{}} {SIZE}"),
     (["disk", T, "--size", "-1GiB"], f"--size: '-1GiB' {{}} {SIZE}"),
     (["disk", T, "--runs", "0"], "--runs: 0 {} give at least 1 measured pass"),
-    (["disk", T, "--duration", "0"], "--duration: '0' {} give at least 1s per pass"),
+    (["disk", T, "--duration", "0"], "--duration: '0' {} give at least 1 s"),
     (["disk", T, "--duration", "abc"], f"--duration: 'abc' {{}} {DURATION}"),
     (["disk", T, "--duration", "-5s"], f"--duration: '-5s' {{}} {DURATION}"),
     (["disk", T, "--interval", "soon"], f"--interval: 'soon' {{}} {DURATION}"),
     (["disk", T, "--data", "zeros-ish"], "--data: 'zeros-ish' {} choose one of: random, zero"),
     (
         ["disk", T, "--bs", "4k"],
-        "--profile: 'default' {} --bs/--qd/--threads/--rw/--rwmix go with --profile sweep",
+        "--bs: '4k' {} goes with the sweep profile only",
     ),
     (["disk", T, "--profile", "sweep", "--bs", "big"], f"--bs: 'big' {{}} {SIZE}"),
     (["disk", T, "--profile", "sweep", "--qd", "0"], f"--qd: '0' {{}} {INT_LIST}"),
     (["disk", T, "--profile", "sweep", "--qd", "x"], f"--qd: 'x' {{}} {INT_LIST}"),
     (
         ["disk", T, "--profile", "sweep", "--qd", "1000000"],
-        "--qd: 1000000 {} give queue depths from 1 to 1024",
+        "--qd: '1000000' {} give queue depths from 1 to 1024",
     ),
     (["disk", T, "--profile", "sweep", "--threads", "0"], f"--threads: '0' {{}} {INT_LIST}"),
     (
@@ -150,8 +150,8 @@ DISK: list[tuple[list[str], str]] = [
     (["disk", "device:nosuchdevice"], f"PATH: 'device:nosuchdevice' {{}} {NO_DEVICE}"),
 ]
 POPULATE: list[tuple[list[str], str]] = [
-    (["populate", "--rows", "0"], "--rows: 0 {} give at least one row per connection (>= 16)"),
-    (["populate", "--rows", "-5"], "--rows: -5 {} give at least one row per connection (>= 16)"),
+    (["populate", "--rows", "0"], "--rows: 0 {} give 1 or more rows"),
+    (["populate", "--rows", "-5"], "--rows: -5 {} give 1 or more rows"),
     (
         ["populate", "--rows", "4", "--connections", "8"],
         "--rows: 4 {} give at least one row per connection (>= 8)",
@@ -224,19 +224,22 @@ TPCH: list[tuple[list[str], str]] = [
         ["tpch", "--engine", "sqlite"],
         "--engine: 'sqlite' {} choose one of: duckdb, postgres, mariadb",
     ),
-    (["tpch", "--sf", "0"], "--sf: 0.0 {} give a positive scale factor, e.g. 1 or 0.01"),
-    (["tpch", "--sf", "-1"], "--sf: -1.0 {} give a positive scale factor, e.g. 1 or 0.01"),
+    (["tpch", "--sf", "0"], "--sf: '0' {} give a positive scale factor, e.g. 1 or 0.01"),
+    (["tpch", "--sf", "-1"], "--sf: '-1' {} give a positive scale factor, e.g. 1 or 0.01"),
     (["tpch", "--sf", "huge"], "--sf: 'huge' {} give a positive scale factor, e.g. 1 or 0.01"),
-    (["tpch", "--sf", "nan"], "--sf: nan {} give a positive scale factor, e.g. 1 or 0.01"),
+    (["tpch", "--sf", "nan"], "--sf: 'nan' {} give a positive scale factor, e.g. 1 or 0.01"),
     (["tpch", "--files", "0"], "--files: 0 {} give a whole number of data files, 1 or more"),
-    (["tpch", "--compression", "maybe"], "--compression: 'maybe' {} choose one of: on, off"),
+    (
+        ["tpch", "--compression", "maybe"],
+        "--compression: 'maybe' {} choose one of: on, off, default",
+    ),
     (
         ["tpch", "--engine", "postgres", "--compression", "on"],
         "--compression: 'on' {} "
         "PostgreSQL cannot compress TPC-H's rows (TOAST compresses only values over about 2 KB); "
         "use --compression off",
     ),
-    (["tpch", "--timeout", "0"], "--timeout: 0.0 {} give a positive number of seconds"),
+    (["tpch", "--timeout", "0"], "--timeout: '0' {} give more than 0 s"),
     (["tpch", "--timeout", "never"], f"--timeout: 'never' {{}} {DURATION}"),
     (["tpch", "--queries", "0"], f"--queries: '0' {{}} {INT_LIST}"),
     (["tpch", "--queries", "one"], f"--queries: 'one' {{}} {INT_LIST}"),
@@ -495,7 +498,6 @@ def matrix(body: str) -> str:
     return exp(extra=f"[matrix]\n{body}")
 
 
-GE = "Input should be greater than or equal to"
 UNKNOWN = "unknown key; check its spelling in docs/experiments.md"
 # (id, file text, the whole error line)
 EXPERIMENT_FILES: list[tuple[str, str, str]] = [
@@ -517,14 +519,14 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "order",
         exp(experiment='order = "random"'),
-        "experiment.order: 'random' {} Input should be 'shuffled' or 'sequential'",
+        "experiment.order: 'random' {} choose one of: shuffled, sequential",
     ),
     (
         "on-failure",
         exp(experiment='on_failure = "ignore"'),
-        "experiment.on_failure: 'ignore' {} Input should be 'retry', 'skip' or 'stop'",
+        "experiment.on_failure: 'ignore' {} choose one of: retry, skip, stop",
     ),
-    ("retries", exp(experiment="retries = -1"), f"experiment.retries: -1 {{}} {GE} 0"),
+    ("retries", exp(experiment="retries = -1"), "experiment.retries: -1 {} give 0 or more"),
     (
         "timeout-word",
         exp(experiment='timeout = "forever"'),
@@ -543,7 +545,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "min-repetitions",
         exp(experiment="min_repetitions = 1"),
-        f"experiment.min_repetitions: 1 {{}} {GE} 2",
+        "experiment.min_repetitions: 1 {} give 2 or more",
     ),
     (
         "min-above-max",
@@ -558,7 +560,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "baseline-every",
         exp(experiment="baseline_every = -1"),
-        f"experiment.baseline_every: -1 {{}} {GE} 0",
+        "experiment.baseline_every: -1 {} give 0 or more",
     ),
     (
         "auto-with-disk",
@@ -573,11 +575,11 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         exp('kind = "populate"\nengine = "oracle"'),
         "workload.engine: 'oracle' {} choose one of: sqlite, postgres, mariadb",
     ),
-    ("rows-zero", exp('kind = "populate"\nrows = 0'), f"workload.rows: 0 {{}} {GE} 1"),
+    ("rows-zero", exp('kind = "populate"\nrows = 0'), "workload.rows: 0 {} give 1 or more rows"),
     (
         "rows-word",
         exp('kind = "populate"\nrows = "many"'),
-        f"workload.rows: 'many' {{}} {INVALID_INT}",
+        "workload.rows: 'many' {} give 1 or more rows",
     ),
     (
         "rows-below-connections",
@@ -588,7 +590,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "method",
         exp(POP + '\nmethod = "bulk"'),
-        "workload.method: 'bulk' {} Input should be 'insert', 'multirow' or 'copy'",
+        "workload.method: 'bulk' {} choose one of: insert, multirow, copy",
     ),
     (
         "method-copy-sqlite",
@@ -615,7 +617,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "tpch-sf",
         exp('kind = "tpch"\nscale_factor = 0'),
-        "workload.scale_factor: 0 {} Input should be greater than 0",
+        "workload.scale_factor: 0 {} give a positive scale factor, e.g. 1 or 0.01",
     ),
     (
         "tpch-engine",
@@ -646,7 +648,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "files-zero",
         exp(layout='data_dirs = ["data"]\nfiles = 0'),
-        f"layouts.a.files: 0 {{}} {GE} 1",
+        "layouts.a.files: 0 {} give 1 or more",
     ),
     (
         "unknown-layout-key",
@@ -678,11 +680,11 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         "matrix.files: [] {} give at least one value; the matrix expands to nothing",
     ),
     ("matrix-twice", matrix("files = [1, 1]"), "matrix.files: [1, 1] {} give each value once"),
-    ("matrix-rows-zero", matrix("rows = [0]"), f"matrix (rows=0).rows: 0 {{}} {GE} 1"),
+    ("matrix-rows-zero", matrix("rows = [0]"), "matrix (rows=0).rows: 0 {} give 1 or more rows"),
     (
         "matrix-connections",
         matrix("connections = [2, 0]"),
-        f"matrix (connections=0).connections: 0 {{}} {GE} 1",
+        "matrix (connections=0).connections: 0 {} give at least 1 loader connection",
     ),
     (
         "two-layouts-no-matrix",
@@ -693,13 +695,12 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "settle",
         exp().replace("settle_seconds = 0", "settle_seconds = -1"),
-        f"isolation.settle_seconds: -1 {{}} {GE} 0",
+        "isolation.settle_seconds: -1 {} give 0 or more",
     ),
     (
         "drop-caches",
         exp().replace("settle_seconds = 0", 'drop_caches = "perhaps"'),
-        "isolation.drop_caches: 'perhaps' {} Input should be a valid boolean, unable to interpret "
-        "input",
+        "isolation.drop_caches: 'perhaps' {} give true or false",
     ),
     (
         "hook",
@@ -764,8 +765,7 @@ def test_run_refuses_a_bad_file_as_plan_does(place: dict[str, str]) -> None:
     by_run = refused(["run", "{tmp}/exp.toml"], place)
     assert by_run == by_plan
     assert by_run.error_lines == [
-        "error: experiment.order: 'random' is not allowed; Input should be 'shuffled' or "
-        "'sequential'"
+        "error: experiment.order: 'random' is not allowed; choose one of: shuffled, sequential"
     ]
 
 

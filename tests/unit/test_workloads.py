@@ -26,11 +26,11 @@ data_dirs = ["."]
 CASES = [
     (DiskWorkload, "duration", "0.5s", "give at least 1 s"),
     (DiskWorkload, "data", "ones", "choose one of: random, zero"),
-    (DiskWorkload, "runs", 0, "give 1 or more"),
+    (DiskWorkload, "runs", 0, "give at least 1 measured pass"),
     (DiskWorkload, "qd", "1,8", "goes with the sweep profile only"),
     (PopulateWorkload, "method", "bulk", "choose one of: insert, multirow, copy"),
-    (PopulateWorkload, "commit_every", 0, "give 1 or more"),
-    (TpchWorkload, "scale_factor", "abc", "give a number, e.g. 1 or 0.01"),
+    (PopulateWorkload, "commit_every", 0, "give 1 or more rows per commit"),
+    (TpchWorkload, "scale_factor", "abc", "give a positive scale factor, e.g. 1 or 0.01"),
     (TpchWorkload, "compression", "maybe", "choose one of: on, off, default"),
 ]
 

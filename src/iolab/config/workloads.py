@@ -34,6 +34,16 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound=BaseModel)
 SWEEP_KEYS = ("bs", "qd", "threads", "rw", "rwmix")
+# What a number out of range or not a number means, in the words of its workload key.
+HINTS = {
+    "runs": "give at least 1 measured pass",
+    "rows": "give 1 or more rows",
+    "connections": "give at least 1 loader connection",
+    "commit_every": "give 1 or more rows per commit",
+    "batch": "give 1 or more rows per statement",
+    "loaders": "give 1 or more loader connections",
+    "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",
+}
 
 
 class Section(BaseModel):
@@ -147,9 +157,8 @@ class DiskWorkload(Section):
             elif info.field_name == "rw":
                 from iolab.workloads.diskmark import SWEEP_MODES
 
-                for mode in (m.strip() for m in str(v).split(",")):
-                    if mode not in SWEEP_MODES:
-                        raise ValueError(f"{mode!r}: choose among " + ", ".join(SWEEP_MODES))
+                if any(m.strip() not in SWEEP_MODES for m in str(v).split(",")):
+                    raise ValueError("choose one of: " + ", ".join(SWEEP_MODES))
             elif info.field_name in ("qd", "threads"):
                 from iolab.fio.runner import check_parallelism
 
@@ -241,17 +250,22 @@ def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
     if err["type"] == "missing":
         return BadInput(where, None, "this key is required")
     ctx = err.get("ctx", {})
+    bound = {"greater_than": "gt", "greater_than_equal": "ge", "less_than_equal": "le"}
+    key = bound.get(err["type"])
     plain = {
         "float_parsing": "give a number, e.g. 1 or 0.01",
         "int_parsing": "give a whole number",
         "int_from_float": "give a whole number",
         "bool_parsing": "give true or false",
-        "greater_than": f"give more than {ctx.get('gt')}",
-        "greater_than_equal": f"give {ctx.get('ge')} or more",
-        "less_than_equal": f"give {ctx.get('le')} or less",
+        "greater_than": "give more than {:g}",
+        "greater_than_equal": "give {:g} or more",
+        "less_than_equal": "give {:g} or less",
     }.get(err["type"])
+    if plain is not None and key is not None:
+        plain = plain.format(ctx.get(key, 0))
     if plain is not None:
-        return BadInput(where, err.get("input"), plain)
+        hint = HINTS.get(str(err["loc"][-1])) if err["loc"] else None
+        return BadInput(where, err.get("input"), hint or plain)
     if err["type"] == "literal_error":  # as every other choice: "choose one of: a, b"
         expected = str(err.get("ctx", {}).get("expected", ""))
         choices = [c.strip(" '") for c in expected.replace(" or ", ", ").split(",")]
