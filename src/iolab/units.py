@@ -31,7 +31,7 @@ def parse_size(text: str | int, field: str) -> int:
     base = 1000 if decimal else 1024
     value = float(number) * base**power
     if value < 1 or value != int(value):
-        raise BadInput(field, text, "use a whole, positive number of bytes; " + SIZE_HELP)
+        raise BadInput(field, text, "give a whole number of bytes above zero, e.g. 4k or 1GiB")
     return int(value)
 
 

@@ -84,3 +84,36 @@ def test_tpch_flags_become_the_options_a_file_would_give(tmp_path: Path) -> None
     options = tpch_options(params, layout_of(params, Path))
     assert (options.scale_factor, options.compression, options.timeout) == (0.01, False, 90.0)
     assert options.queries == tuple(range(1, 23))
+
+
+@pytest.mark.parametrize(
+    ("experiment", "field", "allowed"),
+    [
+        (
+            'repetitions = "many"',
+            "experiment.repetitions",
+            'give 1 or more runs per cell, or "auto"',
+        ),
+        (
+            "baseline = { files = 1 }",
+            "experiment.baseline.files",
+            "the file has no [matrix]: a baseline names one of its cells by matrix values",
+        ),
+    ],
+)
+def test_experiment_keys_are_named_as_written(
+    tmp_path: Path, experiment: str, field: str, allowed: str
+) -> None:
+    exp = tmp_path / "e.toml"
+    exp.write_text(DISK_FILE.format(workload="").replace('name = "d"', f'name = "d"\n{experiment}'))
+    with pytest.raises(BadInput) as err:
+        load(exp)
+    assert (err.value.field, err.value.allowed) == (field, allowed)
+
+
+def test_a_size_of_zero_says_so_once() -> None:
+    with pytest.raises(BadInput) as err:
+        from_flags(DiskWorkload, {"kind": "disk", "size": "0"})
+    assert str(err.value) == (
+        "--size: '0' is not allowed; give a whole number of bytes above zero, e.g. 4k or 1GiB"
+    )

@@ -314,6 +314,12 @@ def _baseline(spec: ExperimentFile, cells: list[Cell]) -> Cell | None:
     if wanted is None:
         return None
     for key in wanted:
+        if not spec.matrix:
+            raise BadInput(
+                f"experiment.baseline.{key}",
+                key,
+                "the file has no [matrix]: a baseline names one of its cells by matrix values",
+            )
         if key not in spec.matrix:
             raise BadInput.choice(f"experiment.baseline.{key}", key, spec.matrix)
     found = [c for c in cells if all(c.values.get(k) == v for k, v in wanted.items())]

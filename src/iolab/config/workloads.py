@@ -43,6 +43,7 @@ HINTS = {
     "batch": "give 1 or more rows per statement",
     "loaders": "give 1 or more loader connections",
     "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",
+    "repetitions": 'give 1 or more runs per cell, or "auto"',
 }
 
 
@@ -231,9 +232,14 @@ WORKLOADS: dict[str, type[Section]] = {
 }
 
 
+_TYPE_TAGS = frozenset({"int", "float", "str", "bool", "list", "dict"})
+
+
 def _loc(loc: Sequence[int | str]) -> str:
     out = ""
     for part in loc:
+        if isinstance(part, str) and (part in _TYPE_TAGS or "[" in part):
+            continue  # which member of a union failed ("int", "literal['auto']"): not a key
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
@@ -264,7 +270,8 @@ def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
     if plain is not None and key is not None:
         plain = plain.format(ctx.get(key, 0))
     if plain is not None:
-        hint = HINTS.get(str(err["loc"][-1])) if err["loc"] else None
+        names = [str(p) for p in err["loc"] if _loc([p])]  # the keys, not union members
+        hint = HINTS.get(names[-1]) if names else None
         return BadInput(where, err.get("input"), hint or plain)
     if err["type"] == "literal_error":  # as every other choice: "choose one of: a, b"
         expected = str(err.get("ctx", {}).get("expected", ""))
