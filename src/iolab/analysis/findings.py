@@ -10,18 +10,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from iolab import metrics
 from iolab.analysis.efficiency import Drift, Efficiency, drift_sentence
 from iolab.analysis.queries import QueryTimes
 from iolab.analysis.stats import Comparison, Summary, compare, summarize
 
+# A value of a matrix key as the stored params hold it (a JSON scalar, or a list: data dirs)
+MatrixValue: TypeAlias = str | int | float | bool | list[str | int | float | bool | None] | None
+
 
 @dataclass(frozen=True)
 class CellData:
     label: str
-    values: Mapping[str, Any]  # matrix key -> value
+    values: Mapping[str, MatrixValue]  # matrix key -> value
     metric: tuple[float, ...]  # the metric over done runs, in run order
     failed: int = 0
     reason: str = ""  # why the last failed run failed
@@ -55,8 +58,8 @@ class DimensionGain:
     """Seed 001's "average gain of X over Y across all tests": one matrix key, two values."""
 
     key: str
-    a: Any
-    b: Any
+    a: MatrixValue
+    b: MatrixValue
     pairs: tuple[Ratio, ...]  # a vs b with every other key equal
     mean_better: float  # geometric mean of the pairs' speedups
 
@@ -182,7 +185,7 @@ def _dimensions(
     keys = list(measured[0].cell.values)
     out = []
     for k in keys:
-        values: list[Any] = []
+        values: list[MatrixValue] = []
         for s in measured:
             v = s.cell.values.get(k)
             if v not in values:
@@ -246,9 +249,9 @@ def gain_sentence(d: DimensionGain) -> str:
     )
 
 
-def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, MatrixValue]:
     """A cell's matrix values from its resolved parameters (``settings.X`` from the settings)."""
-    out: dict[str, Any] = {}
+    out: dict[str, MatrixValue] = {}
     for k in keys:
         if k.startswith("settings."):
             out[k] = (params.get("settings") or {}).get(k.removeprefix("settings."))
@@ -257,7 +260,7 @@ def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, A
     return out
 
 
-def label_of(values: Mapping[str, Any]) -> str:
+def label_of(values: Mapping[str, MatrixValue]) -> str:
     return " ".join(
         f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in values.items()
     )
@@ -275,28 +278,3 @@ def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
-
-
-def lower_is_better(metric: str) -> bool:
-    """As :mod:`iolab.metrics` declares it: rates, throughputs, ratios and counts of successes
-    are better high; times, latencies, sizes and bytes per row are better low."""
-    return metrics.lookup(metric).lower_is_better
-
-
-def cells_from_runs(
-    rows: Sequence[tuple[str, Mapping[str, Any], Sequence[tuple[int, str, Mapping[str, Any]]]]],
-    matrix_keys: Sequence[str],
-    metric: str,
-    reasons: Mapping[str, str] | None = None,
-) -> list[CellData]:
-    """Cells with their metric over done runs, from ``(cell id, params, runs)`` rows, with each
-    cell's reason for its last failure from ``reasons``."""
-    out = []
-    for cell_id, params, runs in rows:
-        values = matrix_values(params, matrix_keys)
-        found = (metric_of(s, metric) for _, status, s in runs if status == "done")
-        numbers = tuple(v for v in found if v is not None)
-        failed = sum(1 for _, status, _ in runs if status in ("failed", "aborted"))
-        reason = (reasons or {}).get(cell_id, "") if failed else ""
-        out.append(CellData(label_of(values) or cell_id[:8], values, numbers, failed, reason))
-    return out
