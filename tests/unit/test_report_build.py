@@ -4,6 +4,7 @@ per-query times). No program runs: the runs are stored as the runner stores them
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -143,7 +144,9 @@ def test_the_best_cell_its_ratio_and_interval(seeded: Store) -> None:
 
 def test_failed_runs_are_a_warning_with_their_reason(seeded: Store) -> None:
     r = report.build(seeded, "layouts")
-    assert "engine=postgres: 1 run(s) failed: the server died" in r.warnings
+    assert r.warnings == ("engine=postgres: 1 run(s) failed: the server died",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.findings.warnings = ()  # type: ignore[misc]
     assert r.drift is None  # every run started in the same second: no time to drift over
 
 

@@ -71,9 +71,8 @@ def build(
     chosen, declaration = choose_metric(cfg, cells, metric)
     data = cell_data(cells, matrix_keys(cfg), chosen)
     base_label = _full_label(data, _baseline_label(cfg))
-    found = analyse(data, chosen, declaration.lower_is_better, baseline=base_label)
     disk_runs = [_disk_run(store, r) for r in with_disk]
-    found.add_context(
+    found = analyse(data, chosen, declaration.lower_is_better, baseline=base_label).with_context(
         _efficiency(store, cells, data, disk_runs),
         _drift(cells, data, chosen, base_label),
         query_times(_done_summaries(cells, data)),

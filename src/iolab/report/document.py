@@ -41,7 +41,7 @@ def report_document(report: ExperimentReport) -> dict[str, object]:
             }
             for d in f.dimensions
         ],
-        "warnings": f.warnings,
+        "warnings": list(f.warnings),
         "efficiency": [
             {
                 "cell": e.cell,

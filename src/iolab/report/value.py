@@ -107,11 +107,11 @@ class ExperimentReport:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return tuple(self.findings.warnings)
+        return self.findings.warnings
 
     @property
     def efficiency(self) -> tuple[Efficiency, ...]:
-        return tuple(self.findings.efficiency)
+        return self.findings.efficiency
 
     @property
     def drift(self) -> Drift | None:
@@ -119,4 +119,4 @@ class ExperimentReport:
 
     @property
     def queries(self) -> tuple[QueryTimes, ...]:
-        return tuple(self.findings.queries)
+        return self.findings.queries
