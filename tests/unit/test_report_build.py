@@ -5,6 +5,7 @@ per-query times). No program runs: the runs are stored as the runner stores them
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -268,3 +269,17 @@ def test_compare_and_export(seeded: Store) -> None:
     lines = csv_text(table).splitlines()
     assert lines[0].startswith("run,cell,status,engine,elapsed_seconds,rows,rows_per_second")
     assert lines[1].startswith("2,sqlite0000000000,done,sqlite,10.0,1000,")
+
+
+def test_the_terminal_rendering(seeded: Store) -> None:
+    from rich.console import Console
+
+    from iolab.report.findings import report_text
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(report_text(report.build(seeded, "layouts")))
+    text = console.export_text()
+    assert text.startswith("layouts · elapsed_seconds (lower is better)\n")
+    assert "best: engine=postgres: elapsed_seconds 5 (95% CI " in text
+    assert "engine=postgres was 2.01x faster than engine=sqlite" in text
+    assert "warning: engine=postgres: 1 run(s) failed: the server died" in text

@@ -23,7 +23,7 @@ from iolab.report import document
 from iolab.report import export as export_lib
 from iolab.report import html as html_report
 from iolab.report.comparison import compare as compare_runs
-from iolab.report.findings import findings_text
+from iolab.report.findings import report_text
 from iolab.store import open_store
 
 MetricOption = Annotated[
@@ -92,7 +92,7 @@ def report(
     if as_json:
         print(document.report_json(built))
         return
-    out.print(findings_text(built.findings, f"{built.name} · {built.metric} ({built.direction})"))
+    out.print(report_text(built))
     if html is not None:
         out.print(f"[dim]wrote {escape(str(html))}[/]")
 
