@@ -24,12 +24,16 @@ populate run on PostgreSQL 18 records, copied from a real run's shape:
 
 Timed: ``iolab report EXP``, ``iolab report EXP --json`` and ``iolab report EXP --html FILE``
 as subprocesses (the installed CLI, end to end, Python start-up included), ``--rounds`` times
-each in turn. The database is in the page cache after it was written; ``--cold`` drops it (that
-file only: ``posix_fadvise(DONTNEED)`` after an fsync, nothing else on the machine is touched)
-before every command, as for the first report after a long experiment. Printed: each
-command's wall times and median, the HTML file's size (PASS under 5 MB), and PASS when every
-median is under the target (10 s). The outputs are checked too: the terminal report names the
-best cell, the JSON has every cell with all its runs, the HTML has one timeline per cell. It
+each in turn; then the library call the commands make, :func:`iolab.report.build`, in this
+process (the store opened and the report built, nothing rendered): without timelines (what the
+terminal and JSON reports need) and with them (what the HTML report needs). The database is in
+the page cache after it was written; ``--cold`` drops it (that file only:
+``posix_fadvise(DONTNEED)`` after an fsync, nothing else on the machine is touched) before every
+command and call, as for the first report after a long experiment. Printed: each command's and
+call's wall times and median, the HTML file's size (PASS under 5 MB), and PASS when every median
+is under the target (10 s). The outputs are checked too: the terminal report names the best
+cell, the JSON and the library's report have every cell with all its runs, the HTML (and the
+library's report with timelines) one timeline per cell. It
 exits 0 whatever the verdict (2 on bad input, 1 when it could not run).
 
     .venv/bin/python bench/report_scale.py [--repetitions 20] [--duration 600] [--interval 1]
@@ -55,11 +59,14 @@ from pathlib import Path
 from typing import Any
 
 from compare import mark
+from iolab import report
 from iolab.config import experiment as config
 from iolab.config.experiment import Cell
 from iolab.errors import BadInput, IolabError
 from iolab.probes.data import ProbeData, Series
 from iolab.probes.interface import Checkpoint, Kind, RoleDevice, SeriesKey, WaitStat
+from iolab.report import ExperimentReport
+from iolab.report.builder import Timelines
 from iolab.results import RunOutcome
 from iolab.runner.experiment import register
 from iolab.runner.kinds import layout_of
@@ -452,6 +459,11 @@ def build(base: Path, repetitions: int, duration: float, interval: float) -> tup
 class Timing:
     command: str
     seconds: list[float] = field(default_factory=list)
+    library: bool = False  # a call of iolab.report in this process, not a CLI command
+
+    @property
+    def label(self) -> str:
+        return self.command if self.library else f"iolab {self.command}"
 
     @property
     def median(self) -> float:
@@ -487,6 +499,35 @@ def run_timed(args: list[str]) -> tuple[float, str]:
     return seconds, done.stdout
 
 
+# The library call the commands make (iolab.report.build), timed in this process on an open
+# store: without timelines (terminal and --json) and with the median runs' timelines (--html)
+LIBRARY_CALLS: dict[str, Timelines | None] = {
+    "report.build()": None,
+    "report.build(timelines)": "median",
+}
+
+
+def build_timed(db: Path, timelines: Timelines | None) -> tuple[float, ExperimentReport]:
+    """Seconds of ``iolab.report.build`` on the fixture, the store opened inside the timing."""
+    start = time.perf_counter()
+    with open_store(db, create=False) as store:
+        built = report.build(store, NAME, timelines=timelines)
+    return time.perf_counter() - start, built
+
+
+def check_built(
+    built: ExperimentReport, timelines: Timelines | None, cells: int, runs: int
+) -> None:
+    """The library's report has every cell with all its runs, and a timeline per cell when asked."""
+    n = sum(len(c.runs) for c in built.cells)
+    if len(built.cells) != cells or n != runs:
+        raise IolabError(
+            f"report.build has {len(built.cells)} cells, {n} runs; want {cells}, {runs}"
+        )
+    if timelines is not None and len(built.timelines) != cells:
+        raise IolabError(f"report.build has {len(built.timelines)} timelines; want {cells}")
+
+
 def check_outputs(terminal: str, doc: dict[str, Any], html: str, cells: int, runs: int) -> None:
     """The reports describe the whole experiment: a timed command that skipped work would not."""
     if "best:" not in terminal:
@@ -517,6 +558,15 @@ def measure(base: Path, db: Path, runs: int, cells: int, rounds: int, cold: bool
             timings[name].seconds.append(seconds)
             outputs[name] = stdout
             progress(f"[round {round_no}/{rounds}] iolab {name}: {seconds:.2f} s")
+    for name, timelines in LIBRARY_CALLS.items():
+        timing = timings[name] = Timing(name, library=True)
+        for round_no in range(1, rounds + 1):
+            if cold:
+                evict(db)
+            seconds, built = build_timed(db, timelines)
+            timing.seconds.append(seconds)
+            progress(f"[round {round_no}/{rounds}] {name}: {seconds:.2f} s")
+            check_built(built, timelines, cells, runs)
     html = out_html.read_text()
     check_outputs(outputs["report"], json.loads(outputs["report --json"]), html, cells, runs)
     return {
@@ -534,11 +584,11 @@ def render(result: dict[str, Any], args: argparse.Namespace, runs: int, cells: i
         f"{'cold (evicted before every command)' if args.cold else 'warm'} · "
         f"{os.cpu_count()} CPUs",
         "",
-        f"{'command':22} {'median s':>9}   per round",
+        f"{'command':28} {'median s':>9}   per round",
     ]
     for t in timings.values():
         per_round = " ".join(f"{s:.2f}" for s in t.seconds)
-        lines.append(f"iolab {t.command:16} {t.median:>9.2f}   {per_round}")
+        lines.append(f"{t.label:28} {t.median:>9.2f}   {per_round}")
     html_ok = result["html_bytes"] < HTML_LIMIT_BYTES
     worst = max(t.median for t in timings.values())
     lines += [

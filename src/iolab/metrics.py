@@ -1,6 +1,6 @@
 """Every number a workload records, declared once: its unit, which way is better, how to show it.
 
-Findings, ``--metric``, charts and exports ask this registry instead of guessing from a name. A
+Findings, ``--metric``, charts and exports ask this registry; nothing guesses from a name. A
 metric of a table inside a summary (``tests.SEQ1M Q8T1 read.mbps`` of a disk run) is declared by
 its last part (``mbps``).
 """
@@ -89,22 +89,20 @@ METRICS: dict[str, Metric] = {
     )
 }
 
-# A number not declared here still works with --metric; its direction is guessed from its name.
-_HIGHER = ("per_second", "mbps", "iops", "ratio", "_ok")
-_SPEED = ("seconds", "per_second", "mbps", "iops", "lat", "_us", "_ms")
+
+def find(name: str) -> Metric | None:
+    """The declaration of ``name`` (a summary key, or a dotted path declared by its last part),
+    or None for a number no workload declared (a count of rows, a page size: not a measurement
+    to compare)."""
+    return METRICS.get(name) or METRICS.get(name.rsplit(".", 1)[-1])
 
 
 def lookup(name: str) -> Metric:
-    """The declaration of ``name`` (a summary key or a dotted path), or one guessed from its
-    name for a number no workload declared."""
-    last = name.rsplit(".", 1)[-1]
-    found = METRICS.get(name) or METRICS.get(last)
-    if found is not None:
-        return found
-    speed = any(word in last for word in _SPEED)
-    higher = any(word in last for word in _HIGHER)
-    quantity = (Quantity.RATE if higher else Quantity.TIME) if speed else Quantity.SIZE
-    return Metric(name, "", quantity, not higher, "not declared: direction from its name")
+    """The declaration of ``name``; KeyError for a number no workload declared."""
+    found = find(name)
+    if found is None:
+        raise KeyError(f"{name} is not declared in iolab.metrics")
+    return found
 
 
 def lower_is_better(name: str) -> bool:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from iolab.analysis.findings import lower_is_better, metric_of
+from iolab.analysis.findings import metric_of
+from iolab.metrics import lower_is_better
 
 SUMMARY = {
     "elapsed_seconds": 2.5,
@@ -56,10 +57,13 @@ def test_declared_metrics_say_their_unit_direction_and_words() -> None:
     assert metrics.lookup("load_mb_per_second").format(1234.5) == "1,234 MB/s"
 
 
-def test_a_number_nobody_declared_is_guessed_from_its_name_and_says_so() -> None:
+def test_a_number_nobody_declared_has_no_direction() -> None:
+    import pytest
+
     from iolab import metrics
 
-    guessed = metrics.lookup("bananas_per_second")
-    assert not guessed.lower_is_better and guessed.speed
-    assert "not declared" in guessed.description
-    assert metrics.lookup("leftover_bytes").lower_is_better
+    assert metrics.find("bananas_per_second") is None
+    assert metrics.find("rows") is None  # a count of rows is not a measurement to compare
+    with pytest.raises(KeyError, match="bananas_per_second is not declared"):
+        metrics.lookup("bananas_per_second")
+    assert metrics.find("tests.SEQ1M Q8T1 read.iops") is metrics.METRICS["iops"]

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
 
 from iolab import metrics
 from iolab.analysis.efficiency import Drift, Efficiency, drift_sentence
 from iolab.analysis.queries import QueryTimes
 from iolab.analysis.stats import Comparison, Summary, compare, summarize
 
+# A value of a matrix key as the stored params hold it (a JSON scalar, or a list: data dirs)
+MatrixValue: TypeAlias = str | int | float | bool | list[str | int | float | bool | None] | None
+
 
 @dataclass(frozen=True)
 class CellData:
     label: str
-    values: Mapping[str, Any]  # matrix key -> value
+    values: Mapping[str, MatrixValue]  # matrix key -> value
     metric: tuple[float, ...]  # the metric over done runs, in run order
     failed: int = 0
     reason: str = ""  # why the last failed run failed
@@ -55,38 +58,44 @@ class DimensionGain:
     """Seed 001's "average gain of X over Y across all tests": one matrix key, two values."""
 
     key: str
-    a: Any
-    b: Any
+    a: MatrixValue
+    b: MatrixValue
     pairs: tuple[Ratio, ...]  # a vs b with every other key equal
     mean_better: float  # geometric mean of the pairs' speedups
 
 
-@dataclass
+@dataclass(frozen=True)
 class Findings:
     metric: str
     lower_is_better: bool
-    cells: list[CellStats]
+    cells: tuple[CellStats, ...]
     best: CellStats | None = None
-    best_vs: list[Ratio] = field(default_factory=list)  # best vs baseline, runner-up, worst
-    dimensions: list[DimensionGain] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    efficiency: list[Efficiency] = field(default_factory=list)  # cell x device vs its limit
+    best_vs: tuple[Ratio, ...] = ()  # best vs baseline, runner-up, worst
+    dimensions: tuple[DimensionGain, ...] = ()
+    warnings: tuple[str, ...] = ()
+    efficiency: tuple[Efficiency, ...] = ()  # cell x device vs its limit
     drift: Drift | None = None  # the baseline cell's metric over time
-    queries: list[QueryTimes] = field(default_factory=list)  # query workloads: per-query times
+    queries: tuple[QueryTimes, ...] = ()  # query workloads: per-query times
 
-    def add_context(
+    def with_context(
         self,
         efficiency: Sequence[Efficiency],
         drift: Drift | None,
         queries: Sequence[QueryTimes] = (),
-    ) -> None:
-        """What the store knows beyond the metric: device limits, the baseline over time and
-        per-query times. A drift the test finds significant becomes a warning."""
-        self.efficiency = list(efficiency)
-        self.drift = drift
-        self.queries = list(queries)
+    ) -> Findings:
+        """These findings with what the store knows beyond the metric: device limits, the
+        baseline over time and per-query times. A drift the test finds significant becomes a
+        warning."""
+        warnings = self.warnings
         if drift is not None and drift.trend.significant:
-            self.warnings.append(drift_sentence(drift, self.metric))
+            warnings += (drift_sentence(drift, self.metric),)
+        return replace(
+            self,
+            efficiency=tuple(efficiency),
+            drift=drift,
+            queries=tuple(queries),
+            warnings=warnings,
+        )
 
     def best_efficiency(self) -> list[Efficiency]:
         best = self.best.cell.label if self.best is not None else None
@@ -126,19 +135,17 @@ def analyse(
     lower_is_better: bool,
     baseline: str | None = None,
 ) -> Findings:
-    stats = [CellStats(c, summarize(c.metric) if c.metric else None) for c in cells]
-    findings = Findings(metric, lower_is_better, stats)
+    stats = tuple(CellStats(c, summarize(c.metric) if c.metric else None) for c in cells)
     measured = [s for s in stats if s.summary is not None]
     if not measured:
-        findings.warnings.append("no finished runs to analyse")
-        return findings
+        return Findings(metric, lower_is_better, stats, warnings=("no finished runs to analyse",))
 
     def key(s: CellStats) -> float:
         assert s.summary is not None
         return s.summary.mean if lower_is_better else -s.summary.mean
 
     ranked = sorted(measured, key=key)
-    best = findings.best = ranked[0]
+    best = ranked[0]
     others: list[CellStats] = []
     base = next((s for s in measured if s.cell.label == baseline), None)
     if base is not None and base is not best:
@@ -147,29 +154,35 @@ def analyse(
         others.append(ranked[1])
     if len(ranked) > 2 and ranked[-1] not in others:
         others.append(ranked[-1])
-    for other in others:
-        r = _ratio(best, other, lower_is_better, metric)
-        if r is not None:
-            findings.best_vs.append(r)
-    findings.dimensions = _dimensions(measured, lower_is_better, metric)
+    found = (_ratio(best, o, lower_is_better, metric) for o in others)
+    best_vs = [r for r in found if r is not None]
+    warnings: list[str] = []
     for s in stats:
         if s.summary is None:
             continue
         if s.summary.too_wide and s.summary.cv is not None:
-            findings.warnings.append(
+            warnings.append(
                 f"{s.cell.label}: runs vary by {s.summary.cv:.0%} (CV): too wide to trust; "
                 'add repetitions (or repetitions = "auto"), more rows, or quiet the machine'
             )
         if s.summary.outliers:
             runs = ", ".join(str(i + 1) for i in s.summary.outliers)
-            findings.warnings.append(f"{s.cell.label}: run(s) {runs} are outliers (kept)")
+            warnings.append(f"{s.cell.label}: run(s) {runs} are outliers (kept)")
         if s.summary.n < 2:
-            findings.warnings.append(f"{s.cell.label}: one run only, no confidence interval")
+            warnings.append(f"{s.cell.label}: one run only, no confidence interval")
     for s in stats:
         if s.cell.failed:
             why = f": {s.cell.reason}" if s.cell.reason else ""
-            findings.warnings.append(f"{s.cell.label}: {s.cell.failed} run(s) failed{why}")
-    return findings
+            warnings.append(f"{s.cell.label}: {s.cell.failed} run(s) failed{why}")
+    return Findings(
+        metric,
+        lower_is_better,
+        stats,
+        best,
+        tuple(best_vs),
+        tuple(_dimensions(measured, lower_is_better, metric)),
+        tuple(warnings),
+    )
 
 
 def _dimensions(
@@ -182,7 +195,7 @@ def _dimensions(
     keys = list(measured[0].cell.values)
     out = []
     for k in keys:
-        values: list[Any] = []
+        values: list[MatrixValue] = []
         for s in measured:
             v = s.cell.values.get(k)
             if v not in values:
@@ -246,9 +259,9 @@ def gain_sentence(d: DimensionGain) -> str:
     )
 
 
-def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, MatrixValue]:
     """A cell's matrix values from its resolved parameters (``settings.X`` from the settings)."""
-    out: dict[str, Any] = {}
+    out: dict[str, MatrixValue] = {}
     for k in keys:
         if k.startswith("settings."):
             out[k] = (params.get("settings") or {}).get(k.removeprefix("settings."))
@@ -257,7 +270,7 @@ def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, A
     return out
 
 
-def label_of(values: Mapping[str, Any]) -> str:
+def label_of(values: Mapping[str, MatrixValue]) -> str:
     return " ".join(
         f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in values.items()
     )
@@ -275,28 +288,3 @@ def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
-
-
-def lower_is_better(metric: str) -> bool:
-    """As :mod:`iolab.metrics` declares it: rates, throughputs, ratios and counts of successes
-    are better high; times, latencies, sizes and bytes per row are better low."""
-    return metrics.lookup(metric).lower_is_better
-
-
-def cells_from_runs(
-    rows: Sequence[tuple[str, Mapping[str, Any], Sequence[tuple[int, str, Mapping[str, Any]]]]],
-    matrix_keys: Sequence[str],
-    metric: str,
-    reasons: Mapping[str, str] | None = None,
-) -> list[CellData]:
-    """Cells with their metric over done runs, from ``(cell id, params, runs)`` rows, with each
-    cell's reason for its last failure from ``reasons``."""
-    out = []
-    for cell_id, params, runs in rows:
-        values = matrix_values(params, matrix_keys)
-        found = (metric_of(s, metric) for _, status, s in runs if status == "done")
-        numbers = tuple(v for v in found if v is not None)
-        failed = sum(1 for _, status, _ in runs if status in ("failed", "aborted"))
-        reason = (reasons or {}).get(cell_id, "") if failed else ""
-        out.append(CellData(label_of(values) or cell_id[:8], values, numbers, failed, reason))
-    return out

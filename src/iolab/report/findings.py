@@ -9,8 +9,15 @@ from rich.text import Text
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
 from iolab.analysis.queries import fastest
+from iolab.report.value import ExperimentReport
 
 PAIRS_SHOWN = 6  # paired comparisons listed under each dimension's average gain
+
+
+def report_text(report: ExperimentReport) -> Group:
+    """``iolab report`` in the terminal: the title (experiment, metric, direction), then the
+    findings and the tables."""
+    return findings_text(report.findings, f"{report.name} · {report.metric} ({report.direction})")
 
 
 def findings_text(f: Findings, title: str) -> Group:

@@ -14,26 +14,15 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
 from iolab.analysis.queries import fastest
-from iolab.probes.data import ProbeData
 from iolab.report import timeline
-from iolab.report.charts import Bar, Frame, Line, Mark, Plot, bar_chart, stack
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One run shown with its timeline: which cell, which run, what the probes recorded."""
-
-    cell: str
-    run_id: int
-    probes: ProbeData
-    marks: Sequence[Mark] = ()  # where each query began (TPC-H)
+from iolab.report.charts import Bar, Frame, Line, Plot, bar_chart, stack
+from iolab.report.value import ExperimentReport, RunView
 
 
 def _e(text: object) -> str:
@@ -365,3 +354,18 @@ def page(
         parts.append(key_values(f"cell {label}", params))
     parts.append("</section></body></html>\n")
     return "".join(parts)
+
+
+def report_page(report: ExperimentReport, generated: str) -> str:
+    """``iolab report --html``: the page of an experiment's report (built with timelines)."""
+    return page(
+        f"iolab report: {report.name}",
+        f"{report.metric} ({report.direction}); {report.run_count} runs in "
+        f"{len(report.cells)} cells; generated {generated}",
+        report.findings,
+        report.unit,
+        disks=[(g.title, g.tests) for g in report.disks],
+        runs=report.timelines,
+        cell_params={c.label: c.params for c in report.cells},
+        environment=report.environment,
+    )

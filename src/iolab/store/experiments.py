@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from iolab.results import CellId, EnvId, ExperimentId, RunId, canonical_json
+from iolab.results import CellId, EnvId, ExperimentId, RunId, RunStatus, canonical_json
 from iolab.store.database import Store
 
 KIND = "experiment"  # experiments.kind of experiment files; single commands are 'command'
@@ -115,34 +116,81 @@ def find_any(store: Store, name: str) -> ExperimentId | None:
     return None if row is None else ExperimentId(int(row[0]))
 
 
-def cell_runs(
-    store: Store, experiment: ExperimentId
-) -> list[tuple[str, dict[str, Any], list[tuple[int, str, dict[str, Any]]]]]:
-    """Every cell of an experiment with its params and its runs (id, status, summary)."""
-    cells: dict[str, tuple[dict[str, Any], list[tuple[int, str, dict[str, Any]]]]] = {}
-    for cell, params in store.conn.execute(
-        "SELECT id, params FROM cells WHERE experiment_id = ? ORDER BY rowid", (experiment,)
-    ):
-        cells[str(cell)] = (json.loads(params), [])
-    for run_id, cell, status, summary in store.conn.execute(
-        "SELECT id, cell_id, status, summary FROM runs WHERE experiment_id = ? ORDER BY id",
+@dataclass(frozen=True)
+class StoredRun:
+    """One run of a cell as the store holds it; ``summary`` is the run's JSON summary."""
+
+    id: RunId
+    status: RunStatus
+    summary: Mapping[str, Any]
+    started_at: str | None = None
+    error: str | None = None
+    env_id: EnvId | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status is RunStatus.DONE
+
+
+@dataclass(frozen=True)
+class StoredCell:
+    """One cell of an experiment: its id, workload, resolved params and runs in run order."""
+
+    id: CellId
+    workload: str
+    params: Mapping[str, Any]
+    runs: tuple[StoredRun, ...]
+
+    def last_failure(self) -> str:
+        """Why the cell's last failed or aborted run failed (its error, else its status)."""
+        failed = [r for r in self.runs if r.status in (RunStatus.FAILED, RunStatus.ABORTED)]
+        return str(failed[-1].error or failed[-1].status.value) if failed else ""
+
+
+def cells(store: Store, experiment: ExperimentId) -> list[StoredCell]:
+    """Every cell of an experiment (in the order it was registered) with its runs."""
+    found: dict[str, tuple[str, dict[str, Any], list[StoredRun]]] = {}
+    for cell, workload, params in store.conn.execute(
+        "SELECT id, workload, params FROM cells WHERE experiment_id = ? ORDER BY rowid",
         (experiment,),
     ):
-        if str(cell) in cells:
-            cells[str(cell)][1].append((int(run_id), str(status), json.loads(summary)))
-    return [(cell, params, runs) for cell, (params, runs) in cells.items()]
+        found[str(cell)] = (str(workload), json.loads(params), [])
+    for run_id, cell, status, summary, started, error, env in store.conn.execute(
+        "SELECT id, cell_id, status, summary, started_at, error, env_id FROM runs"
+        " WHERE experiment_id = ? ORDER BY id",
+        (experiment,),
+    ):
+        if str(cell) in found:
+            found[str(cell)][2].append(
+                StoredRun(
+                    RunId(int(run_id)),
+                    RunStatus(status),
+                    json.loads(summary),
+                    None if started is None else str(started),
+                    None if error is None else str(error),
+                    None if env is None else EnvId(str(env)),
+                )
+            )
+    return [
+        StoredCell(CellId(cell), workload, params, tuple(runs))
+        for cell, (workload, params, runs) in found.items()
+    ]
 
 
-def failure_reasons(store: Store, experiment: ExperimentId) -> dict[str, str]:
-    """Each cell's reason for its last failed or aborted run, by cell id."""
-    return {
-        str(cell): str(error or status)
-        for cell, status, error in store.conn.execute(
-            "SELECT cell_id, status, error FROM runs WHERE experiment_id = ?"
-            " AND status IN ('failed', 'aborted') ORDER BY id",
-            (experiment,),
+def experiment_names(store: Store) -> list[str]:
+    """The names of the experiment files' experiments, sorted."""
+    return [
+        str(name)
+        for (name,) in store.conn.execute(
+            "SELECT DISTINCT name FROM experiments WHERE kind = ? ORDER BY name", (KIND,)
         )
-    }
+    ]
+
+
+def last_run_id(store: Store) -> int:
+    """The highest run id (0 when there is no run)."""
+    (top,) = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM runs").fetchone()
+    return int(top)
 
 
 def done_disk_runs(store: Store) -> list[tuple[RunId, EnvId | None]]:
@@ -155,13 +203,3 @@ def done_disk_runs(store: Store) -> list[tuple[RunId, EnvId | None]]:
             " WHERE c.workload = 'disk' AND r.status = 'done' ORDER BY r.id DESC"
         )
     ]
-
-
-def started_at(store: Store, run_ids: Sequence[int]) -> dict[int, str]:
-    """When each of the runs started (ISO time), for the runs that have a start."""
-    marks = ", ".join("?" * len(run_ids))
-    rows = store.conn.execute(
-        f"SELECT id, started_at FROM runs WHERE id IN ({marks}) AND started_at IS NOT NULL",
-        list(run_ids),
-    )
-    return {int(run_id): str(start) for run_id, start in rows}

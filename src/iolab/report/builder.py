@@ -1,0 +1,337 @@
+"""An experiment's report from the results database: :func:`build` -> :class:`ExperimentReport`.
+
+It finds the experiment (a file or a name), chooses the metric (``--metric``, else the workload's;
+its direction from :mod:`iolab.metrics`), reads the cells and runs through the store, and asks
+:mod:`iolab.analysis` for the findings, efficiency, drift and per-query times. With
+``timelines`` it also reads what the HTML report shows beyond the statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from iolab import metrics
+from iolab.analysis.disk import summarize as disk_summarize
+from iolab.analysis.disk import test_medians
+from iolab.analysis.efficiency import (
+    Drift,
+    Efficiency,
+    Limit,
+    baseline_drift,
+    device_key,
+    disk_device,
+    populate_efficiency,
+    seq_write_limit,
+)
+from iolab.analysis.findings import (
+    CellData,
+    analyse,
+    label_of,
+    matrix_values,
+    metric_of,
+)
+from iolab.analysis.queries import query_times
+from iolab.config import experiment as config
+from iolab.errors import BadInput
+from iolab.report import timeline as timeline_report
+from iolab.report.value import DiskGrid, ExperimentReport, ReportCell, ReportRun, RunView
+from iolab.results import ExperimentId, RunId
+from iolab.runner.kinds import KINDS
+from iolab.store import Store
+from iolab.store import experiments as store_experiments
+from iolab.store.database import RunRecord
+from iolab.store.experiments import StoredCell, StoredRun
+
+Timelines = Literal["median", "all"]
+
+DISK_PROFILES = ("default", "nvme", "peak", "real", "db")  # sweeps: give --metric
+
+
+def build(
+    store: Store,
+    target: str,
+    metric: str | None = None,
+    *,
+    with_disk: Sequence[int] = (),
+    timelines: Timelines | None = None,
+) -> ExperimentReport:
+    """The report of the experiment ``target`` (a .toml file or an experiment's name).
+
+    ``metric``: a number of the runs' summaries (default: the workload's); ``with_disk``: `iolab
+    disk` runs whose sequential write is the device's limit (default: the newest disk run of
+    each device); ``timelines``: also read each cell's median run (or every done run: "all")
+    with its probes, the disk grids and the environment, for the HTML report.
+    """
+    exp = find_experiment(store, target)
+    cfg = store_experiments.config_of(store, exp)
+    cells = with_disk_tests(store, store_experiments.cells(store, exp))
+    chosen, declaration = choose_metric(cfg, cells, metric)
+    data = cell_data(cells, matrix_keys(cfg), chosen)
+    base_label = _full_label(data, _baseline_label(cfg))
+    disk_runs = [_disk_run(store, r) for r in with_disk]
+    found = analyse(data, chosen, declaration.lower_is_better, baseline=base_label).with_context(
+        _efficiency(store, cells, data, disk_runs),
+        _drift(cells, data, chosen, base_label),
+        query_times(_done_summaries(cells, data)),
+    )
+    report_cells = tuple(
+        ReportCell(
+            id=c.id,
+            label=d.label,
+            workload=c.workload,
+            values=d.values,
+            params=c.params,
+            runs=tuple(
+                ReportRun(
+                    r.id,
+                    r.status,
+                    metric_of(r.summary, chosen) if r.done else None,
+                    r.started_at,
+                    r.error,
+                )
+                for r in c.runs
+            ),
+            stats=stats,
+        )
+        for c, d, stats in zip(cells, data, found.cells, strict=True)
+    )
+    name = (cfg.get("experiment") or {}).get("name", target)
+    report = ExperimentReport(str(name), exp, chosen, declaration, found, report_cells)
+    if timelines is None:
+        return report
+    views, grids, environment = _html_parts(store, cells, data, chosen, timelines == "all")
+    grids += [
+        DiskGrid(str(r.params.get("path", r.id)), tuple(disk_summarize(store.disk_passes(r.id))))
+        for r in disk_runs
+    ]
+    return dataclasses.replace(
+        report, timelines=tuple(views), disks=tuple(grids), environment=environment
+    )
+
+
+def find_experiment(store: Store, target: str) -> ExperimentId:
+    """An experiment by its file (.toml) or name; BadInput naming the experiments there are."""
+    name = target
+    if target.endswith(".toml") and Path(target).exists():
+        name = config.load(Path(target)).name
+    found = store_experiments.find_any(store, name)
+    if found is None:
+        names = store_experiments.experiment_names(store)
+        raise BadInput(
+            "EXPERIMENT",
+            target,
+            "give an experiment file or name in "
+            + str(store.path)
+            + (": " + ", ".join(names) if names else " (it has no experiment yet)"),
+        )
+    return found
+
+
+def choose_metric(
+    cfg: Mapping[str, Any], cells: Sequence[StoredCell], wanted: str | None
+) -> tuple[str, metrics.Metric]:
+    """The metric the statistics are about and its declaration: ``wanted`` when given, else
+    the workload kind's (a disk experiment's: its first test's MB/s). A number no workload
+    declared in :mod:`iolab.metrics` has no direction, so it is refused."""
+    workload = cfg.get("workload")  # an experiment file's table; a single command's name
+    kind = workload.get("kind") if isinstance(workload, dict) else workload
+    if not isinstance(kind, str) and cells:
+        kind = cells[0].params.get("kind")
+    k = KINDS.get(str(kind))
+    summaries = [r.summary for c in cells for r in c.runs if r.done]
+    if wanted is None and k is not None and k.metric is not None:
+        return k.metric, metrics.lookup(k.metric)
+    if wanted is None:  # a disk experiment: the first test of its profile that ran
+        wanted = _first_disk_test(cells, summaries)
+    declaration = metrics.find(wanted)
+    if declaration is None or not any(metric_of(s, wanted) is not None for s in summaries):
+        raise BadInput("--metric", wanted, _metric_choices(summaries))
+    return wanted, declaration
+
+
+def _first_disk_test(cells: Sequence[StoredCell], summaries: Sequence[Mapping[str, Any]]) -> str:
+    """``tests.<the profile's first test that ran>.mbps`` (CrystalDiskMark's first row)."""
+    from iolab.workloads.diskmark import profile_tests
+
+    ran = {t for s in summaries for t in s.get("tests") or {}}
+    profiles = [c.params["profile"] for c in cells if c.params.get("profile") in DISK_PROFILES]
+    order = [t.label for t in profile_tests(profiles[0], mix=True)] if profiles else []
+    first = next((t for t in order if t in ran), None) or min(ran, default=None)
+    if first is None:
+        raise BadInput("EXPERIMENT", "disk", "it has no finished test to report on")
+    return f"tests.{first}.mbps"
+
+
+def _metric_choices(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """What --metric can name (declared numbers), from the first finished run's summary."""
+    if not summaries:
+        return "the experiment has no finished run yet"
+    s = summaries[0]
+    names = [k for k in s if metric_of(s, k) is not None and metrics.find(k) is not None][:12]
+    tests = s.get("tests")
+    if isinstance(tests, dict) and tests:
+        fields = sorted({f for t in tests.values() for f in t if metrics.find(f) is not None})
+        names.append(f"tests.TEST.{'|'.join(fields)} with TEST one of: " + ", ".join(sorted(tests)))
+    return "give a number the runs record: " + ", ".join(names)
+
+
+def with_disk_tests(store: Store, cells: list[StoredCell]) -> list[StoredCell]:
+    """Disk runs of ``iolab disk`` store their passes, not per-test medians in the summary (an
+    experiment file's disk runs store both): ``tests`` from the passes where it is missing."""
+    return [
+        dataclasses.replace(c, runs=tuple(_with_tests(store, r) for r in c.runs))
+        if "profile" in c.params
+        else c
+        for c in cells
+    ]
+
+
+def _with_tests(store: Store, run: StoredRun) -> StoredRun:
+    if "tests" in run.summary:
+        return run
+    passes = store.disk_passes(run.id)
+    if not passes:
+        return run
+    return dataclasses.replace(run, summary={**run.summary, "tests": test_medians(passes)})
+
+
+def matrix_keys(cfg: Mapping[str, Any]) -> list[str]:
+    """The matrix keys in the file's order (the stored config's JSON sorts them)."""
+    return list(cfg.get("matrix_keys") or (cfg.get("matrix") or {}).keys())
+
+
+def cell_data(cells: Sequence[StoredCell], keys: Sequence[str], metric: str) -> list[CellData]:
+    """Each cell's label, matrix values, the metric over its done runs, and its failures."""
+    out = []
+    for c in cells:
+        values = matrix_values(c.params, keys)
+        found = (metric_of(r.summary, metric) for r in c.runs if r.done)
+        numbers = tuple(v for v in found if v is not None)
+        failure = c.last_failure()
+        failed = sum(1 for r in c.runs if r.status.value in ("failed", "aborted"))
+        out.append(CellData(label_of(values) or c.id[:8], values, numbers, failed, failure))
+    return out
+
+
+def _baseline_label(cfg: Mapping[str, Any]) -> str | None:
+    """The label of ``experiment.baseline`` (a partial one: only the keys it names)."""
+    base = (cfg.get("experiment") or {}).get("baseline")
+    if not base:
+        return None
+    return label_of(matrix_values({**base}, [k for k in matrix_keys(cfg) if k in base]))
+
+
+def _full_label(cells: Sequence[CellData], partial: str | None) -> str | None:
+    if partial is None:
+        return None
+    wanted = set(partial.split())
+    found = [c.label for c in cells if wanted <= set(c.label.split())]
+    return found[0] if len(found) == 1 else None
+
+
+def _done_summaries(
+    cells: Sequence[StoredCell], data: Sequence[CellData]
+) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """Each cell's label with the summaries of its done runs."""
+    return [
+        (d.label, [r.summary for r in c.runs if r.done]) for c, d in zip(cells, data, strict=True)
+    ]
+
+
+def _disk_run(store: Store, run_id: int) -> RunRecord:
+    try:
+        record = store.run(run_id)
+    except BadInput as exc:  # no such run: said of the option that named it
+        raise BadInput("--with-disk", run_id, exc.allowed) from None
+    if record.workload != "disk":
+        raise BadInput("--with-disk", run_id, "give the number of an `iolab disk` run")
+    return record
+
+
+def _efficiency(
+    store: Store,
+    cells: Sequence[StoredCell],
+    data: Sequence[CellData],
+    disk_runs: Sequence[RunRecord],
+) -> list[Efficiency]:
+    """Each populate cell's device MB/s against the device's sequential write, from the disk
+    runs given, else the newest finished disk run of each device in the results database."""
+    wanted = {
+        device_key(name, d.get("testbed"))
+        for c in cells
+        for r in c.runs
+        for name, d in (r.summary.get("devices") or {}).items()
+    }
+    if not wanted:
+        return []  # no run of this experiment counted device bytes (not populate)
+    given = [(r.id, r.env_id) for r in disk_runs]
+    chosen = given or store_experiments.done_disk_runs(store)
+    limits: dict[str, Limit] = {}
+    for run_id, env_id in chosen:
+        if limits.keys() >= wanted:
+            break  # every device the experiment wrote to has its limit
+        device = disk_device(store.environment(env_id)) if env_id is not None else None
+        if device is None or device in limits or device not in wanted:
+            continue
+        limit = seq_write_limit(run_id, device, disk_summarize(store.disk_passes(run_id)))
+        if limit is not None:
+            limits[device] = limit
+    if not limits:
+        return []
+    return populate_efficiency(_done_summaries(cells, data), limits)
+
+
+def _drift(
+    cells: Sequence[StoredCell], data: Sequence[CellData], metric: str, baseline: str | None
+) -> Drift | None:
+    """The baseline cell's metric over its runs' start times."""
+    if baseline is None:
+        return None
+    for c, d in zip(cells, data, strict=True):
+        if d.label != baseline:
+            continue
+        found = [(r.started_at, metric_of(r.summary, metric)) for r in c.runs if r.done]
+        return baseline_drift(
+            baseline, [(t, v) for t, v in found if v is not None and t is not None]
+        )
+    return None
+
+
+def _html_parts(
+    store: Store,
+    cells: Sequence[StoredCell],
+    data: Sequence[CellData],
+    metric: str,
+    every_run: bool,
+) -> tuple[list[RunView], list[DiskGrid], Mapping[str, Any] | None]:
+    """What the HTML report shows beyond the statistics: each cell's median run (or every
+    done run) with its probes (and, for disk cells, its disk grid), and the environment of the
+    first run."""
+    views: list[RunView] = []
+    grids: list[DiskGrid] = []
+    env: Mapping[str, Any] | None = None
+    for c, d in zip(cells, data, strict=True):
+        values = ((metric_of(r.summary, metric), r) for r in c.runs if r.done)
+        done = [(v, r.id, r) for v, r in values if v is not None]
+        if not done:
+            continue
+        chosen = (
+            [r for _, _, r in done]
+            if every_run
+            else [sorted(done, key=lambda x: (x[0], x[1]))[(len(done) - 1) // 2][2]]
+        )
+        for run in chosen:
+            probes = store.probes(run.id, names=timeline_report.SERIES)
+            if probes is not None:
+                queries = store.query_results(run.id) if c.params.get("kind") == "tpch" else []
+                views.append(RunView(d.label, run.id, probes, timeline_report.query_marks(queries)))
+            if c.params.get("kind") == "disk":  # a disk cell: its run's CrystalDiskMark grid
+                passes = store.disk_passes(RunId(run.id))
+                grids.append(DiskGrid(f"{d.label} · run {run.id}", tuple(disk_summarize(passes))))
+        if env is None:
+            env_id = chosen[0].env_id
+            env = store.environment(env_id) if env_id else None
+    return views, grids, env

@@ -1,0 +1,105 @@
+"""``iolab compare``: two sets of runs (run ids, or an experiment's cell), the ratio of their
+metric with its 95% interval: :func:`compare` -> :class:`Comparison`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from iolab.analysis.findings import Ratio, metric_of, ratio
+from iolab.errors import BadInput
+from iolab.metrics import Metric
+from iolab.report.builder import cell_data, choose_metric, find_experiment, with_disk_tests
+from iolab.report.builder import matrix_keys as matrix_keys_of
+from iolab.results import CellId, ExperimentId
+from iolab.store import Store
+from iolab.store import experiments as store_experiments
+from iolab.store.experiments import StoredCell, StoredRun
+
+_RUNS = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One side of a comparison: what it is, the metric's values over its done runs."""
+
+    label: str
+    values: tuple[float, ...]
+    metric: str
+    declaration: Metric
+
+    @property
+    def mean(self) -> float:
+        return sum(self.values) / len(self.values)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: Sample
+    b: Sample
+    ratio: Ratio
+
+    @property
+    def metric(self) -> str:
+        return self.a.metric
+
+
+def compare(store: Store, a: str, b: str, metric: str | None = None) -> Comparison:
+    """``a`` against ``b``, each run ids (``3``, ``3,4,9``, ``3-7``) or ``EXPERIMENT[:CELL]``."""
+    sa = sample(store, a, metric, "A")
+    sb = sample(store, b, metric, "B")
+    if sa.metric != sb.metric:
+        raise BadInput(
+            "B", b, f"give runs measuring {sa.metric}, as A does (B measures {sb.metric})"
+        )
+    if not sa.values or not sb.values:
+        raise BadInput("A/B", a if not sa.values else b, "give runs that finished (status done)")
+    r = ratio(sa.label, sa.values, sb.label, sb.values, sa.declaration.lower_is_better, sa.metric)
+    return Comparison(sa, sb, r)
+
+
+def run_ids(store: Store, spec: str, field: str) -> list[int]:
+    """``3``, ``3,4,9``, ``3-7``: each id a run of the results database, each range ascending."""
+    top = store_experiments.last_run_id(store)
+    allowed = f"give run ids from 1 to {top} (see `iolab results list`), e.g. 3,4,9 or 3-7"
+    ids: list[int] = []
+    for part in spec.split(","):
+        lo_text, _, hi_text = part.partition("-")
+        lo, hi = int(lo_text), int(hi_text or lo_text)
+        if not 1 <= lo <= hi <= top:
+            raise BadInput(field, spec, allowed)
+        ids += range(lo, hi + 1)
+    return ids
+
+
+def sample(store: Store, spec: str, wanted: str | None, field: str) -> Sample:
+    """Run ids (``3``, ``3,4,9``, ``3-7``) or ``EXPERIMENT[:CELL]``: the metric's values."""
+    if _RUNS.match(spec):
+        records = [store.run(i) for i in run_ids(store, spec, field)]
+        kinds = {r.workload for r in records}
+        if len(kinds) != 1:
+            raise BadInput(field, spec, "give runs of one workload")
+        params = {**records[0].params, "kind": kinds.pop()}
+        runs = tuple(StoredRun(r.id, r.status, r.summary, r.started_at, r.error) for r in records)
+        cells = with_disk_tests(store, [StoredCell(CellId(""), "", params, runs)])
+        metric, declaration = choose_metric({}, cells, wanted)
+        found = (metric_of(r.summary, metric) for r in cells[0].runs if r.done)
+        values = tuple(v for v in found if v is not None)
+        return Sample(f"runs {spec}", values, metric, declaration)
+    name, _, cell = spec.partition(":")
+    exp: ExperimentId = find_experiment(store, name)
+    cfg = store_experiments.config_of(store, exp)
+    stored = with_disk_tests(store, store_experiments.cells(store, exp))
+    metric, declaration = choose_metric(cfg, stored, wanted)
+    data = cell_data(stored, matrix_keys_of(cfg), metric)
+    keys = set(cell.split())
+    chosen = [c for c in data if keys <= set(c.label.split())]
+    if len(chosen) != 1:
+        raise BadInput(
+            "A/B",
+            spec,
+            f"name one of {len(data)} cells as 'EXPERIMENT:KEY=VALUE ...' ({len(chosen)} "
+            "match), e.g. " + "; ".join(f"'{name}:{c.label}'" for c in data[:3]),
+        )
+    label = f"{name} {chosen[0].label}".strip()
+    return Sample(label, tuple(chosen[0].metric), metric, declaration)

@@ -1,0 +1,119 @@
+"""JSON documents of reports: ``iolab report --json`` and ``iolab compare --json``."""
+
+from __future__ import annotations
+
+import json
+
+from iolab.analysis.findings import Ratio, sentence
+from iolab.report.comparison import Comparison
+from iolab.report.value import ExperimentReport
+
+
+def ratio_document(r: Ratio) -> dict[str, object]:
+    return {
+        "a": r.a,
+        "b": r.b,
+        "speedup": r.better,
+        "ci_low": r.better_low,
+        "ci_high": r.better_high,
+        "p_value": r.comparison.p_value,
+        "significant": r.significant,
+        "sentence": sentence(r),
+    }
+
+
+def report_document(report: ExperimentReport) -> dict[str, object]:
+    """The findings of ``iolab report --json``: best cell, ratios, gains per matrix key,
+    warnings, efficiency, drift, per-query times and every cell's statistics."""
+    f = report.findings
+    return {
+        "metric": f.metric,
+        "lower_is_better": f.lower_is_better,
+        "best": f.best.cell.label if f.best else None,
+        "best_vs": [ratio_document(r) for r in f.best_vs],
+        "dimensions": [
+            {
+                "key": d.key,
+                "a": d.a,
+                "b": d.b,
+                "mean_speedup": d.mean_better,
+                "pairs": [ratio_document(p) for p in d.pairs],
+            }
+            for d in f.dimensions
+        ],
+        "warnings": list(f.warnings),
+        "efficiency": [
+            {
+                "cell": e.cell,
+                "device": e.device,
+                "roles": list(e.roles),
+                "write_mb_per_second": e.mbps,
+                "runs": e.runs,
+                "limit_mb_per_second": e.limit.mbps,
+                "limit_test": e.limit.test,
+                "limit_disk_run": e.limit.run_id,
+                "share": e.share,
+            }
+            for e in f.efficiency
+        ],
+        "drift": None
+        if f.drift is None
+        else {
+            "cell": f.drift.cell,
+            "hours": list(f.drift.hours),
+            "values": list(f.drift.values),
+            "change": f.drift.trend.change,
+            "p_value": f.drift.trend.p_value,
+            "significant": f.drift.trend.significant,
+        },
+        "queries": [
+            {
+                "cell": q.cell,
+                "runs": q.runs,
+                "median_seconds": {str(n): v for n, v in q.seconds.items()},
+            }
+            for q in f.queries
+        ],
+        "cells": [
+            {
+                "label": c.cell.label,
+                "values": dict(c.cell.values),
+                "runs": list(c.cell.metric),
+                "failed": c.cell.failed,
+                **(
+                    {
+                        "n": c.summary.n,
+                        "mean": c.summary.mean,
+                        "median": c.summary.median,
+                        "sd": c.summary.sd,
+                        "cv": c.summary.cv,
+                        "min": c.summary.min,
+                        "max": c.summary.max,
+                        "ci_low": c.summary.ci_low,
+                        "ci_high": c.summary.ci_high,
+                        "outliers": list(c.summary.outliers),
+                    }
+                    if c.summary
+                    else {"n": 0}
+                ),
+            }
+            for c in f.cells
+        ],
+    }
+
+
+def report_json(report: ExperimentReport) -> str:
+    return json.dumps(report_document(report), indent=2)
+
+
+def comparison_document(c: Comparison) -> dict[str, object]:
+    return {
+        "metric": c.metric,
+        "a_values": list(c.a.values),
+        "b_values": list(c.b.values),
+        **ratio_document(c.ratio),
+    }
+
+
+def comparison_json(c: Comparison) -> str:
+    return json.dumps(comparison_document(c), indent=2)
