@@ -35,11 +35,11 @@ def nothing_recorded(results: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "prefix", "allowed"),
     [
-        (["--threads", "100000"], "--threads: 100000", "from 1 to 256"),
-        (["--qd", "1000000"], "--qd: 1000000", "from 1 to 1024"),
+        (["--threads", "100000"], "--threads: '100000'", "from 1 to 256"),
+        (["--qd", "1000000"], "--qd: '1000000'", "from 1 to 1024"),
         (
             ["--qd", "1,8,1024", "--threads", "1,128"],
-            "--qd x --threads: '1024 x 128'",
+            "--threads: '1,128' is not allowed; queue depth x threads is 1024 x 128",
             "I/Os in flight (fs.aio-max-nr)",
         ),
         (["--qd", ""], "--qd: ''", "whole numbers"),

@@ -145,8 +145,8 @@ def test_a_wrong_answer_fails_the_run_and_is_kept(
             ["--engine", "oracle"],
             "--engine: 'oracle' is not allowed; choose one of: duckdb, postgres, mariadb",
         ),
-        (["--sf", "0"], "--sf: 0.0 is not allowed; give a positive scale factor"),
-        (["--sf", "-1"], "--sf: -1.0 is not allowed; give a positive scale factor"),
+        (["--sf", "0"], "--sf: '0' is not allowed; give a positive scale factor"),
+        (["--sf", "-1"], "--sf: '-1' is not allowed; give a positive scale factor"),
         (["--sf", "big"], "--sf: 'big' is not allowed; give a positive scale factor"),
         (["--sf", "1000000"], "--sf: 1000000.0 is not allowed; its data needs about"),
         (["--queries", "0,23"], "--queries"),
@@ -158,7 +158,7 @@ def test_a_wrong_answer_fails_the_run_and_is_kept(
         (["--set", "no_such_thing=1"], "--set: 'no_such_thing' is not allowed"),
         (["--set", "threads=many"], "--set threads: 'many' is not allowed; DuckDB refuses it"),
         (["--wal-dir", "."], "DuckDB keeps its WAL beside each database file"),
-        (["--timeout", "0"], "--timeout: 0.0 is not allowed"),
+        (["--timeout", "0"], "--timeout: '0' is not allowed; give more than 0 s"),
     ],
 )
 def test_bad_input(

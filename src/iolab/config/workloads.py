@@ -168,6 +168,8 @@ class DiskWorkload(Section):
                 both = (counts, [1]) if info.field_name == "qd" else (qd, counts)
                 check_parallelism(*both)
         except BadInput as exc:
+            if " x " in exc.field:  # the product of both lists: say which numbers make it
+                raise ValueError(f"queue depth x threads is {exc.value}; {exc.allowed}") from None
             raise ValueError(exc.allowed) from None
         return v
 
