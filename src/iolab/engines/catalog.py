@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iolab.engines.interface import Connection, Layout, PopulateEngine, TpchEngine
+from iolab.engines.connection import Connection
+from iolab.engines.interface import Layout, PopulateEngine, TpchEngine
 from iolab.engines.loading import LoadMethod
 from iolab.errors import BadInput
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
+from iolab.engines.connection import Connection
 from iolab.errors import BadInput, IolabError
 from iolab.ownership import can_write, owned_name, reap, remove
 
@@ -81,13 +82,6 @@ class Placement:
     temp: Path | None
     log: Path | None  # the server log, kept with the run
     created: tuple[Path, ...]  # every top-level path provision() created, removed by destroy()
-
-
-class Connection(Protocol):
-    """A DB-API 2 connection as the engine-neutral code holds it: it hands it to the engine's
-    own dialect (which knows its driver's type) and closes it."""
-
-    def close(self) -> None: ...
 
 
 class Engine(Protocol):

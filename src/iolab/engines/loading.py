@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from iolab.engines.interface import Connection
+from iolab.engines.connection import Connection
 
 TABLE = "iolab_populate"
 

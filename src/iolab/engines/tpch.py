@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from iolab.engines.interface import Connection
+from iolab.engines.connection import Connection
 from iolab.errors import RunFailed
 
 CHUNK_BYTES = 16 * 2**20  # CSV bytes per chunk of a parallel load

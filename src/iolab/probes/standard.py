@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.interface import Connection, Engine, Placement
+from iolab.engines.connection import Connection
+from iolab.engines.interface import Engine, Placement
 from iolab.events import EventSink
 from iolab.probes.checkpoints import PostgresLogCheckpoints
 from iolab.probes.devices import DeviceProbe

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog, external
+from iolab.engines.connection import Connection
 from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import (
-    Connection,
     Layout,
     Placement,
     PopulateEngine,

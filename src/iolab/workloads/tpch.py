@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
-from iolab.engines.interface import Connection, Layout, Placement, TpchEngine, running
+from iolab.engines.connection import Connection
+from iolab.engines.interface import Layout, Placement, TpchEngine, running
 from iolab.engines.postgres_tpch import NO_COMPRESSION
 from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
 from iolab.errors import BadInput, RunFailed
