@@ -24,7 +24,8 @@ class BadInput(IolabError):
         self.field = field
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{field}: {value!r} is not allowed; {allowed}")
+        given = "missing" if value is None else f"{value!r} is not allowed"  # None: not given
+        super().__init__(f"{field}: {given}; {allowed}")
 
     @classmethod
     def choice(cls, field: str, value: object, choices: Iterable[str]) -> BadInput:

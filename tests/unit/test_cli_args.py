@@ -504,12 +504,12 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "no-experiment",
         '[workload]\nkind = "disk"\n[layouts.a]\ndata_dirs = ["data"]\n',
-        "experiment: None {} this key is required",
+        "experiment: missing; this key is required",
     ),
     (
         "no-layouts",
         '[experiment]\nname = "bad"\n[workload]\nkind = "disk"\n',
-        "layouts: None {} this key is required",
+        "layouts: missing; this key is required",
     ),
     (
         "repetitions-zero",
@@ -568,7 +568,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         "experiment.repetitions: 'auto' {} a disk workload has no single metric to judge: give a "
         "number",
     ),
-    ("no-kind", exp("rows = 100"), "workload.kind: None {} choose one of: populate, disk, tpch"),
+    ("no-kind", exp("rows = 100"), "workload.kind: missing; choose one of: populate, disk, tpch"),
     ("kind", exp('kind = "fio"'), "workload.kind: 'fio' {} choose one of: populate, disk, tpch"),
     (
         "engine",
@@ -689,7 +689,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "two-layouts-no-matrix",
         exp(extra='[layouts.b]\ndata_dirs = ["data"]'),
-        "matrix.layout: None {} the file names 2 layouts (a, b): say which to run, e.g. layout = "
+        "matrix.layout: missing; the file names 2 layouts (a, b): say which to run, e.g. layout = "
         '["a", "b"]',
     ),
     (
@@ -710,7 +710,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "device-size",
         exp(extra='[devices.ssd]\nfilesystem = "ext4"'),
-        'devices.ssd.size: None {} give the device size, e.g. size = "20GiB"',
+        'devices.ssd.size: missing; give the device size, e.g. size = "20GiB"',
     ),
     (
         "toml-syntax",

@@ -132,7 +132,7 @@ def test_settings_in_the_matrix(root: Path) -> None:
         (
             'layout = ["scsi", "ssd"]\n',
             "",
-            "matrix.layout: None is not allowed; the file names 2 layouts",
+            "matrix.layout: missing; the file names 2 layouts",
         ),
         ("repetitions = 2", "repetitions = 0", "experiment.repetitions: 0 is not allowed"),
         ("repetitions = 2", 'order = "random"', "experiment.order: 'random' is not allowed"),
@@ -156,7 +156,7 @@ def test_bad_files_name_the_key(root: Path, old: str, new: str, message: str) ->
 
 
 def test_missing_section_and_syntax_errors(root: Path) -> None:
-    with pytest.raises(BadInput, match=r"^workload: None is not allowed; this key is required"):
+    with pytest.raises(BadInput, match=r"^workload: missing; this key is required"):
         load(write(root, '[experiment]\nname = "x"\n[layouts.a]\ndata_dirs = ["a"]\n'))
     with pytest.raises(BadInput, match="fix the syntax"):
         load(write(root, "[experiment\n"))
