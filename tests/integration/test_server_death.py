@@ -1,4 +1,4 @@
-"""Issue 14, item 6: the server iolab started dies in the middle of `iolab populate` (SIGKILL).
+"""The server iolab started dies in the middle of `iolab populate` or `iolab tpch` (SIGKILL).
 
 The run is recorded failed with the reason and the end of the server log, iolab exits 1 with
 that one line (no traceback), and nothing is left: no server process, nothing in the data dir.
@@ -63,22 +63,29 @@ def _left_of(session: int, under: Path) -> list[str]:
     return found
 
 
-def kill_server_mid_load(engine: str, server: str, open_tmp: Path, results: Path) -> None:
+POPULATE = ["populate", "--rows", "400000", "--connections", "4"]
+
+
+def kill_server_mid_load(
+    engine: str,
+    server: str,
+    open_tmp: Path,
+    results: Path,
+    command: list[str] = POPULATE,
+    phase: str = "loader connections",
+    what: str = "the load",
+) -> None:
     (data,) = make_dirs(open_tmp, "data")
     err_file = open_tmp / "stderr.txt"
     with err_file.open("w") as err:
         proc = subprocess.Popen(
             [
                 *IOLAB,
-                "populate",
+                *command,
                 "--engine",
                 engine,
                 "--data-dir",
                 str(data),
-                "--rows",
-                "400000",
-                "--connections",
-                "4",
                 "--results",
                 str(results),
             ],
@@ -87,17 +94,18 @@ def kill_server_mid_load(engine: str, server: str, open_tmp: Path, results: Path
             text=True,
         )
         deadline = time.monotonic() + 120
-        while "loader connections" not in err_file.read_text() and time.monotonic() < deadline:
+        while phase not in err_file.read_text() and time.monotonic() < deadline:
             assert proc.poll() is None, err_file.read_text()
-            time.sleep(0.1)
-        time.sleep(2)  # into the load
+            time.sleep(0.05)
+        if command is POPULATE:
+            time.sleep(2)  # into the load
         victim = _child_named(proc.pid, server)
         assert victim is not None, f"no {server} child of iolab"
         os.kill(victim, signal.SIGKILL)
         proc.communicate(timeout=120)
     stderr = err_file.read_text()
     name = {"postgres": "PostgreSQL", "mariadb": "MariaDB"}[engine]
-    reason = f"the {name} server stopped during the load (signal 9); its log: "
+    reason = f"the {name} server stopped during {what} (signal 9); its log: "
     assert proc.returncode == 1, stderr
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
@@ -119,3 +127,11 @@ def test_postgres_killed_during_the_load(open_tmp: Path, tmp_path: Path) -> None
 @requires_mariadb
 def test_mariadb_killed_during_the_load(open_tmp: Path, tmp_path: Path) -> None:
     kill_server_mid_load("mariadb", "mariadbd", open_tmp, tmp_path / "results.db")
+
+
+def test_postgres_killed_during_tpch(open_tmp: Path, tmp_path: Path, cache: Path) -> None:
+    """The same one line when the server dies under the TPC-H load or its queries."""
+    command = ["tpch", "--sf", "0.01"]
+    kill_server_mid_load(
+        "postgres", "postgres", open_tmp, tmp_path / "r.db", command, "loading", "the TPC-H run"
+    )

@@ -189,6 +189,7 @@ class ExternalPostgres(_Unmanaged):
     """A PostgreSQL server reached through a DSN; the Engine protocol without provisioning."""
 
     name: ClassVar[str] = "postgres"
+    title: ClassVar[str] = "PostgreSQL"
 
     def __init__(self, target: ExternalTarget) -> None:
         super().__init__(target)
@@ -272,6 +273,7 @@ class ExternalMariaDB(_Unmanaged):
     """A MariaDB/MySQL server reached through a DSN; the Engine protocol without provisioning."""
 
     name: ClassVar[str] = "mariadb"
+    title: ClassVar[str] = "MariaDB"
 
     def connect(self) -> Any:
         try:

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from iolab.engines.connection import Connection
-from iolab.errors import BadInput, IolabError
+from iolab.engines.server_process import stopped_during
+from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.ownership import can_write, owned_name, reap, remove
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ class Placement:
 
 class Engine(Protocol):
     name: ClassVar[str]
+    title: ClassVar[str]  # its name in messages: "PostgreSQL"
 
     @property
     def layout(self) -> Layout: ...
@@ -210,12 +212,22 @@ def check_dirs(named: list[tuple[str, Path]]) -> None:
 
 
 @contextmanager
-def running(engine: Engine) -> Iterator[Placement]:
-    """Provision and start an engine; stop and destroy it however the block ends."""
+def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
+    """Provision and start an engine; stop and destroy it however the block ends.
+
+    An error inside the block while the server died under it (a crash, the OOM killer, a
+    SIGKILL) becomes one line: how the server ended during ``what``, and the end of its log.
+    """
     try:
         placement = engine.provision()
         engine.start()
-        yield placement
+        try:
+            yield placement
+        except Exception:
+            how = engine.died()
+            if how is None:
+                raise
+            raise RunFailed(stopped_during(engine.title, how, placement.log, what)) from None
     finally:
         try:
             engine.stop()

@@ -38,7 +38,6 @@ from iolab.engines.loading import (
     MultiplexedLoad,
     PopulateDialect,
 )
-from iolab.engines.server_process import stopped_during
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
 from iolab.probes.recorder import recording
@@ -374,15 +373,9 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
         layout = replace(layout, settings=settings)
     engine = catalog.create_populate(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
-    with running(engine) as placement:
+    with running(engine, "the load") as placement:
         try:
             load_and_measure(engine, placement, options, outcome, events)
-        except Exception:
-            how = engine.died()
-            if how is None:
-                raise
-            server = catalog.kind(options.engine).title
-            raise RunFailed(stopped_during(server, how, placement.log)) from None
         finally:
             log = read_log(placement.log)  # kept with the run (iolab.probes.serverlog)
             if log is not None:

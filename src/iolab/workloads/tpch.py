@@ -206,7 +206,7 @@ def run_tpch(options: TpchOptions, outcome: RunOutcome, events: EventSink) -> No
         layout = replace(layout, settings=settings)
     engine = catalog.create_tpch(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
-    with running(engine) as placement:
+    with running(engine, "the TPC-H run") as placement:
         load_and_query(engine, placement, options, files, texts, reference, outcome, events)
 
 
