@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable
 from typing import Protocol
 
 
@@ -10,3 +12,16 @@ class Connection(Protocol):
     own dialect (which knows its driver's type) and closes it."""
 
     def close(self) -> None: ...
+
+
+def cancel_statements(conns: Iterable[Connection]) -> None:
+    """Cancel what each connection runs now, where its driver can from another thread:
+    psycopg's ``cancel()``, sqlite3's ``interrupt()``. PyMySQL cannot: its statements end when
+    they end, or when the server stops."""
+    for conn in conns:
+        for name in ("cancel", "interrupt"):
+            method = getattr(conn, name, None)
+            if callable(method):
+                with contextlib.suppress(Exception):
+                    method()
+                break

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from iolab.engines.connection import Connection
+from iolab.engines.connection import Connection, cancel_statements
 from iolab.errors import RunFailed
+from iolab.workers import Worker, wait_all
 
 CHUNK_BYTES = 16 * 2**20  # CSV bytes per chunk of a parallel load
 BLOCK_BYTES = 1 * 2**20  # bytes read from a chunk at a time
@@ -247,6 +248,9 @@ class TpchDialect(Protocol):
 T = TypeVar("T")  # a task of run_parallel
 
 
+STOP_TIMEOUT = 30.0  # seconds to wait for workers to stop before their connections close
+
+
 class Stopped(Exception):
     """A worker stopped because another failed or the run was interrupted."""
 
@@ -286,18 +290,17 @@ def run_parallel(
                     stop.set()
                     return
 
-        threads = [
-            threading.Thread(target=worker, args=(c,), name=f"tpch-{i}", daemon=True)
-            for i, c in enumerate(conns)
-        ]
-        for t in threads:
-            t.start()
+        running = [Worker(worker, (c,), f"tpch-{i}") for i, c in enumerate(conns)]
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
-        except BaseException:
+            for w in running:
+                w.start()
+            for w in running:
+                while not w.ended.wait(0.2):
+                    pass
+        except BaseException:  # Ctrl-C: the workers stop at their next task, then conns close
             stop.set()
+            cancel_statements(conns)
+            wait_all(running, STOP_TIMEOUT)
             raise
     finally:
         for conn in conns:

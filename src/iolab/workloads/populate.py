@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog, external
-from iolab.engines.connection import Connection
+from iolab.engines.connection import Connection, cancel_statements
 from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import (
     Layout,
@@ -46,6 +46,7 @@ from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
 from iolab.units import format_bytes
+from iolab.workers import Worker, wait_all
 
 PROGRESS_EVERY = 0.5  # seconds between progress events
 STOP_TIMEOUT = 10.0  # seconds to wait for loaders to stop before their connections close
@@ -320,7 +321,7 @@ def _run_multiplexed(
 
 def _stop_loaders(
     loaders: list[_Loader],
-    threads: list[threading.Thread],
+    workers: list[Worker],
     barrier: threading.Barrier,
     shared: _Shared,
 ) -> None:
@@ -332,17 +333,8 @@ def _stop_loaders(
     """
     shared.stop.set()
     barrier.abort()
-    for ld in loaders:
-        for name in ("cancel", "interrupt"):
-            method = getattr(ld.conn, name, None)
-            if callable(method):
-                with contextlib.suppress(Exception):
-                    method()
-                break
-    deadline = time.monotonic() + STOP_TIMEOUT
-    for t in threads:
-        if t.ident is not None:  # started (Ctrl-C may come while they are being started)
-            t.join(max(0.0, deadline - time.monotonic()))
+    cancel_statements(ld.conn for ld in loaders)
+    wait_all(workers, STOP_TIMEOUT)  # not Thread.join: see iolab.workers
 
 
 def _failure(loaders: list[_Loader]) -> str:
@@ -423,28 +415,18 @@ def load_and_measure(
         shared = _Shared()
         if isinstance(dialect, MultiplexedLoad) and dialect.multiplexes(spec):
             barrier = threading.Barrier(2)  # one driver thread for every loader's connection
-            threads = [
-                threading.Thread(
-                    target=_run_multiplexed,
-                    args=(dialect, spec, loaders, shared, barrier),
-                    name="loaders",
-                    daemon=True,
-                )
+            workers = [
+                Worker(_run_multiplexed, (dialect, spec, loaders, shared, barrier), "loaders")
             ]
         else:
             barrier = threading.Barrier(len(loaders) + 1)
-            threads = [
-                threading.Thread(
-                    target=_run_loader,
-                    args=(dialect, spec, ld, shared, barrier),
-                    name=f"loader-{ld.index}",
-                    daemon=True,
-                )
+            workers = [
+                Worker(_run_loader, (dialect, spec, ld, shared, barrier), f"loader-{ld.index}")
                 for ld in loaders
             ]
         try:
-            for t in threads:
-                t.start()
+            for w in workers:
+                w.start()
             recorder = populate_recorder(
                 engine,
                 placement,
@@ -458,9 +440,9 @@ def load_and_measure(
             with recording(recorder, outcome):  # the probes sample the measured part
                 barrier.wait()
                 t0 = time.perf_counter()
-                while any(t.is_alive() for t in threads):
-                    for t in threads:
-                        t.join(PROGRESS_EVERY / len(threads))
+                while not all(w.ended.is_set() for w in workers):
+                    for w in workers:
+                        w.ended.wait(PROGRESS_EVERY / len(workers))
                     done = shared.committed
                     elapsed = time.perf_counter() - t0
                     rate = done / elapsed if elapsed > 0 else 0.0
@@ -475,7 +457,7 @@ def load_and_measure(
                     )
                 wall = time.perf_counter() - t0
         except BaseException:
-            _stop_loaders(loaders, threads, barrier, shared)
+            _stop_loaders(loaders, workers, barrier, shared)
             raise
         disk_after = diskstats.read()
         log_after = dialect.log_bytes(admin)
