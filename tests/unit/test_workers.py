@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from iolab.workers import Worker, wait_all
 
 
@@ -25,6 +27,7 @@ def test_wait_all_waits_for_started_workers_and_skips_the_others() -> None:
     assert not never.entered.is_set() and not never.ended.is_set()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_worker_that_raises_has_ended() -> None:
     def boom() -> None:
         raise ValueError("x")
