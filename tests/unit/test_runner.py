@@ -504,3 +504,19 @@ def test_a_run_left_by_a_dead_driver_is_aborted_and_taken_again(
     assert done_per_cell(rows) == {100: 2, 200: 2, 300: 2}
     assert [r.repetition for r in rows if r.rows == 100] == [1, 2, 3]
     assert (outcome.done, outcome.kept) == (6, 0)
+
+
+def test_plan_says_which_runs_another_live_driver_is_running(
+    fake: FakeWorkload, store: Store, tmp_path: Path
+) -> None:
+    path = experiment_file(tmp_path, experiment=SEQUENTIAL + "repetitions = 2")
+    claim_first_cell(path, store)  # 'running', by a live process
+    plan = runner.make_plan(config.load(path), store)
+    assert [(c.done, c.running, c.remaining) for c in plan.cells] == [
+        (0, 1, 2),
+        (0, 0, 2),
+        (0, 0, 2),
+    ]
+    done = iolab("plan", str(path), "--results", str(store.path))
+    assert done.code == 0, done
+    assert "1 of them is running now in another iolab process" in done.stdout.replace("\n", " ")

@@ -55,6 +55,7 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
                     "params": c.cell.params,
                     "done": c.done,
                     "to_run": c.remaining,
+                    "running_now": c.running,
                     "seconds_each": c.seconds_each,
                 }
                 for c in p.cells
@@ -88,6 +89,12 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     if p.kept:
         line += f"; {p.kept} finished runs are kept"
     out.print(line)
+    running = sum(c.running for c in p.cells)
+    if running:
+        out.print(
+            f"{running} of them {'is' if running == 1 else 'are'} running now in another iolab "
+            "process: `iolab run` leaves them to it, and takes them again only if it dies"
+        )
     if experiment.baseline is not None:
         out.print(f"baseline cell: {escape(experiment.baseline.label)}")
 

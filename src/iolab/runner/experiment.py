@@ -51,6 +51,7 @@ class PlannedCell:
     wanted: int  # repetitions wanted now (fixed, or min_repetitions for auto)
     done: int  # finished runs already in the results database
     seconds_each: float  # measured mean of earlier runs, or the kind's estimate
+    running: int = 0  # runs another live iolab process is running now (they count as remaining)
 
     @property
     def remaining(self) -> int:
@@ -102,11 +103,13 @@ def make_plan(experiment: Experiment, store: Store | None) -> Plan:
     checks.check(experiment, store)  # plan and run refuse the same things, before any record
     wanted = e.min_repetitions if auto else int(e.repetitions)
     done: Counter[str] = Counter()
+    running: Counter[str] = Counter()
     seconds: dict[str, float] = {}
     if store is not None:
         found = store_experiments.find(store, experiment.name)
         if found is not None:
             done = store_experiments.done_counts(store, found)
+            running = store_experiments.running_now(store, found)
             seconds = store_experiments.mean_seconds(store, found)
     cells = tuple(
         PlannedCell(
@@ -114,6 +117,7 @@ def make_plan(experiment: Experiment, store: Store | None) -> Plan:
             wanted,
             done[cell.id],
             seconds.get(cell.id) or kind.estimate(cell.params),
+            running[cell.id],
         )
         for cell in experiment.cells
     )

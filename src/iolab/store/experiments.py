@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from iolab.ownership import boot_id, process_alive
 from iolab.results import CellId, EnvId, ExperimentId, RunId, RunStatus, canonical_json
 from iolab.store.database import Store
 
@@ -62,6 +63,20 @@ def done_counts(store: Store, experiment: ExperimentId) -> Counter[str]:
         (experiment,),
     )
     return Counter({str(cell): int(n) for cell, n in rows})
+
+
+def running_now(store: Store, experiment: ExperimentId) -> Counter[str]:
+    """Runs per cell that a live iolab process is running now (this boot, its pid alive)."""
+    boot = boot_id()
+    rows = store.conn.execute(
+        "SELECT cell_id, pid, boot_id FROM runs WHERE experiment_id = ? AND status = 'running'",
+        (experiment,),
+    )
+    return Counter(
+        str(cell)
+        for cell, pid, run_boot in rows
+        if run_boot == boot and pid is not None and process_alive(int(pid))
+    )
 
 
 def metric_values(store: Store, experiment: ExperimentId, cell: CellId, key: str) -> list[float]:
