@@ -27,11 +27,15 @@ def test_wait_all_waits_for_started_workers_and_skips_the_others() -> None:
     assert not never.entered.is_set() and not never.ended.is_set()
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_a_worker_that_raises_has_ended() -> None:
+def test_a_worker_that_raises_has_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    raised: list[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(str(args.exc_value)))
+
     def boom() -> None:
         raise ValueError("x")
 
     worker = Worker(boom, (), "boom")
     worker.start()
     assert worker.ended.wait(5)
+    worker._thread.join(5)  # the thread itself, for the exception to reach the hook
+    assert raised == ["x"]
