@@ -237,11 +237,14 @@ WORKLOADS: dict[str, type[Section]] = {
 _TYPE_TAGS = frozenset({"int", "float", "str", "bool", "list", "dict"})
 
 
+def _keys(loc: Sequence[int | str]) -> list[int | str]:
+    """A pydantic location without the union members it names ("int", "literal['auto']")."""
+    return [p for p in loc if not (isinstance(p, str) and (p in _TYPE_TAGS or "[" in p))]
+
+
 def _loc(loc: Sequence[int | str]) -> str:
     out = ""
-    for part in loc:
-        if isinstance(part, str) and (part in _TYPE_TAGS or "[" in part):
-            continue  # which member of a union failed ("int", "literal['auto']"): not a key
+    for part in _keys(loc):
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
@@ -272,8 +275,8 @@ def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
     if plain is not None and key is not None:
         plain = plain.format(ctx.get(key, 0))
     if plain is not None:
-        names = [str(p) for p in err["loc"] if _loc([p])]  # the keys, not union members
-        hint = HINTS.get(names[-1]) if names else None
+        keys = _keys(err["loc"])
+        hint = HINTS.get(str(keys[-1])) if keys else None
         return BadInput(where, err.get("input"), hint or plain)
     if err["type"] == "literal_error":  # as every other choice: "choose one of: a, b"
         expected = str(err.get("ctx", {}).get("expected", ""))

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from iolab.engines.connection import Connection
-from iolab.engines.server_process import stopped_during
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.ownership import can_write, owned_name, reap, remove
+from iolab.process import tail
 
 if TYPE_CHECKING:
     from iolab.engines.loading import PopulateDialect
@@ -211,6 +211,15 @@ def check_dirs(named: list[tuple[str, Path]]) -> None:
             )
 
 
+def _stopped_during(server: str, how: str, log: Path | None, what: str) -> str:
+    """The one-line reason of a run whose server died: how, and the end of its log."""
+    try:
+        text = log.read_text(errors="replace") if log is not None else ""
+    except OSError:
+        text = ""
+    return f"the {server} server stopped during {what} ({how}); its log: {tail(text, 5)}"
+
+
 @contextmanager
 def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
     """Provision and start an engine; stop and destroy it however the block ends.
@@ -227,7 +236,7 @@ def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
             how = engine.died()
             if how is None:
                 raise
-            raise RunFailed(stopped_during(engine.title, how, placement.log, what)) from None
+            raise RunFailed(_stopped_during(engine.title, how, placement.log, what)) from None
     finally:
         try:
             engine.stop()

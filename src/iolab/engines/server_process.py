@@ -231,15 +231,6 @@ def how_it_ended(proc: subprocess.Popen[bytes] | None, grace: float = 1.0) -> st
     return f"exit status {code}"
 
 
-def stopped_during(server: str, how: str, log: Path | None, what: str = "the load") -> str:
-    """The one-line reason of a run whose server died: how, and the end of its log."""
-    try:
-        text = log.read_text(errors="replace") if log is not None else ""
-    except OSError:
-        text = ""
-    return f"the {server} server stopped during {what} ({how}); its log: {tail(text, 5)}"
-
-
 def processes() -> Iterator[tuple[int, list[str]]]:
     """Every process: its pid and the fields of ``/proc/PID/stat`` after its name (state,
     parent, process group, session, ...)."""
