@@ -72,6 +72,14 @@ METRICS: dict[str, Metric] = {
         _m("pages_per_row", "pages", S, True, "table pages per row loaded"),
         _m("wal_bytes", "B", S, True, "WAL / redo bytes the load generated"),
         _m("wal_bytes_per_row", "B", S, True, "WAL / redo bytes per row"),
+        # populate: latency.KIND.FIELD, KIND one of transaction, statement, commit
+        _m("mean_us", "us", L, True, "mean latency of an operation"),
+        _m("p50_us", "us", L, True, "median latency of an operation"),
+        _m("p90_us", "us", L, True, "90th percentile latency of an operation"),
+        _m("p99_us", "us", L, True, "99th percentile latency of an operation"),
+        _m("p999_us", "us", L, True, "99.9th percentile latency of an operation"),
+        _m("p9999_us", "us", L, True, "99.99th percentile latency of an operation"),
+        _m("max_us", "us", L, True, "longest operation"),
         # TPC-H
         _m("load_seconds", "s", T, True, "time to load the TPC-H data"),
         _m("load_mb_per_second", "MB/s", R, False, "CSV bytes loaded per second"),

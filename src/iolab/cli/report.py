@@ -124,10 +124,21 @@ def export(
         Path | None,
         typer.Option("-o", "--output", help="File to write (csv/json: default stdout)."),
     ] = None,
+    histograms: Annotated[
+        Path | None,
+        typer.Option(
+            "--histograms",
+            help="Write each run's latency histograms instead, one HdrHistogram interval log "
+            "per run and operation kind (run-ID-KIND.hlog), into this directory.",
+        ),
+    ] = None,
     results: ResultsOption = None,
 ) -> None:
     """Every run of an experiment, one row each (cell values, status, summary numbers), for
-    notebooks."""
+    notebooks; or with --histograms, every run's latency histograms as interval logs."""
+    if histograms is not None:
+        _export_histograms(target, histograms, results)
+        return
     if fmt not in ("csv", "json", "parquet"):
         raise BadInput.choice("--format", fmt, ["csv", "json", "parquet"])
     if fmt == "parquet" and output is None:
@@ -147,3 +158,32 @@ def export(
     else:
         write_output(output, text, "--output")
         out.print(f"wrote {len(table.rows)} runs to {escape(str(output))}")
+
+
+def _export_histograms(target: str, directory: Path, results: Path | None) -> None:
+    """Interval logs into ``directory`` (made when missing); a file already there is never
+    overwritten."""
+    with open_store(results, create=False) as store:
+        logs = export_lib.histogram_logs(store, target)
+    if not logs:
+        raise BadInput(
+            "EXPERIMENT", target, "give an experiment with populate runs that timed operations"
+        )
+    if directory.exists() and not directory.is_dir():
+        raise BadInput("--histograms", str(directory), "give a directory")
+    taken = [name for name, _ in logs if (directory / name).exists()]
+    if taken:
+        raise BadInput(
+            "--histograms",
+            str(directory),
+            f"it already holds {taken[0]}; give an empty or new directory",
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in logs:
+            (directory / name).write_text(text)
+    except OSError as exc:
+        raise BadInput(
+            "--histograms", str(directory), f"cannot write there: {exc.strerror}"
+        ) from None
+    out.print(f"wrote {len(logs)} interval logs to {escape(str(directory))}")

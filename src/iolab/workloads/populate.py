@@ -11,6 +11,7 @@ inserted, with no duplicate key.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -40,6 +41,10 @@ from iolab.engines.loading import (
 )
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
+from iolab.latency.data import LatencyData
+from iolab.latency.data import series as latency_series
+from iolab.latency.data import summary as latency_summary
+from iolab.latency.recording import LatencyRecording, Pacing
 from iolab.probes.recorder import recording
 from iolab.probes.serverlog import read_log
 from iolab.probes.standard import device_deltas, populate_recorder, role_devices
@@ -49,6 +54,8 @@ from iolab.units import format_bytes
 from iolab.workers import Worker, wait_all
 
 PROGRESS_EVERY = 0.5  # seconds between progress events
+UNLIMITED = 1 << 62  # a loader's share under --duration: it stops when time is up
+RATE_HELD = 0.98  # --rate counts as held when the achieved rate is at least this share
 STOP_TIMEOUT = 10.0  # seconds to wait for loaders to stop before their connections close
 FILL_TOLERANCE = 0.10  # pages per row may exceed the target by this much before it is flagged
 
@@ -72,6 +79,15 @@ class PopulateOptions:
     pg_bin: Path | None = None
     dsn: ExternalTarget | None = None  # a server iolab does not manage, instead of a layout
     sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
+    duration: float | None = None  # seconds: insert until time is up, instead of rows
+    warmup_seconds: float | None = None  # left out of rates, latencies and bytes per row
+    warmup_rows: int | None = None  # the same, counted in rows
+    rate: float | None = None  # rows per second over all loaders, each on a fixed schedule
+    record_latency: bool = True  # time each operation (off only to measure what timing costs)
+
+    @property
+    def warmup(self) -> bool:
+        return bool(self.warmup_seconds) or bool(self.warmup_rows)
 
     def validate(self) -> None:
         """Refuse what cannot run, before any server starts."""
@@ -84,8 +100,28 @@ class PopulateOptions:
             check_external_layout(self.layout, self.pg_bin)
         if self.connections < 1:
             raise BadInput("--connections", self.connections, "give at least 1 loader connection")
-        if (self.rows is None) == (self.size_bytes is None):
+        if self.duration is not None:
+            if self.rows is not None or self.size_bytes is not None:
+                raise BadInput("--duration", self.duration, "give --rows/--bytes or --duration")
+            if not self.duration > 0:
+                raise BadInput("--duration", self.duration, "give more than 0 s")
+            if self.mode is LoadMode.SERVER:
+                raise BadInput("--duration", self.duration, "a duration needs --mode client")
+        elif (self.rows is None) == (self.size_bytes is None):
             raise BadInput("--rows", self.rows, "give either --rows or --bytes, not both")
+        if self.rate is not None and not self.rate > 0:
+            raise BadInput("--rate", self.rate, "give rows per second over all loaders, above 0")
+        if self.rate is not None and self.mode is LoadMode.SERVER:
+            raise BadInput("--rate", self.rate, "a rate needs --mode client")
+        if self.warmup_seconds is not None and (
+            self.warmup_seconds < 0
+            or (self.duration is not None and self.warmup_seconds >= self.duration)
+        ):
+            raise BadInput("--warmup", self.warmup_seconds, "give a warm-up shorter than the run")
+        if self.warmup_rows is not None and (
+            self.warmup_rows < 0 or (self.rows is not None and self.warmup_rows >= self.rows)
+        ):
+            raise BadInput("--warmup", self.warmup_rows, "give a warm-up shorter than the run")
         if self.rows is not None and self.rows < self.connections:
             raise BadInput(
                 "--rows", self.rows, f"give at least one row per connection (>= {self.connections})"
@@ -124,6 +160,10 @@ class PopulateOptions:
             "batch": self.batch,
             "pg_bin": str(self.pg_bin) if self.pg_bin else None,
             "dsn": self.dsn.redacted if self.dsn else None,  # never the password
+            **({"duration": self.duration} if self.duration is not None else {}),
+            **({"warmup_seconds": self.warmup_seconds} if self.warmup_seconds else {}),
+            **({"warmup_rows": self.warmup_rows} if self.warmup_rows else {}),
+            **({"rate": self.rate} if self.rate is not None else {}),
         }
 
 
@@ -255,15 +295,25 @@ class _Loader:
 
 @dataclass
 class _Shared:
+    latency: LatencyRecording
+    warmup_rows: int | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     committed: int = 0
+    warm_end_ns: int | None = None  # when a warm-up counted in rows ended
 
     def count(self, loader: _Loader, n: int) -> None:
         """``loader`` committed ``n`` rows; raises LoadCancelled once the load must stop."""
         loader.done_rows += n
         with self.lock:
             self.committed += n
+            if (
+                self.warmup_rows is not None
+                and self.warm_end_ns is None
+                and self.committed >= self.warmup_rows
+            ):
+                self.warm_end_ns = time.perf_counter_ns()
+                self.latency.end_warmup(self.warm_end_ns)
         if self.stop.is_set():
             raise LoadCancelled
 
@@ -281,7 +331,8 @@ def _run_loader(
     try:
         start.wait()
         t0 = time.perf_counter()
-        dialect.load(loader.conn, spec, loader.rows, progress)
+        clock = shared.latency.clocks[loader.index]
+        dialect.load(loader.conn, spec, loader.rows, progress, clock)
         loader.elapsed = time.perf_counter() - t0
     except LoadCancelled:
         pass
@@ -305,7 +356,11 @@ def _run_multiplexed(
     try:
         start.wait()
         elapsed = dialect.load_multiplexed(
-            [ld.conn for ld in loaders], spec, [ld.rows for ld in loaders], progress
+            [ld.conn for ld in loaders],
+            spec,
+            [ld.rows for ld in loaders],
+            progress,
+            shared.latency.clocks,
         )
         for ld, seconds in zip(loaders, elapsed, strict=True):
             ld.elapsed = seconds
@@ -395,6 +450,7 @@ def load_and_measure(
             f"{sorted(m.value for m in dialect.modes)}",
         )
     payload = dialect.payload_bytes()
+    fixed = options.duration is None
     rows = (
         options.rows
         if options.rows is not None
@@ -403,16 +459,27 @@ def load_and_measure(
     spec = LoadSpec(
         options.key, options.method, options.mode, options.commit_every, payload, options.batch
     )
+    pacing = Pacing(
+        options.sample_interval or 1.0,
+        options.warmup_seconds,
+        options.warmup_rows,
+        options.duration,
+        options.rate,
+    )
+    timed = options.record_latency and options.mode is LoadMode.CLIENT
+    latency = LatencyRecording(options.connections, pacing, timed=timed)
     admin = engine.connect()
     loaders: list[_Loader] = []
+    warm: _Mark | None = None
     try:
         dialect.create_table(admin, spec)
         devices = role_devices(placement)
         events(Phase(f"opening {options.connections} loader connections"))
-        for i, n in enumerate(split(rows, options.connections)):
+        shares = split(rows, options.connections) if fixed else [UNLIMITED] * options.connections
+        for i, n in enumerate(shares):
             loaders.append(_Loader(i, n, engine.connect()))
         dialect.checkpoint(admin)
-        shared = _Shared()
+        shared = _Shared(latency, options.warmup_rows)
         if isinstance(dialect, MultiplexedLoad) and dialect.multiplexes(spec):
             barrier = threading.Barrier(2)  # one driver thread for every loader's connection
             workers = [
@@ -438,24 +505,28 @@ def load_and_measure(
             log_before = dialect.log_bytes(admin)
             disk_before = diskstats.read()
             with recording(recorder, outcome):  # the probes sample the measured part
+                t0_ns = time.perf_counter_ns()
+                latency.begin(t0_ns)
                 barrier.wait()
-                t0 = time.perf_counter()
+                t0 = t0_ns / 1e9
+                warm_due = (
+                    t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
+                )
                 while not all(w.ended.is_set() for w in workers):
+                    pause = PROGRESS_EVERY / len(workers)
+                    if warm is None and warm_due is not None:
+                        pause = min(pause, max(0.0, (warm_due - time.perf_counter_ns()) / 1e9))
                     for w in workers:
-                        w.ended.wait(PROGRESS_EVERY / len(workers))
-                    done = shared.committed
-                    elapsed = time.perf_counter() - t0
-                    rate = done / elapsed if elapsed > 0 else 0.0
-                    left = (rows - done) / rate if rate > 0 else 0.0
-                    events(
-                        Step(
-                            f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s",
-                            max(1, done),
-                            rows,
-                            left,
-                        )
-                    )
+                        w.ended.wait(pause)
+                    latency.collect()
+                    if warm is None and options.warmup:
+                        ended = warm_due if warm_due is not None else shared.warm_end_ns
+                        if ended is not None and time.perf_counter_ns() >= ended:
+                            warm = _Mark((ended - t0_ns) / 1e9, shared.committed,
+                                         diskstats.read(), dialect.log_bytes(admin))  # fmt: skip
+                    events(_progress(shared.committed, time.perf_counter() - t0, rows, options))
                 wall = time.perf_counter() - t0
+                intervals = latency.finish(time.perf_counter_ns())
         except BaseException:
             _stop_loaders(loaders, workers, barrier, shared)
             raise
@@ -468,13 +539,30 @@ def load_and_measure(
         for ld in loaders:
             _close(ld.conn)
         _close(admin)
+    if not fixed:
+        rows = shared.committed
     elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
-    device_io = device_deltas(disk_before, disk_after, devices)
+    elapsed = max(elapsed_each)
+    if options.warmup and (warm is None or warm.seconds >= elapsed):
+        given = (
+            f"{options.warmup_seconds:g} s"
+            if options.warmup_seconds
+            else f"{options.warmup_rows:,} rows"
+        )
+        raise RunFailed(
+            f"the warm-up ({given}) did not end before the load did ({elapsed:.1f} s, "
+            f"{rows:,} rows): give a shorter --warmup or a longer load"
+        )
+    measured_rows = rows - (warm.rows if warm else 0)
+    measured_seconds = elapsed - (warm.seconds if warm else 0.0)
+    device_io = device_deltas(warm.disk if warm else disk_before, disk_after, devices)
     for d in device_io.values():
-        d["write_bytes_per_row"] = d["write_bytes"] / rows
+        d["write_bytes_per_row"] = d["write_bytes"] / max(1, measured_rows)
     target_ppr = 1.0 / dialect.rows_per_page
     fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr
-    wal_bytes = (log_after - log_before) if log_before is not None and log_after else None
+    log_start = warm.log_bytes if warm else log_before
+    wal_bytes = (log_after - log_start) if log_start is not None and log_after else None
+    rate = measured_rows / measured_seconds if measured_seconds > 0 else 0.0
     outcome.summary.update(
         {
             "engine": options.engine,
@@ -482,12 +570,12 @@ def load_and_measure(
             "rows": rows,
             "connections": options.connections,
             "payload_bytes": payload,
-            "elapsed_seconds": max(elapsed_each),
+            "elapsed_seconds": elapsed,
             "first_finished_seconds": min(elapsed_each),
             "wall_seconds": wall,
             "loader_seconds": elapsed_each,
-            "rows_per_second": rows / max(elapsed_each),
-            "payload_mb_per_second": rows * payload / max(elapsed_each) / 1e6,
+            "rows_per_second": rate,
+            "payload_mb_per_second": rate * payload / 1e6,
             "table_bytes": stats.table_bytes,
             "total_bytes": stats.total_bytes,
             "pages": stats.pages,
@@ -496,7 +584,9 @@ def load_and_measure(
             "pages_per_row_target": target_ppr,
             "fill_ok": fill_ok,
             "wal_bytes": wal_bytes,
-            "wal_bytes_per_row": wal_bytes / rows if wal_bytes is not None else None,
+            "wal_bytes_per_row": wal_bytes / measured_rows
+            if wal_bytes is not None and measured_rows
+            else None,
             "devices": device_io,
             "placement": {
                 "data": [str(p) for p in placement.data],
@@ -504,8 +594,40 @@ def load_and_measure(
                 "temp": str(placement.temp) if placement.temp else None,
             },
             "settings": engine.effective_settings(),
+            "latency": latency_summary(intervals, timed, options.mode),
         }
     )
+    if warm is not None:
+        outcome.summary["warmup"] = {
+            "seconds": warm.seconds,
+            "rows": warm.rows,
+            "rows_per_second_with_warmup": rows / elapsed if elapsed > 0 else 0.0,
+        }
+    if options.duration is not None:
+        outcome.summary["duration_seconds"] = options.duration
+    if options.rate is not None:
+        held = rate >= RATE_HELD * options.rate
+        outcome.summary["rate"] = {"target": options.rate, "achieved": rate, "held": held}
+        if not held:
+            events(
+                Warning(
+                    f"the load did not hold --rate {options.rate:,.0f} rows/s: it achieved "
+                    f"{rate:,.0f} rows/s ({rate / options.rate:.0%}); latencies count from each "
+                    "operation's intended start, so they include the backlog"
+                )
+            )
+    outcome.latency = LatencyData(
+        intervals=tuple(intervals),
+        interval_s=pacing.interval_s,
+        start_unix=time.time() - (time.perf_counter() - t0),
+        probe_offset_s=t0 - recorder.t0 if recorder is not None else 0.0,
+        warmup_s=warm.seconds if warm else None,
+    )
+    if outcome.probes is not None and intervals:
+        outcome.probes = dataclasses.replace(
+            outcome.probes,
+            series=outcome.probes.series + tuple(latency_series(outcome.latency)),
+        )
     if stats.rows != rows or stats.distinct_keys != rows:
         raise RunFailed(
             f"correctness check failed: expected {rows:,} rows with distinct keys, the table "
@@ -518,6 +640,28 @@ def load_and_measure(
                 f"expected {target_ppr:.2f}; this run does not measure the seeds' table"
             )
         )
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """Where the warm-up ended: seconds from the start, rows committed, the devices' and the
+    log's counters then (the measured part starts from these)."""
+
+    seconds: float
+    rows: int
+    disk: dict[str, diskstats.DiskCounters]
+    log_bytes: int | None
+
+
+def _progress(done: int, elapsed: float, rows: int, options: PopulateOptions) -> Step:
+    """The progress line: rows of the rows asked for, or seconds of the duration."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    if options.duration is not None:
+        left = max(0.0, options.duration - elapsed)
+        text = f"{done:,} rows, {rate:,.0f} rows/s, {elapsed:,.0f} of {options.duration:g} s"
+        return Step(text, max(1, round(elapsed * 10)), max(1, round(options.duration * 10)), left)
+    left = (rows - done) / rate if rate > 0 else 0.0
+    return Step(f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s", max(1, done), rows, left)
 
 
 def _close(conn: Connection) -> None:
