@@ -623,10 +623,11 @@ def load_and_measure(
         probe_offset_s=t0 - recorder.t0 if recorder is not None else 0.0,
         warmup_s=warm.seconds if warm else None,
     )
-    if outcome.probes is not None and intervals:
+    if outcome.probes is not None:
         outcome.probes = dataclasses.replace(
             outcome.probes,
             series=outcome.probes.series + tuple(latency_series(outcome.latency)),
+            warmup_end_s=outcome.latency.probe_offset_s + warm.seconds if warm else None,
         )
     if stats.rows != rows or stats.distinct_keys != rows:
         raise RunFailed(
