@@ -301,6 +301,8 @@ class _Shared:
     lock: threading.Lock = field(default_factory=threading.Lock)
     committed: int = 0
     warm_end_ns: int | None = None  # when a warm-up counted in rows ended
+    warm_rows: int = 0  # the rows committed then
+    warmed: threading.Event = field(default_factory=threading.Event)
 
     def count(self, loader: _Loader, n: int) -> None:
         """``loader`` committed ``n`` rows; raises LoadCancelled once the load must stop."""
@@ -313,7 +315,9 @@ class _Shared:
                 and self.committed >= self.warmup_rows
             ):
                 self.warm_end_ns = time.perf_counter_ns()
+                self.warm_rows = self.committed
                 self.latency.end_warmup(self.warm_end_ns)
+                self.warmed.set()
         if self.stop.is_set():
             raise LoadCancelled
 
@@ -516,15 +520,17 @@ def load_and_measure(
                     pause = PROGRESS_EVERY / len(workers)
                     if warm is None and warm_due is not None:
                         pause = min(pause, max(0.0, (warm_due - time.perf_counter_ns()) / 1e9))
-                    for w in workers:
-                        w.ended.wait(pause)
+                    if warm is None and options.warmup_rows:
+                        shared.warmed.wait(pause * len(workers))  # wake when it ends
+                    else:
+                        for w in workers:
+                            w.ended.wait(pause)
                     latency.collect()
                     if warm is None and options.warmup:
-                        ended = warm_due if warm_due is not None else shared.warm_end_ns
-                        if ended is not None and time.perf_counter_ns() >= ended:
-                            warm = _Mark((ended - t0_ns) / 1e9, shared.committed,
-                                         diskstats.read(), dialect.log_bytes(admin))  # fmt: skip
+                        warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
                     events(_progress(shared.committed, time.perf_counter() - t0, rows, options))
+                if warm is None and options.warmup:  # it ended as the loaders did
+                    warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
                 wall = time.perf_counter() - t0
                 intervals = latency.finish(time.perf_counter_ns())
         except BaseException:
@@ -652,6 +658,23 @@ class _Mark:
     rows: int
     disk: dict[str, diskstats.DiskCounters]
     log_bytes: int | None
+
+
+def _warm_mark(
+    shared: _Shared, due: int | None, t0_ns: int, dialect: PopulateDialect, admin: Connection
+) -> _Mark | None:
+    """Where the warm-up ended, once it has: a time warm-up at its due time with the rows
+    committed by then, a warm-up of rows when the loader that reached the count committed
+    (the devices' and the log's counters are read now, a few ms later at most)."""
+    if due is not None:
+        if time.perf_counter_ns() < due:
+            return None
+        rows = shared.committed
+        return _Mark((due - t0_ns) / 1e9, rows, diskstats.read(), dialect.log_bytes(admin))
+    if shared.warm_end_ns is None:
+        return None
+    seconds = (shared.warm_end_ns - t0_ns) / 1e9
+    return _Mark(seconds, shared.warm_rows, diskstats.read(), dialect.log_bytes(admin))
 
 
 def _progress(done: int, elapsed: float, rows: int, options: PopulateOptions) -> Step:
