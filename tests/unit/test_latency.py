@@ -120,10 +120,14 @@ def test_duration_stops_new_work_at_a_boundary_only() -> None:
     clock = LoaderClock(0, 1, Pacing(1.0, duration_s=1.0), t0, timed=True)
     assert clock.begin(1) is None  # time is up
     assert clock.begin(1, can_stop=False) is not None  # inside a transaction: go on
-    paced = LoaderClock(0, 1, Pacing(1.0, duration_s=1.0, rate=2.0), t0, timed=True)
-    assert paced.due(1) is not None  # due at 0 s
-    assert paced.due(1) is not None  # due at 0.5 s
-    assert paced.due(1) is None  # due at 1 s: the run is over
+    now = time.perf_counter_ns()
+    paced = LoaderClock(0, 1, Pacing(1.0, duration_s=60.0, rate=1 / 20), now, timed=True)
+    assert paced.due(1) == now  # due at 0 s
+    assert paced.due(1) == now + 20 * 10**9  # due at 20 s
+    assert paced.due(1) == now + 40 * 10**9  # due at 40 s
+    assert paced.due(1) is None  # due at 60 s: the run is over
+    behind = LoaderClock(0, 1, Pacing(1.0, duration_s=1.0, rate=1000.0), t0, timed=True)
+    assert behind.due(1) is None  # due long ago, but the deadline has passed: it stops
 
 
 def test_latency_counts_from_the_intended_start() -> None:
