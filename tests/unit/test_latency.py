@@ -251,7 +251,7 @@ def test_stored_histograms_round_trip_and_compare(tmp_path: Path) -> None:
                     i.start_s,
                     i.end_s,
                     _filled([n * 1000] * i.histogram.total),
-                )  # fmt: skip
+                )
                 for i in _intervals()
             ]
             outcome.latency = LatencyData(tuple(intervals), 1.0, 1.7e9, 0.5, 0.5)
