@@ -207,16 +207,25 @@ def row_bytes(settings: Mapping[str, str]) -> int:
     return DEFAULT_ROW_BYTES
 
 
+def rows_offered(options: PopulateOptions) -> int:
+    """The rows a load will at least insert: --rows, or --bytes over a page each; 0 for a
+    --duration (even under --rate, a server that cannot keep up inserts fewer)."""
+    if options.rows is not None:
+        return options.rows
+    return (options.size_bytes or 0) // row_bytes(options.layout.settings)
+
+
 def space_needed(options: PopulateOptions) -> dict[tuple[str, Path], int]:
     """Bytes the load will at least write into each directory of the layout, by option and
     directory: the rows, one page each, spread evenly over the data files; in a WAL dir, half
     of that (each row's WAL record carries its payload), up to WAL_FLOOR. A lower bound, so
     that a refusal is certain: ``--bytes`` counts as if the payload filled the whole page, and
-    indexes, free-space maps and a WAL beside the data are left out."""
+    indexes, free-space maps and a WAL beside the data are left out. A ``--duration`` load
+    counts no row: how many it inserts is not known in advance (a disk that fills fails the
+    run with "disk full")."""
     layout = options.layout
     per_row = row_bytes(layout.settings)
-    rows = options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
-    data = rows * per_row
+    data = rows_offered(options) * per_row
     need: dict[tuple[str, Path], int] = {}
     for i in range(layout.files):
         key = ("--data-dir", layout.data_dir_for(i))
@@ -253,9 +262,7 @@ def check_space(
         by_fs[dev] = by_fs.get(dev, 0) + nbytes
         if by_fs[dev] > free:
             per_row = row_bytes(options.layout.settings)
-            rows = (
-                options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
-            )
+            rows = rows_offered(options)
             raise BadInput(
                 field_name,
                 str(path),
