@@ -524,14 +524,15 @@ def load_and_measure(
                     t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
                 )
                 while not all(w.ended.is_set() for w in workers):
-                    pause = PROGRESS_EVERY / len(workers)
-                    if warm is None and warm_due is not None:
-                        pause = min(pause, max(0.0, (warm_due - time.perf_counter_ns()) / 1e9))
-                    if warm is None and options.warmup_rows:
-                        shared.warmed.wait(pause * len(workers))  # wake when it ends
+                    if warm is None and options.warmup:  # wake when the warm-up ends
+                        pause = PROGRESS_EVERY
+                        if warm_due is not None:
+                            left = (warm_due - time.perf_counter_ns()) / 1e9
+                            pause = min(pause, max(0.0, left))
+                        shared.warmed.wait(pause)  # set by the commit that ends a warm-up of rows
                     else:
                         for w in workers:
-                            w.ended.wait(pause)
+                            w.ended.wait(PROGRESS_EVERY / len(workers))
                     latency.collect()
                     if warm is None and options.warmup:
                         warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
