@@ -15,6 +15,7 @@ from typing import Any
 
 from iolab.errors import BadInput, RunFailed
 from iolab.latency.data import LatencyData
+from iolab.latency.histogram import Histogram
 from iolab.ownership import boot_id, process_alive
 from iolab.probes.data import ProbeData
 from iolab.results import (
@@ -286,6 +287,11 @@ class Store:
     def latency(self, run_id: RunId) -> LatencyData | None:
         """A run's per-operation latency histograms (None: it timed no operation)."""
         return latency_store.load(self.conn, run_id)
+
+    def latency_totals(self, run_id: RunId) -> dict[str, Histogram]:
+        """A run's histogram per operation kind, warm-up left out: one row each, for reports
+        (:meth:`latency` reads every loader's every interval)."""
+        return latency_store.totals(self.conn, run_id)
 
     def logs(self, run_id: RunId) -> dict[str, str]:
         """The logs kept with a run (``server``: the engine's server log), by name."""
