@@ -159,11 +159,11 @@ def _cells(store: Store, tmp_path: Path) -> tuple[list[Histogram], list[Histogra
     return made[0], made[1]
 
 
-def _read(store: Store) -> tuple[spectrum.Spectrum, ...]:
+def _read(store: Store, disk_runs: tuple[int, ...] = ()) -> tuple[spectrum.Spectrum, ...]:
     exp = store_experiments.find_any(store, "two wal")
     assert exp is not None
     cells = store_experiments.cells(store, exp)
-    return spectrum.read(store, [(f"wal={c.params['wal']}", c) for c in cells])
+    return spectrum.read(store, [(f"wal={c.params['wal']}", c) for c in cells], disk_runs)
 
 
 def test_cells_merge_exactly_and_find_their_wal_devices_commit_tests(tmp_path: Path) -> None:
@@ -172,8 +172,9 @@ def test_cells_merge_exactly_and_find_their_wal_devices_commit_tests(tmp_path: P
         old = _disk_run(store, "vda", [_hist(300, 1, 4.0), _hist(300, 2, 4.0)])
         warm, measured = _hist(300, 5, 9.0), [_hist(300, 3, 4.2), _hist(300, 4, 4.2)]
         newest = _disk_run(store, "vda", [warm, *measured])
-        _disk_run(store, "vda", [], commit=False)  # newer, but no commit test
+        plain = _disk_run(store, "vda", [], commit=False)  # newer, but no commit test
         found = _read(store)
+        given = _read(store, (plain, old))  # --with-disk: the given run that ran the test
     assert [s.kind for s in found] == ["commit", "statement"]
     commit, statement = found
     assert [line.label for line in commit.lines] == ["wal=a", "wal=b"]
@@ -191,6 +192,7 @@ def test_cells_merge_exactly_and_find_their_wal_devices_commit_tests(tmp_path: P
     assert disk.histogram == Histogram.merged(measured)
     assert disk.dashed and disk.runs == 2
     assert commit.missing == ("vdb",)
+    assert [d.disk_run for d in given[0].disks] == [old]
     assert statement.disks == () and statement.missing == ()
     assert statement.lines[0].histogram.total == 200
     caption = spectrum.caption(commit)

@@ -108,7 +108,8 @@ def build(
         DiskGrid(str(r.params.get("path", r.id)), tuple(disk_summarize(store.disk_passes(r.id))))
         for r in disk_runs
     ]
-    spectra = spectrum.read(store, [(d.label, c) for c, d in zip(cells, data, strict=True)])
+    labelled = [(d.label, c) for c, d in zip(cells, data, strict=True)]
+    spectra = spectrum.read(store, labelled, [r.id for r in disk_runs])
     return dataclasses.replace(
         report,
         timelines=tuple(views),

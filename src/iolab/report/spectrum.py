@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from iolab.analysis.efficiency import device_key, disk_device
 from iolab.latency.histogram import Histogram
 from iolab.report.charts import PALETTE, _Svg, line_path, num
+from iolab.results import RunId
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.experiments import StoredCell, StoredRun
@@ -126,9 +127,12 @@ class Spectrum:
 # --- reading ----------------------------------------------------------------------------------
 
 
-def read(store: Store, cells: Sequence[tuple[str, StoredCell]]) -> tuple[Spectrum, ...]:
+def read(
+    store: Store, cells: Sequence[tuple[str, StoredCell]], disk_runs: Sequence[int] = ()
+) -> tuple[Spectrum, ...]:
     """The charts of an experiment's cells (label, cell): one per operation kind the done runs
-    timed, with the commit tests of the devices holding their WAL."""
+    timed, with the commit tests of the devices holding their WAL (from ``disk_runs`` first,
+    the report's --with-disk, then the newest disk run that measured each device)."""
     merged: dict[str, list[SpectrumLine]] = {}
     wal: list[str] = []  # device keys, in the order the cells name them
     for label, cell in cells:
@@ -147,7 +151,7 @@ def read(store: Store, cells: Sequence[tuple[str, StoredCell]]) -> tuple[Spectru
                 merged.setdefault(kind, []).append(SpectrumLine(label, h, len(parts)))
     if not merged:
         return ()
-    tests = commit_tests(store, wal) if any(k in merged for k in WITH_DISK) else {}
+    tests = commit_tests(store, wal, disk_runs) if any(k in merged for k in WITH_DISK) else {}
     out = []
     for kind in [*KINDS, *sorted(set(merged) - set(KINDS))]:
         if kind not in merged:
@@ -187,12 +191,19 @@ def wal_devices(store: Store, run: StoredRun) -> list[str]:
     return list(dict.fromkeys(device_key(n, testbeds.get(n)) for n in names))
 
 
-def commit_tests(store: Store, devices: Sequence[str]) -> dict[str, SpectrumLine]:
-    """For each device key: the newest finished disk run in the results database that
-    measured its commit test, as a dashed line of its measured passes' fdatasync histograms."""
+def commit_tests(
+    store: Store, devices: Sequence[str], given: Sequence[int] = ()
+) -> dict[str, SpectrumLine]:
+    """For each device key: the disk run that measured its commit test (of ``given`` first,
+    else the newest finished one in the results database), as a dashed line of its measured
+    passes' fdatasync histograms."""
     wanted = set(devices)
     out: dict[str, SpectrumLine] = {}
-    for run_id, env_id in store_experiments.done_disk_runs(store):
+    every = store_experiments.done_disk_runs(store)
+    envs = dict(every)
+    chosen = [(RunId(r), envs.get(RunId(r))) for r in given if RunId(r) in envs]
+    chosen += [r for r in every if r[0] not in given]
+    for run_id, env_id in chosen:
         if out.keys() >= wanted:
             break
         device = disk_device(store.environment(env_id)) if env_id is not None else None
