@@ -88,9 +88,12 @@ def test_the_step_line_reads_the_histogram_percentiles() -> None:
     assert xs == sorted(xs) and ys == sorted(ys)
     assert points[0] == (0.0, h.percentile(0.0001) / 1000)
     assert points[-1] == (spectrum.X_MAX, h.max_us / 1000)
-    for p in (50.0, 90.0, 99.0, 99.9):  # 1,000 values: each is a whole rank
+    for p in (0.0, 12.3, 50.0, 90.0, 99.0, 99.44, 99.46, 99.9, 99.95, 99.99):
         assert spectrum.value_at(points, p) == h.percentile(p) / 1000
     assert len(points) == 2 * len(h.counts)
+    odd = _hist(469, 4)  # ranks that round down (99% of 469 is 464.31: rank 464)
+    for p in (50.0, 99.0, 99.9):
+        assert spectrum.value_at(spectrum.steps(odd), p) == odd.percentile(p) / 1000
 
 
 def test_log_y_ticks_cover_the_lines_in_round_steps() -> None:

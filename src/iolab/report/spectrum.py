@@ -9,12 +9,13 @@ axis the faster line would lie flat on zero; on a log axis one step up is one ra
 
 Each cell's line is the histogram of every done run of the cell merged exactly (bucket counts
 added, warm-up left out: :meth:`LatencyData.merged` then :meth:`Histogram.merged`), drawn as the
-step it is: between two buckets' cumulative shares the percentile's value is the upper edge of
-the bucket it lands in, so reading the line at 99 gives the cell's p99. One chart per operation
-kind (commit, transaction, statement). On the commit and transaction charts (the kinds that
-include a commit), a dashed line is the newest finished `iolab disk` run in the same results
-database that measured the commit test (8K write + fdatasync) on the device holding the WAL of
-the cells' runs: its measured passes' fdatasync histograms merged.
+step it is, each bucket's upper edge over the percentiles whose value it holds, so reading the
+line at 99 gives the cell's p99 as the summaries compute it (HdrHistogram's rank rounding).
+One chart per operation kind (commit, transaction, statement). On the commit and transaction
+charts (the kinds that include a commit), a dashed line is the disk run (given with
+--with-disk, else the newest finished `iolab disk` run in the same results database) that
+measured the commit test (8K write + fdatasync) on the device holding the WAL of the cells'
+runs: its measured passes' fdatasync histograms merged.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from iolab.analysis.efficiency import device_key, disk_device
-from iolab.latency.histogram import Histogram
+from iolab.latency.histogram import Histogram, highest
 from iolab.report.charts import PALETTE, _Svg, line_path, num
 from iolab.results import RunId
 from iolab.store import Store
@@ -51,26 +52,30 @@ def x_of(p: float) -> float:
 
 
 def steps(h: Histogram) -> list[tuple[float, float]]:
-    """The spectrum of ``h`` as a step line of (x, latency ms) points: bucket by bucket, its
-    upper edge (never above the maximum) from the cumulative share before it to the share it
-    reaches (:meth:`Histogram.spectrum`), so the line at percentile p reads the value of the
-    bucket holding the p-th percent of the operations."""
+    """The spectrum of ``h`` as a step line of (x, latency ms) points, bucket by bucket at its
+    upper edge (never above the maximum), so that the line read at any percentile p is
+    :meth:`Histogram.percentile` of p, the summaries' p99 at 99: that is the bucket holding
+    the value of rank round(p% of the count), so bucket i holds from the share
+    (before_i + 0.5) / count to (before_i + count_i + 0.5) / count."""
     out: list[tuple[float, float]] = []
-    before = 0.0
-    for share, value_us in h.spectrum():
-        y = max(value_us / 1000, FLOOR_MS)
-        x0, x1 = x_of(before), x_of(share)
+    seen = 0
+    x0 = 0.0
+    for i in sorted(h.counts):
+        seen += h.counts[i]
+        y = max(min(highest(i), h.max_us) / 1000, FLOOR_MS)
+        x1 = x_of(100.0 * (seen + 0.5) / h.total) if seen < h.total else X_MAX
         out += [(x0, y), (x1, y)]
-        before = share
+        x0 = x1
         if x1 >= X_MAX:
             break
     return out
 
 
 def value_at(points: Sequence[tuple[float, float]], p: float) -> float:
-    """What a step line reads at percentile ``p``: the first step that reaches x(p)."""
+    """What a step line reads at percentile ``p``: the first step that ends beyond x(p) (a
+    step's end belongs to the next one, as rank p% of the count rounds half up)."""
     x = x_of(p)
-    return next((y for px, y in points[1::2] if px >= x), points[-1][1])
+    return next((y for px, y in points[1::2] if px > x), points[-1][1])
 
 
 def y_ticks(lo: float, hi: float) -> list[float]:
