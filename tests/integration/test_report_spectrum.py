@@ -18,6 +18,7 @@ from iolab.results import RunId
 from iolab.store import open_store
 from tests.conftest import make_dirs
 from tests.integration.test_populate_cli import iolab
+from tests.integration.test_report_html import ARTIFACTS, CHROMIUM, chromium
 
 pytestmark = [
     pytest.mark.integration,
@@ -122,3 +123,15 @@ layout = ["w1", "w2"]
     assert "The dashed line is the device holding the WAL" in spectrum
     statement = charts[1]
     assert "fio commit test" not in statement
+
+    if CHROMIUM is None:
+        return  # the HTML is checked above; a browser, where there is one, renders it
+    dom = chromium("--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "Latency by percentile" in dom.stdout
+    assert f"fio commit test on {device[1]} (run {disk_run})" in html.unescape(dom.stdout)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "spectrum.png"
+    taken = chromium(f"--screenshot={shot}", "--window-size=1200,4000", page.as_uri())
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    assert shot.stat().st_size > 20_000
