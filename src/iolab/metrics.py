@@ -65,6 +65,7 @@ METRICS: dict[str, Metric] = {
         _m("first_finished_seconds", "s", T, True, "time until the first loader finished"),
         _m("wall_seconds", "s", T, True, "wall time of the load, start to end"),
         _m("rows_per_second", "rows/s", R, False, "rows committed per second"),
+        _m("rows_per_second_with_warmup", "rows/s", R, False, "rows/s, the warm-up included"),
         _m("payload_mb_per_second", "MB/s", R, False, "payload bytes loaded per second"),
         _m("table_bytes", "B", S, True, "bytes of the table"),
         _m("total_bytes", "B", S, True, "bytes of the table with its indexes"),

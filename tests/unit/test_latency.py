@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,10 @@ from iolab.latency.recording import (
     Pacing,
     merged_by_kind,
 )
+from iolab.report.comparison import compare
+from iolab.results import RunId, RunOutcome
+from iolab.runner.single import CommandRun, execute
+from iolab.store import open_store
 
 
 def _values(n: int, seed: int = 7) -> list[int]:
@@ -120,10 +125,14 @@ def test_duration_stops_new_work_at_a_boundary_only() -> None:
     clock = LoaderClock(0, 1, Pacing(1.0, duration_s=1.0), t0, timed=True)
     assert clock.begin(1) is None  # time is up
     assert clock.begin(1, can_stop=False) is not None  # inside a transaction: go on
-    paced = LoaderClock(0, 1, Pacing(1.0, duration_s=1.0, rate=2.0), t0, timed=True)
-    assert paced.due(1) is not None  # due at 0 s
-    assert paced.due(1) is not None  # due at 0.5 s
-    assert paced.due(1) is None  # due at 1 s: the run is over
+    now = time.perf_counter_ns()
+    paced = LoaderClock(0, 1, Pacing(1.0, duration_s=60.0, rate=1 / 20), now, timed=True)
+    assert paced.due(1) == now  # due at 0 s
+    assert paced.due(1) == now + 20 * 10**9  # due at 20 s
+    assert paced.due(1) == now + 40 * 10**9  # due at 40 s
+    assert paced.due(1) is None  # due at 60 s: the run is over
+    behind = LoaderClock(0, 1, Pacing(1.0, duration_s=1.0, rate=1000.0), t0, timed=True)
+    assert behind.due(1) is None  # due long ago, but the deadline has passed: it stops
 
 
 def test_latency_counts_from_the_intended_start() -> None:
@@ -227,3 +236,43 @@ def _intervals() -> list[Interval]:
         one(1, 0, False, 0.5, 1.0, 1000, 100),
         one(1, 2, False, 2.0, 2.4, 3000, 100),
     ]
+
+
+def test_stored_histograms_round_trip_and_compare(tmp_path: Path) -> None:
+    def body(n: int) -> Callable[[RunOutcome], None]:
+        def fill(outcome: RunOutcome) -> None:
+            outcome.summary.update({"elapsed_seconds": float(n), "rows": 300})
+            intervals = [
+                Interval(
+                    i.loader,
+                    i.kind,
+                    i.seq,
+                    i.warmup,
+                    i.start_s,
+                    i.end_s,
+                    _filled([n * 1000] * i.histogram.total),
+                )
+                for i in _intervals()
+            ]
+            outcome.latency = LatencyData(tuple(intervals), 1.0, 1.7e9, 0.5, 0.5)
+
+        return fill
+
+    spec = CommandRun("populate sqlite", "populate", {"engine": "sqlite"}, {}, {})
+    with open_store(tmp_path / "r.db") as store:
+        for n in (1, 2):
+            execute(store, spec, body(n))
+        back = store.latency(RunId(1))
+        assert back is not None
+        assert back.warmup_s == 0.5
+        assert back.probe_offset_s == 0.5
+        assert [(i.loader, i.seq, i.warmup, i.histogram.total) for i in back.intervals] == [
+            (0, 0, True, 100),
+            (0, 0, False, 100),
+            (1, 0, False, 100),
+            (1, 2, False, 100),
+        ]
+        c = compare(store, "1", "2", "elapsed_seconds")
+    a, b = c.latency["transaction"]
+    assert (a.total, b.total) == (300, 300)  # the warm-up's 100 left out on each side
+    assert (a.percentile(99), b.percentile(99)) == (1000, 2000)

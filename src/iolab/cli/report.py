@@ -22,6 +22,7 @@ from iolab.errors import BadInput
 from iolab.report import document
 from iolab.report import export as export_lib
 from iolab.report import html as html_report
+from iolab.report import populate as populate_report
 from iolab.report.comparison import compare as compare_runs
 from iolab.report.findings import report_text
 from iolab.store import open_store
@@ -108,7 +109,8 @@ def compare(
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Two sets of runs side by side: means, the ratio with its 95% interval, significance."""
+    """Two sets of runs side by side: means, the ratio with its 95% interval, significance;
+    for populate runs, each side's operation latencies merged (p50 .. p99.99, max)."""
     with open_store(results, create=False) as store:
         c = compare_runs(store, a, b, metric)
     if as_json:
@@ -119,6 +121,8 @@ def compare(
         f"{c.b.label}: mean {c.b.mean:,.4g} (n = {len(c.b.values)})"
     )
     out.print(sentence(c.ratio))
+    for kind, (la, lb) in c.latency.items():
+        out.print(populate_report.latency_sides(kind, c.a.label, la, c.b.label, lb))
 
 
 def export(

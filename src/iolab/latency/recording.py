@@ -105,9 +105,9 @@ class LoaderClock:
         if self._ns_per_row:
             due = self._t0 + int(self._phase + self._rows * self._ns_per_row)
             self._rows += rows
-            if can_stop and due >= self._deadline:
-                return None
             now = time.perf_counter_ns()
+            if can_stop and (due >= self._deadline or now >= self._deadline):
+                return None  # a loader behind its schedule stops at the deadline too
             if due > now:
                 time.sleep((due - now) / 1e9)
             return due
@@ -122,7 +122,9 @@ class LoaderClock:
         if self._ns_per_row:
             due = self._t0 + int(self._phase + self._rows * self._ns_per_row)
             self._rows += rows
-            return None if due >= self._deadline else due
+            if due >= self._deadline or time.perf_counter_ns() >= self._deadline:
+                return None
+            return due
         now = time.perf_counter_ns()
         return None if now >= self._deadline else now
 

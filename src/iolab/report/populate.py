@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from iolab.latency.histogram import Histogram
 from iolab.units import format_bytes, format_micros
 
 LATENCY_COLUMNS = (
@@ -106,6 +107,27 @@ def latency_table(s: dict[str, Any]) -> Table | str:
             f"{st['count']:,}",
             *(format_micros(float(st[key])) for _, key in LATENCY_COLUMNS),
         )
+    return table
+
+
+def latency_sides(kind: str, a_label: str, a: Histogram, b_label: str, b: Histogram) -> Table:
+    """One operation kind's latency on two sides of a comparison, each side's runs merged."""
+    table = Table(
+        title=f"{kind} latency, each side's runs merged (warm-up left out)", title_justify="left"
+    )
+    table.add_column("side")
+    table.add_column("count", justify="right")
+    for name, _ in LATENCY_COLUMNS:
+        table.add_column(name, justify="right")
+    rows = [(a_label, a.stats()), (b_label, b.stats())]
+    for label, st in rows:
+        values = (format_micros(float(st[key])) for _, key in LATENCY_COLUMNS)
+        table.add_row(label, f"{st['count']:,}", *values)
+    ratios = (
+        f"{float(rows[0][1][key]) / float(rows[1][1][key]):.2f}x" if rows[1][1][key] else "-"
+        for _, key in LATENCY_COLUMNS
+    )
+    table.add_row("A / B", "", *ratios)
     return table
 
 

@@ -12,7 +12,7 @@ from iolab.results import RunId
 
 def save(conn: sqlite3.Connection, run: RunId, data: LatencyData | None) -> None:
     """Insert a run's latency histograms (inside the caller's transaction)."""
-    if data is None or not data.intervals:
+    if data is None:
         return
     conn.execute(
         "INSERT INTO latency_runs (run_id, interval, start_unix, probe_offset, warmup_s)"

@@ -207,16 +207,25 @@ def row_bytes(settings: Mapping[str, str]) -> int:
     return DEFAULT_ROW_BYTES
 
 
+def rows_offered(options: PopulateOptions) -> int:
+    """The rows a load will at least insert: --rows, or --bytes over a page each; 0 for a
+    --duration (even under --rate, a server that cannot keep up inserts fewer)."""
+    if options.rows is not None:
+        return options.rows
+    return (options.size_bytes or 0) // row_bytes(options.layout.settings)
+
+
 def space_needed(options: PopulateOptions) -> dict[tuple[str, Path], int]:
     """Bytes the load will at least write into each directory of the layout, by option and
     directory: the rows, one page each, spread evenly over the data files; in a WAL dir, half
     of that (each row's WAL record carries its payload), up to WAL_FLOOR. A lower bound, so
     that a refusal is certain: ``--bytes`` counts as if the payload filled the whole page, and
-    indexes, free-space maps and a WAL beside the data are left out."""
+    indexes, free-space maps and a WAL beside the data are left out. A ``--duration`` load
+    counts no row: how many it inserts is not known in advance (a disk that fills fails the
+    run with "disk full")."""
     layout = options.layout
     per_row = row_bytes(layout.settings)
-    rows = options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
-    data = rows * per_row
+    data = rows_offered(options) * per_row
     need: dict[tuple[str, Path], int] = {}
     for i in range(layout.files):
         key = ("--data-dir", layout.data_dir_for(i))
@@ -253,9 +262,7 @@ def check_space(
         by_fs[dev] = by_fs.get(dev, 0) + nbytes
         if by_fs[dev] > free:
             per_row = row_bytes(options.layout.settings)
-            rows = (
-                options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
-            )
+            rows = rows_offered(options)
             raise BadInput(
                 field_name,
                 str(path),
@@ -301,6 +308,8 @@ class _Shared:
     lock: threading.Lock = field(default_factory=threading.Lock)
     committed: int = 0
     warm_end_ns: int | None = None  # when a warm-up counted in rows ended
+    warm_rows: int = 0  # the rows committed then
+    warmed: threading.Event = field(default_factory=threading.Event)
 
     def count(self, loader: _Loader, n: int) -> None:
         """``loader`` committed ``n`` rows; raises LoadCancelled once the load must stop."""
@@ -313,7 +322,9 @@ class _Shared:
                 and self.committed >= self.warmup_rows
             ):
                 self.warm_end_ns = time.perf_counter_ns()
+                self.warm_rows = self.committed
                 self.latency.end_warmup(self.warm_end_ns)
+                self.warmed.set()
         if self.stop.is_set():
             raise LoadCancelled
 
@@ -513,18 +524,21 @@ def load_and_measure(
                     t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
                 )
                 while not all(w.ended.is_set() for w in workers):
-                    pause = PROGRESS_EVERY / len(workers)
-                    if warm is None and warm_due is not None:
-                        pause = min(pause, max(0.0, (warm_due - time.perf_counter_ns()) / 1e9))
-                    for w in workers:
-                        w.ended.wait(pause)
+                    if warm is None and options.warmup:  # wake when the warm-up ends
+                        pause = PROGRESS_EVERY
+                        if warm_due is not None:
+                            left = (warm_due - time.perf_counter_ns()) / 1e9
+                            pause = min(pause, max(0.0, left))
+                        shared.warmed.wait(pause)  # set by the commit that ends a warm-up of rows
+                    else:
+                        for w in workers:
+                            w.ended.wait(PROGRESS_EVERY / len(workers))
                     latency.collect()
                     if warm is None and options.warmup:
-                        ended = warm_due if warm_due is not None else shared.warm_end_ns
-                        if ended is not None and time.perf_counter_ns() >= ended:
-                            warm = _Mark((ended - t0_ns) / 1e9, shared.committed,
-                                         diskstats.read(), dialect.log_bytes(admin))  # fmt: skip
+                        warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
                     events(_progress(shared.committed, time.perf_counter() - t0, rows, options))
+                if warm is None and options.warmup:  # it ended as the loaders did
+                    warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
                 wall = time.perf_counter() - t0
                 intervals = latency.finish(time.perf_counter_ns())
         except BaseException:
@@ -623,10 +637,11 @@ def load_and_measure(
         probe_offset_s=t0 - recorder.t0 if recorder is not None else 0.0,
         warmup_s=warm.seconds if warm else None,
     )
-    if outcome.probes is not None and intervals:
+    if outcome.probes is not None:
         outcome.probes = dataclasses.replace(
             outcome.probes,
             series=outcome.probes.series + tuple(latency_series(outcome.latency)),
+            warmup_end_s=outcome.latency.probe_offset_s + warm.seconds if warm else None,
         )
     if stats.rows != rows or stats.distinct_keys != rows:
         raise RunFailed(
@@ -651,6 +666,23 @@ class _Mark:
     rows: int
     disk: dict[str, diskstats.DiskCounters]
     log_bytes: int | None
+
+
+def _warm_mark(
+    shared: _Shared, due: int | None, t0_ns: int, dialect: PopulateDialect, admin: Connection
+) -> _Mark | None:
+    """Where the warm-up ended, once it has: a time warm-up at its due time with the rows
+    committed by then, a warm-up of rows when the loader that reached the count committed
+    (the devices' and the log's counters are read now, a few ms later at most)."""
+    if due is not None:
+        if time.perf_counter_ns() < due:
+            return None
+        rows = shared.committed
+        return _Mark((due - t0_ns) / 1e9, rows, diskstats.read(), dialect.log_bytes(admin))
+    if shared.warm_end_ns is None:
+        return None
+    seconds = (shared.warm_end_ns - t0_ns) / 1e9
+    return _Mark(seconds, shared.warm_rows, diskstats.read(), dialect.log_bytes(admin))
 
 
 def _progress(done: int, elapsed: float, rows: int, options: PopulateOptions) -> Step:
