@@ -20,7 +20,7 @@ from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, gain_sentence, sentence
 from iolab.analysis.queries import fastest
-from iolab.report import timeline
+from iolab.report import spectrum, timeline
 from iolab.report.charts import Bar, Frame, Line, Plot, bar_chart, stack
 from iolab.report.value import ExperimentReport, RunView
 
@@ -316,6 +316,7 @@ def page(
     runs: Sequence[RunView] = (),
     cell_params: Mapping[str, Mapping[str, Any]] | None = None,
     environment: Mapping[str, Any] | None = None,
+    spectra: Sequence[spectrum.Spectrum] = (),
 ) -> str:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -333,6 +334,7 @@ def page(
         "</section>",
         queries_table(findings),
         efficiency_table(findings),
+        spectrum.section(spectra),
     ]
     if disks:
         parts.append("<section id='disk'><h2>Disk profiles</h2>")
@@ -368,4 +370,5 @@ def report_page(report: ExperimentReport, generated: str) -> str:
         runs=report.timelines,
         cell_params={c.label: c.params for c in report.cells},
         environment=report.environment,
+        spectra=report.spectra,
     )

@@ -28,10 +28,11 @@ from iolab.results import (
     RunId,
     RunOutcome,
     RunStatus,
+    SyncHistogram,
     canonical_json,
     content_hash,
 )
-from iolab.store import identify, migrate, query_results
+from iolab.store import disk_histograms, identify, migrate, query_results
 from iolab.store import latency as latency_store
 from iolab.store import probes as probe_store
 
@@ -150,6 +151,7 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_disk_row(run, p) for p in outcome.disk_passes],
             )
+            disk_histograms.save(c, run, outcome.sync_histograms)
             query_results.insert(c, run, outcome.query_results)
             probe_store.save(c, run, outcome.probes, outcome.logs)
             latency_store.save(c, run, outcome.latency)
@@ -270,6 +272,10 @@ class Store:
                 )
             )
         return out
+
+    def sync_histograms(self, run_id: RunId) -> list[SyncHistogram]:
+        """The fdatasync latencies of each pass of a disk run's commit test (fio's bins)."""
+        return disk_histograms.load(self.conn, run_id)
 
     def query_results(self, run_id: RunId) -> list[QueryResult]:
         return query_results.read(self.conn, run_id)
