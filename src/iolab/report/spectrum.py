@@ -8,8 +8,8 @@ commit (a millisecond, with a tail of hundreds) differ by orders of magnitude, a
 axis the faster line would lie flat on zero; on a log axis one step up is one ratio everywhere.
 
 Each cell's line is the histogram of every done run of the cell merged exactly (bucket counts
-added, warm-up left out: :meth:`LatencyData.merged` then :meth:`Histogram.merged`), drawn as the
-step it is, each bucket's upper edge over the percentiles whose value it holds, so reading the
+added, warm-up left out: each run's stored total per kind, then :meth:`Histogram.merged`),
+drawn as the step it is, each bucket's upper edge over the percentiles whose value it holds, so reading the
 line at 99 gives the cell's p99 as the summaries compute it (HdrHistogram's rank rounding).
 One chart per operation kind (commit, transaction, statement). On the commit and transaction
 charts (the kinds that include a commit), a dashed line is the disk run (given with
@@ -144,10 +144,10 @@ def read(
         done = [r for r in cell.runs if r.done]
         by_kind: dict[str, list[Histogram]] = {}
         for run in done:
-            data = store.latency(run.id)
-            if data is None:
+            totals = store.latency_totals(run.id)  # one row per kind, warm-up left out
+            if not totals:
                 continue
-            for kind, h in data.merged().items():
+            for kind, h in totals.items():
                 by_kind.setdefault(kind, []).append(h)
             wal += [d for d in wal_devices(store, run) if d not in wal]
         for kind, parts in by_kind.items():
