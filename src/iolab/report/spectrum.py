@@ -10,7 +10,8 @@ axis the faster line would lie flat on zero; on a log axis one step up is one ra
 Each cell's line is the histogram of every done run of the cell merged exactly (bucket counts
 added, warm-up left out: each run's stored total per kind, then :meth:`Histogram.merged`),
 drawn as the step it is, each bucket's upper edge over the percentiles whose value it holds,
-so reading the line at 99 gives the cell's p99 as the summaries compute it (HdrHistogram's rank rounding).
+so reading the line at 99 gives the cell's p99 as the summaries compute it (HdrHistogram's
+rank rounding).
 One chart per operation kind (commit, transaction, statement). On the commit and transaction
 charts (the kinds that include a commit), a dashed line is the disk run (given with
 --with-disk, else the newest finished `iolab disk` run in the same results database) that
