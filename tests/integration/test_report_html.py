@@ -102,6 +102,13 @@ connections = [2, 4]
     assert len(drift["values"]) >= 3 and drift["hours"][0] == 0.0
     baseline_runs = next(c for c in report["cells"] if c["label"] == drift["cell"])["runs"]
     assert sorted(drift["values"]) == sorted(baseline_runs)
+    by = open_tmp / "by.html"
+    assert iolab("report", str(exp), "--html", str(by), "--chart-by", "connections").returncode == 0
+    assert ">elapsed_seconds by connections and layout</text>" in by.read_text()
+    bad = iolab("report", str(exp), "--html", str(by), "--chart-by", "files")
+    assert (
+        bad.returncode == 2 and "--chart-by" in bad.stderr and "layout, connections" in bad.stderr
+    )
     every = open_tmp / "every.html"
     assert iolab("report", str(exp), "--html", str(every), "--timelines", "all").returncode == 0
     done_runs = sum(len(c["runs"]) for c in report["cells"])
@@ -119,10 +126,14 @@ connections = [2, 4]
     assert "Findings" in html and "best: " in html
     assert re.search(r"layout=(one|two) connections=\d was \d|no significant difference", html)
     charts = re.findall(r"<svg.*?</svg>", html, re.S)
-    assert len(charts) >= 4  # per cell, per layout, per connections, and timelines
+    assert len(charts) >= 4  # the grouped chart, the speed-ups, the drift, and timelines
+    assert ">elapsed_seconds by layout and connections</text>" in charts[0]
     bars = re.findall(r"<rect[^>]*fill=\"#[0-9a-f]{6}\"", charts[0])
-    assert len(bars) >= 4  # one bar per cell, each with data
-    assert "seconds" in charts[0]  # the axis says its unit
+    assert len(bars) >= 4 + 2  # one bar per cell, each with data, and the legend's two swatches
+    assert ">connections</text>" in charts[0] and ">4</text>" in charts[0]  # the legend
+    assert "elapsed_seconds (s)" in charts[0]  # the axis says its unit
+    assert "speed-up against layout=one connections=2" in charts[1] and ">base<" in charts[1]
+    assert "One bar: one cell, the mean elapsed_seconds of its" in html
     assert html.count("Runs underneath (the median run of each cell)") == 1
     assert len(re.findall(r"<h3>[^<]* · run \d+</h3>", html)) == 4  # one per cell
     assert "rows/s" in html  # the timelines' throughput series

@@ -76,6 +76,8 @@ class Findings:
     efficiency: tuple[Efficiency, ...] = ()  # cell x device vs its limit
     drift: Drift | None = None  # the baseline cell's metric over time
     queries: tuple[QueryTimes, ...] = ()  # query workloads: per-query times
+    baseline: str | None = None  # the cell the speed-ups are against (the first, if none given)
+    vs_baseline: tuple[Ratio, ...] = ()  # every other measured cell against it
 
     def with_context(
         self,
@@ -174,6 +176,7 @@ def analyse(
         if s.cell.failed:
             why = f": {s.cell.reason}" if s.cell.reason else ""
             warnings.append(f"{s.cell.label}: {s.cell.failed} run(s) failed{why}")
+    reference = base or measured[0]
     return Findings(
         metric,
         lower_is_better,
@@ -182,7 +185,17 @@ def analyse(
         tuple(best_vs),
         tuple(_dimensions(measured, lower_is_better, metric)),
         tuple(warnings),
+        baseline=reference.cell.label,
+        vs_baseline=tuple(_against(measured, reference, lower_is_better, metric)),
     )
+
+
+def _against(
+    measured: list[CellStats], base: CellStats, lower_is_better: bool, metric: str
+) -> list[Ratio]:
+    """Every measured cell but ``base`` against it: the speed-up chart's bars."""
+    found = (_ratio(s, base, lower_is_better, metric) for s in measured if s is not base)
+    return [r for r in found if r is not None]
 
 
 def _dimensions(

@@ -31,6 +31,8 @@ def report_document(report: ExperimentReport) -> dict[str, object]:
         "lower_is_better": f.lower_is_better,
         "best": f.best.cell.label if f.best else None,
         "best_vs": [ratio_document(r) for r in f.best_vs],
+        "baseline": f.baseline,
+        "vs_baseline": [ratio_document(r) for r in f.vs_baseline],
         "dimensions": [
             {
                 "key": d.key,
