@@ -18,7 +18,7 @@ from typing import Any
 
 from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
-from iolab.analysis.findings import Findings, gain_sentence, sentence
+from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentence, sentence
 from iolab.analysis.queries import fastest
 from iolab.report import timeline
 from iolab.report.charts import GroupedBar, Line, Plot, grouped_bar_chart, stack
@@ -63,6 +63,8 @@ def findings_html(f: Findings) -> str:
     items += [f"<li>{_e(efficiency_sentence(e))}</li>" for e in f.best_efficiency()]
     if f.drift is not None and not f.drift.trend.significant:  # significant: a warning
         items.append(f"<li>{_e(drift_sentence(f.drift, f.metric))}</li>")
+    if f.families:
+        items.append(f"<li class='note'>{_e(comparisons_sentence(f))}</li>")
     warnings = "".join(f"<li class='warn'>{_e(w)}</li>" for w in f.warnings)
     return (
         "<section id='findings'><h2>Findings</h2><ul>"
@@ -265,7 +267,8 @@ def page(
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{timeline.STYLE}"
         ".best{color:#1a7f37}.warn{color:#9a6700}td.v{text-align:left;font-family:monospace}"
-        "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}</style></head><body>",
+        "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}li.note{color:#555}"
+        "</style></head><body>",
         f"<h1>{_e(title)}</h1><p>{_e(subtitle)}</p>",
         findings_html(findings),
         "<section id='charts'><h2>Charts</h2>",
