@@ -220,6 +220,8 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
             raw = {**base_workload, **{k: values[k] for k in workload_keys}}
             try:
                 workload = model.model_validate(raw).model_dump()
+                if workload.get("sample_interval", 0) is None:  # the default: not a parameter
+                    del workload["sample_interval"]
             except ValidationError as exc:
                 raise bad_input(exc, _where(values)) from None
             workloads[wkey] = workload

@@ -73,6 +73,11 @@ def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
     return check
 
 
+def _optional(check: Callable[[Any], float]) -> Callable[[Any], float | None]:
+    """A validator that lets None (the default) through and checks anything else."""
+    return lambda value: None if value is None else check(value)
+
+
 def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
     """A validator: the value is one of ``choices`` (an engine's name, a profile)."""
 
@@ -106,6 +111,11 @@ class PopulateWorkload(Section):
     key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
     batch: int = Field(default=100, ge=1)
     pg_bin: str | None = None
+    # seconds between probe samples (as --sample-interval): 0.1 or more, "1s", "100ms"; None:
+    # the default (1 s), left out of the cell's parameters so that cells keep their names
+    sample_interval: Annotated[float | None, BeforeValidator(_optional(_duration(0.1, False)))] = (
+        None
+    )
 
     @field_validator("bytes")
     @classmethod
