@@ -1,4 +1,5 @@
-"""The HTML report: one self-contained file (inline SVG and CSS, no script, no network).
+"""The HTML report: one self-contained file (inline SVG, CSS and Plotly's JavaScript for the
+interactive timelines, no network).
 
 Sections: the findings (the same sentences as the terminal), the grouped charts of
 :mod:`iolab.report.grouped` (the metric per cell with 95% confidence intervals, one matrix key on
@@ -20,7 +21,7 @@ from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
 from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentence, sentence
 from iolab.analysis.queries import fastest
-from iolab.report import timeline
+from iolab.report import interactive, timeline
 from iolab.report.charts import GroupedBar, Line, Plot, grouped_bar_chart, stack
 from iolab.report.disk import direction_of as _direction
 from iolab.report.disk import group_of as _group
@@ -292,7 +293,7 @@ def page(
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
-            parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}", r.marks))
+            parts.append(timeline.interactive(r.probes, f"{r.cell} · run {r.run_id}", r.marks))
             parts.append(timeline.sections(r.probes, r.run_id))
         parts.append("</section>")
     parts.append("<section id='settings'><h2>Environment and settings</h2>")
@@ -300,7 +301,10 @@ def page(
         parts.append(key_values("environment of the first run", environment))
     for label, params in (cell_params or {}).items():
         parts.append(key_values(f"cell {label}", params))
-    parts.append("</section></body></html>\n")
+    parts.append("</section>")
+    if runs:  # Plotly's JavaScript once, before the script that draws the timelines
+        parts += [interactive.head(), interactive.SCRIPT]
+    parts.append("</body></html>\n")
     return "".join(parts)
 
 
