@@ -67,3 +67,17 @@ def test_the_json_has_raw_and_adjusted_p() -> None:
     f = analyse(_cells(4, 3), "elapsed_seconds", True)
     doc = json.loads(json.dumps(ratio_document(f.best_vs[0])))
     assert doc["family_size"] == 6 and doc["p_adjusted"] >= doc["p_value"]
+
+
+def test_beyond_the_holm_limit_the_pairs_take_bonferronis_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from iolab.analysis import findings
+
+    monkeypatch.setattr(findings, "HOLM_PAIRS", 5)  # 8 cells have 28 pairs
+    f = analyse(_cells(8, 1), "elapsed_seconds", True)
+    family = f.families[0]
+    assert family.name == "all pairs of cells (Bonferroni)" and family.comparisons == 28
+    for r in f.best_vs:
+        assert r.comparison.p_value is not None
+        assert r.p_adjusted == pytest.approx(min(1.0, 28 * r.comparison.p_value))
