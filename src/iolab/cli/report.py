@@ -71,6 +71,16 @@ def report(
             "(all; the file grows with the runs)."
         ),
     ] = "median",
+    chart_by: Annotated[
+        str | None,
+        typer.Option(
+            "--chart-by",
+            help="HTML: the matrix key on the charts' x axis and, after a comma, the one drawn "
+            "as coloured series (e.g. layout,connections); the other keys get a chart each. "
+            "Default: a layout-like key on x, a count-like key in colour.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
     confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
@@ -93,7 +103,8 @@ def report(
         )
     if html is not None:
         generated = datetime.now().isoformat(timespec="seconds")
-        write_output(html, html_report.report_page(built, generated), "--html")
+        by = [k.strip() for k in chart_by.split(",")] if chart_by else []
+        write_output(html, html_report.report_page(built, generated, by), "--html")
     if as_json:
         print(document.report_json(built))
         return

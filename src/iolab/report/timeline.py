@@ -5,12 +5,14 @@ for a TPC-H power run, a dashed line where each query began."""
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from collections.abc import Sequence
 
 from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.report.charts import Band, Line, Mark, Plot, stack
+from iolab.report.interactive import MAX_POINTS, SCRIPT, block, head
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
 from iolab.results import QueryResult
 
@@ -113,6 +115,17 @@ def svg(data: ProbeData, title: str, marks: Sequence[Mark] = ()) -> str:
     return stack(plots(data, marks), x_max=data.duration, title=title)
 
 
+def interactive(
+    data: ProbeData, title: str, marks: Sequence[Mark] = (), max_points: int = MAX_POINTS
+) -> str:
+    """The timeline as an interactive Plotly chart (:mod:`iolab.report.interactive`): a box
+    and its figure; the page carries :func:`~iolab.report.interactive.head` and its script."""
+    return block(f"timeline-{next(_ids)}", plots(data, marks), data.duration, title, max_points)
+
+
+_ids = itertools.count(1)  # each figure's id: unique within any page this process writes
+
+
 def _cell(value: float | None, fmt: str = "{:.1f}") -> str:
     return (
         "-"
@@ -169,6 +182,9 @@ STYLE = (
 )
 
 
+SINGLE_RUN_POINTS = 40_000  # a page of one run keeps a 10-hour run's every 1 s sample
+
+
 def html_page(
     data: ProbeData,
     title: str,
@@ -176,11 +192,12 @@ def html_page(
     run_id: int | None = None,
     marks: Sequence[Mark] = (),
 ) -> str:
-    """One self-contained HTML file: the timeline, checkpoints and the top wait events."""
+    """One self-contained HTML file: the interactive timeline, checkpoints and the top wait
+    events."""
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"{intro}{svg(data, title, marks)}{sections(data, run_id)}"
-        "</body></html>\n"
+        f"{intro}{interactive(data, title, marks, SINGLE_RUN_POINTS)}{sections(data, run_id)}"
+        f"{head()}{SCRIPT}</body></html>\n"
     )
