@@ -710,6 +710,12 @@ def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def round_order(sides: tuple[str, ...], round_no: int) -> tuple[str, ...]:
+    """The sides in their order in odd rounds, reversed in even ones (A B, B A, ...), so that
+    neither side always runs right after the other."""
+    return sides if round_no % 2 else sides[::-1]
+
+
 def _line(done: int, total: int, conns: int, round_no: int, rounds: int, side: str) -> str:
     return f"[{done}/{total}] C={conns} round {round_no}/{rounds} {side}"
 
@@ -749,7 +755,7 @@ def measure(
             with engine.connect() as conn:
                 shape = table_shape(conn)
         for round_no in range(1, rounds + 1):
-            for side in sides:
+            for side in round_order(sides, round_no):
                 done += 1
                 if side in (PGBENCH, BOUND):
                     command = argv if side == PGBENCH else bound_argv
@@ -790,7 +796,7 @@ def measure_mariadb(
         warm = run_iolab(engine, placement, layout, n, conns, LoadMode.SERVER, "mariadb")
         progress(f"    {warm.rows_per_second:,.0f} rows/s")
         for round_no in range(1, rounds + 1):
-            for side in sides:
+            for side in round_order(sides, round_no):
                 done += 1
                 if side == BARE:
                     sample = run_bare_mariadb(engine, n, conns)
