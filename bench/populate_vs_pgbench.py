@@ -102,7 +102,6 @@ CLIENT, PGBENCH, BOUND, SERVER = "iolab client", "pgbench", "pgbench bound", "io
 BARE = "bare loop"
 SIDES = (CLIENT, PGBENCH, BOUND, SERVER, BARE)  # the order of every round (PostgreSQL)
 MARIADB_SIDES = (SERVER, BARE)  # MariaDB has no pgbench, and no client side here
-ALL_SIDES = SIDES
 SIDE_NAMES = {CLIENT: "client", PGBENCH: "pgbench", BOUND: "bound", SERVER: "server", BARE: "bare"}
 
 _TPS = re.compile(r"^tps = ([0-9.]+) \((?:without|excluding) initial connection", re.M)
@@ -554,7 +553,7 @@ class Comparison:
     sides: tuple[str, ...]
     pgbench_argv: list[str]
     bound_argv: list[str]  # with the payload elided
-    samples: dict[str, list[Sample]] = field(default_factory=lambda: {s: [] for s in ALL_SIDES})
+    samples: dict[str, list[Sample]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
     def cpu_us(self, side: str, which: str = "server") -> float:
         """Median CPU microseconds per row of ``side``: the server's, or this process's."""
