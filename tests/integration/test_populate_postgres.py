@@ -31,7 +31,9 @@ from iolab.engines.loading import (
 )
 from iolab.engines.postgres import PostgresEngine
 from iolab.engines.postgres_load import (
+    CHECK_ROWS,
     PROCEDURE,
+    PROGRESS_INTERVAL,
     UUIDV7_FUNCTION,
     PostgresPopulate,
     payload_width,
@@ -333,6 +335,61 @@ def test_server_progress_arrives_while_the_call_runs(engine: PostgresEngine, ver
     assert sum(calls) == count
     assert len(calls) == count
     assert seen and 1 <= seen[0] < count  # the CALL was still inserting
+
+
+# (method, commit_every, batch): transactions of one row, of 4 statements (3, 3, 3, 1 at the
+# end), of 2 statements of 7 rows (the last one shorter), of one 40-row statement (a group of 1)
+SERVER_SHAPES = [
+    (LoadMethod.INSERT, 1, 1),
+    (LoadMethod.MULTIROW, 10, 3),
+    (LoadMethod.MULTIROW, 14, 7),
+    (LoadMethod.MULTIROW, 40, 40),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "commit_every", "batch"),
+    SERVER_SHAPES,
+    ids=[f"{m}-c{c}-b{b}" for m, c, b in SERVER_SHAPES],
+)
+def test_server_groups_transactions_between_looks_at_the_clock(
+    engine: PostgresEngine, version: int, method: LoadMethod, commit_every: int, batch: int
+) -> None:
+    """With a reporting interval, the procedure reads the clock once per group of about
+    CHECK_ROWS rows: every NOTICE is then a whole number of groups. Rows and commits stay
+    exactly those asked for, and every row is reported once."""
+    # 1 us: the interval has always passed when the clock is read, so every group reports
+    dialect = PostgresPopulate(engine.tablespaces, version, progress_interval=1e-6)
+    spec = LoadSpec(KeyKind.SEQUENTIAL, method, LoadMode.SERVER, commit_every, WIDTH, batch)
+    loaded = populate(engine, dialect, spec, LOADERS)
+
+    per_statement = 1 if method is LoadMethod.INSERT else batch
+    statements = -(-commit_every // per_statement)
+    per_commit = statements * per_statement
+    group = max(1, CHECK_ROWS // per_commit) * per_commit  # rows between two looks
+    for count, calls in zip(LOADERS, loaded.progress, strict=True):
+        full, rest = divmod(count // per_commit, max(1, CHECK_ROWS // per_commit))
+        expected = [group] * full + ([rest * per_commit] if rest else [])
+        if count % per_commit:
+            expected.append(count % per_commit)  # the last, shorter transaction
+        assert calls == expected, (count, calls)
+    assert loaded.stats.rows == loaded.stats.distinct_keys == sum(LOADERS)
+    expected_commits = [commits(n, per_statement, commit_every) for n in LOADERS]
+    assert loaded.transactions == sum(len(c) for c in expected_commits)
+    with engine.connect() as conn:
+        found = conn.execute(f"SELECT min(id), max(id) FROM {TABLE}").fetchone()
+    assert found == (1, sum(LOADERS))
+
+
+def test_server_progress_with_the_default_interval(engine: PostgresEngine, version: int) -> None:
+    """The default interval (0.5 s): every row reported once, in NOTICEs or when the CALL ends."""
+    dialect = PostgresPopulate(engine.tablespaces, version)
+    assert dialect.progress_interval == PROGRESS_INTERVAL
+    spec = LoadSpec(KeyKind.SEQUENTIAL, LoadMethod.INSERT, LoadMode.SERVER, 1, WIDTH)
+    loaded = populate(engine, dialect, spec, LOADERS)
+    assert [sum(c) for c in loaded.progress] == list(LOADERS)
+    assert loaded.stats.rows == loaded.stats.distinct_keys == sum(LOADERS)
+    assert loaded.transactions == sum(LOADERS)
 
 
 def test_bad_specs_are_bad_input(engine: PostgresEngine, version: int) -> None:

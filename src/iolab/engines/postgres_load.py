@@ -21,6 +21,7 @@ import select
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from iolab.engines.loading import (
@@ -127,51 +128,103 @@ END
 $fn$
 """
 
-# The server-side loader. ``batch`` = 1 inserts one row per INSERT ... VALUES (the insert
-# method); more inserts ``batch`` rows per INSERT ... SELECT (the multirow method). It commits
-# after the statement that brings the uncommitted rows to ``commit_every`` and after the last
-# one, and reports what it committed in a NOTICE at most every ``report_every`` seconds (0:
-# after every commit). COMMIT in the loop needs a CALL outside a transaction block.
+# The server-side loader: ``transactions`` transactions of ``statements`` statements each, a
+# statement being one row by INSERT ... VALUES (``batch`` 1, the insert method) or ``batch``
+# rows by INSERT ... SELECT (the multirow method); then ``rest`` rows (fewer than one
+# transaction) in statements of ``batch`` rows, the last one shorter, and one last COMMIT. The
+# caller works these out from the rows, commit_every and batch (see ``server_plan``). COMMIT in
+# the loop needs a CALL outside a transaction block.
+#
+# What runs per row is what the engine must run: the INSERT, the COMMIT, the step of a FOR loop
+# (counted natively, no expression). The payload is written as ``repeat('a', N)`` in the
+# statement, which the planner folds to one constant of the column's type: a PL/pgSQL variable
+# would be a parameter, cast to char(N) again for every row. The clock is read once per group of
+# ``group_size`` transactions (about CHECK_ROWS rows); the rows committed since the last NOTICE
+# are reported in one when ``gap`` has passed since it (every group when ``gap`` is 0). The
+# rows not reported are the caller's to report when the CALL returns. The procedure is short and
+# has few expressions, because every session compiles it and plans each expression on its first
+# CALL: the arithmetic above, done in the procedure, cost 0.5 ms more server CPU per connection
+# (bench/README.md).
 _PROCEDURE_SQL = """
 CREATE PROCEDURE {procedure}(
-    n bigint, commit_every int, batch int DEFAULT 1, report_every float8 DEFAULT 0.5
+    transactions bigint, statements int, batch int, rest bigint, group_size int, gap interval
 )
 LANGUAGE plpgsql AS $proc$
 DECLARE
-    p text := repeat('{char}', {width});
-    gap interval := make_interval(secs => report_every);
-    done bigint := 0;
-    pending bigint := 0;
-    unreported bigint := 0;
-    k int;
+    started bigint := 0;
+    noticed bigint := 0;
+    take int;
     last_report timestamptz := clock_timestamp();
 BEGIN
-    IF n < 0 OR commit_every < 1 OR batch < 1 THEN
-        RAISE EXCEPTION '{procedure}: need n >= 0, commit_every >= 1, batch >= 1';
-    END IF;
-    WHILE done < n LOOP
-        k := least(batch, n - done);
-        IF k = 1 THEN
-            INSERT INTO {table} ({columns}) VALUES ({row});
+    WHILE started < transactions LOOP
+        take := least(group_size, transactions - started);
+        IF batch = 1 AND statements = 1 THEN
+            FOR t IN 1..take LOOP
+                INSERT INTO {table} ({columns}) VALUES ({row});
+                COMMIT;
+            END LOOP;
+        ELSIF batch = 1 THEN
+            FOR t IN 1..take LOOP
+                FOR s IN 1..statements LOOP
+                    INSERT INTO {table} ({columns}) VALUES ({row});
+                END LOOP;
+                COMMIT;
+            END LOOP;
         ELSE
-            INSERT INTO {table} ({columns}) SELECT {row} FROM generate_series(1, k);
+            FOR t IN 1..take LOOP
+                FOR s IN 1..statements LOOP
+                    INSERT INTO {table} ({columns}) SELECT {row} FROM generate_series(1, batch);
+                END LOOP;
+                COMMIT;
+            END LOOP;
         END IF;
-        done := done + k;
-        pending := pending + k;
-        IF pending >= commit_every OR done = n THEN
-            COMMIT;
-            unreported := unreported + pending;
-            pending := 0;
-            IF clock_timestamp() - last_report >= gap THEN
-                RAISE NOTICE '{notice}%', unreported;
-                unreported := 0;
-                last_report := clock_timestamp();
-            END IF;
+        started := started + take;
+        IF clock_timestamp() - last_report >= gap THEN
+            RAISE NOTICE '{notice}%', (started - noticed) * statements * batch;
+            noticed := started;
+            last_report := clock_timestamp();
         END IF;
     END LOOP;
+    IF rest > 0 THEN
+        FOR s IN 1..rest / batch LOOP
+            INSERT INTO {table} ({columns}) SELECT {row} FROM generate_series(1, batch);
+        END LOOP;
+        IF rest % batch > 0 THEN
+            INSERT INTO {table} ({columns}) SELECT {row} FROM generate_series(1, rest % batch);
+        END IF;
+        COMMIT;
+    END IF;
 END
 $proc$
 """
+CHECK_ROWS = 32  # rows between two looks at the clock in server mode (see _PROCEDURE_SQL)
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """The arguments of one ``CALL iolab_load`` (see _PROCEDURE_SQL)."""
+
+    transactions: int  # whole transactions
+    statements: int  # statements per transaction
+    batch: int  # rows per statement
+    rest: int  # rows after the whole transactions, fewer than one, in one last transaction
+    group_size: int  # transactions between two looks at the clock
+
+
+def server_plan(count: int, commit_every: int, batch: int, report_every: float) -> ServerPlan:
+    """How ``count`` rows split into transactions as the client loop commits them: after the
+    statement that brings the rows to ``commit_every``, and after the last one."""
+    if commit_every < 1 or batch < 1 or count < 0:
+        raise BadInput(
+            "rows/commit_every/batch",
+            (count, commit_every, batch),
+            "give 0 rows or more, commit_every and batch of 1 or more",
+        )
+    statements = -(-commit_every // batch)  # whole statements reaching commit_every
+    per_commit = statements * batch
+    transactions, rest = divmod(count, per_commit)
+    group = max(1, CHECK_ROWS // per_commit) if report_every > 0 else 1
+    return ServerPlan(transactions, statements, batch, rest, group)
 
 
 class PostgresPopulate:
@@ -284,13 +337,12 @@ class PostgresPopulate:
                 sql.SQL("DROP FUNCTION IF EXISTS {}()").format(sql.Identifier(UUIDV7_FUNCTION)),
                 sql.SQL(_UUIDV7_SQL),
             ]
+        payload = f"repeat('{PAYLOAD_CHAR}', {spec.payload_bytes})"  # folded to a constant
         text = _PROCEDURE_SQL.format(
             procedure=PROCEDURE,
             table=TABLE,
             columns="payload" if key is None else "id, payload",
-            row="p" if key is None else f"{key}, p",
-            char=PAYLOAD_CHAR,
-            width=spec.payload_bytes,
+            row=payload if key is None else f"{key}, {payload}",
             notice=PROGRESS_NOTICE,
         )
         made.append(sql.SQL(text))
@@ -578,14 +630,17 @@ class PostgresPopulate:
                 reported += rows
                 progress(rows)
 
+        plan = server_plan(count, spec.commit_every, batch, self.progress_interval)
         conn.add_notice_handler(on_notice)
         try:
             conn.execute(
-                sql.SQL("CALL {}({}, {}, {}, {})").format(
+                sql.SQL("CALL {}({}, {}, {}, {}, {}, make_interval(secs => {}))").format(
                     sql.Identifier(PROCEDURE),
-                    sql.Literal(count),
-                    sql.Literal(spec.commit_every),
-                    sql.Literal(batch),
+                    sql.Literal(plan.transactions),
+                    sql.Literal(plan.statements),
+                    sql.Literal(plan.batch),
+                    sql.Literal(plan.rest),
+                    sql.Literal(plan.group_size),
                     sql.Literal(float(self.progress_interval)),
                 )
             )
