@@ -66,6 +66,7 @@ METRICS: dict[str, Metric] = {
         _m("wall_seconds", "s", T, True, "wall time of the load, start to end"),
         _m("rows_per_second", "rows/s", R, False, "rows committed per second"),
         _m("payload_mb_per_second", "MB/s", R, False, "payload bytes loaded per second"),
+        _m("steady_rows_per_second", "rows/s", R, False, "rows/s once the load was steady"),
         _m("table_bytes", "B", S, True, "bytes of the table"),
         _m("total_bytes", "B", S, True, "bytes of the table with its indexes"),
         _m("pages", "pages", S, True, "pages of the table"),

@@ -44,6 +44,8 @@ HINTS = {
     "loaders": "give 1 or more loader connections",
     "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",
     "repetitions": 'give 1 or more runs per cell, or "auto"',
+    "steady_window": "give 3 or more samples",
+    "steady_tolerance": "give a percentage above 0 and at most 100",
 }
 
 
@@ -73,6 +75,13 @@ def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
     return check
 
 
+def _optional_duration(value: str | float | None) -> float | None:
+    """A schedule's period: a duration above zero, or None (no schedule)."""
+    if value is None:
+        return None
+    return _duration(0.0, strict=True)(value)
+
+
 def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
     """A validator: the value is one of ``choices`` (an engine's name, a profile)."""
 
@@ -92,6 +101,15 @@ class LayoutSection(Section):
     settings: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
 
+# populate keys left out of a cell's parameters while at these values (see PopulateWorkload)
+VARIATION_DEFAULTS: dict[str, Any] = {
+    "checkpoint_every": None,
+    "presize_wal": None,
+    "steady_window": 10,
+    "steady_tolerance": 10.0,
+}
+
+
 class PopulateWorkload(Section):
     kind: Literal["populate"]
     engine: Annotated[str, AfterValidator(_one_of(catalog.POPULATE_ENGINES))] = (
@@ -106,6 +124,31 @@ class PopulateWorkload(Section):
     key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
     batch: int = Field(default=100, ge=1)
     pg_bin: str | None = None
+    # Seed 003's variations (docs/populate.md): a checkpoint requested every so many seconds
+    # on a connection of its own, the log grown to a size before the load, and the criterion
+    # of the steady state (the last ``steady_window`` samples of rows/s within
+    # ``steady_tolerance`` percent of their mean).
+    checkpoint_every: Annotated[float | None, BeforeValidator(_optional_duration)] = None
+    presize_wal: str | None = None
+    steady_window: int = Field(default=10, ge=3)
+    steady_tolerance: float = Field(default=10.0, gt=0, le=100)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Seed 003's variation keys only where given: a file without them keeps its cells' names.
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if VARIATION_DEFAULTS.get(k, ...) != v}
+
+    @field_validator("presize_wal")
+    @classmethod
+    def _presize(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                if parse_size(v, "presize_wal") <= 0:
+                    raise ValueError("give a size above zero, e.g. 1GiB")
+            except BadInput as exc:
+                raise ValueError(exc.allowed) from None
+        return v
 
     @field_validator("bytes")
     @classmethod

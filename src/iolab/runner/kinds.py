@@ -141,7 +141,20 @@ def populate_options(params: Mapping[str, Any], layout: Layout) -> PopulateOptio
         pg_bin=Path(w.pg_bin) if w.pg_bin else None,
         dsn=parse_dsn(dsn) if dsn else None,
         sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
+        **_variations(w),
     )
+
+
+def _variations(w: PopulateWorkload) -> dict[str, Any]:
+    """Seed 003's variation options of a cell (see PopulateWorkload), as PopulateOptions has
+    them."""
+    from iolab.analysis.steady import SteadyCriterion
+
+    return {
+        "checkpoint_every": w.checkpoint_every,
+        "presize_wal": parse_size(w.presize_wal, "--presize-wal") if w.presize_wal else None,
+        "steady": SteadyCriterion(w.steady_window, w.steady_tolerance),
+    }
 
 
 def _on_device(params: Mapping[str, Any]) -> bool:
@@ -159,7 +172,7 @@ def _engine_check(engine: str, layout: Layout, pg_bin: str | None, checked: Chec
 
 
 def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
-    from iolab.workloads.populate import check_layout, check_space
+    from iolab.workloads.populate import check_layout, check_presize_space, check_space
 
     layout, on_device = checked.layout(params)
     options = populate_options(params, layout)
@@ -168,6 +181,7 @@ def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
         check_space(options, checked.free_space)
+        check_presize_space(options, checked.free_space)
 
 
 def _populate(
