@@ -344,7 +344,7 @@ def page(
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
-            parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}", r.marks))
+            parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}", r.marks, r.steady))
             parts.append(timeline.sections(r.probes, r.run_id))
         parts.append("</section>")
     parts.append("<section id='settings'><h2>Environment and settings</h2>")
