@@ -75,9 +75,12 @@ def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
     return check
 
 
+OFF = "off"  # a variation option's value for "not this variation" (TOML has no null)
+
+
 def _optional_duration(value: str | float | None) -> float | None:
-    """A schedule's period: a duration above zero, or None (no schedule)."""
-    if value is None:
+    """A schedule's period: a duration above zero, or None (no schedule; "off" in a file)."""
+    if value is None or value == OFF:
         return None
     return _duration(0.0, strict=True)(value)
 
@@ -128,6 +131,7 @@ class PopulateWorkload(Section):
     # on a connection of its own, the log grown to a size before the load, and the criterion
     # of the steady state (the last ``steady_window`` samples of rows/s within
     # ``steady_tolerance`` percent of their mean).
+    # (either is "off" where a matrix compares it with the engine's own behaviour)
     checkpoint_every: Annotated[float | None, BeforeValidator(_optional_duration)] = None
     presize_wal: str | None = None
     steady_window: int = Field(default=10, ge=3)
@@ -142,12 +146,13 @@ class PopulateWorkload(Section):
     @field_validator("presize_wal")
     @classmethod
     def _presize(cls, v: str | None) -> str | None:
+        if v == OFF:
+            return None
         if v is not None:
             try:
-                if parse_size(v, "presize_wal") <= 0:
-                    raise ValueError("give a size above zero, e.g. 1GiB")
+                parse_size(v, "presize_wal")
             except BadInput as exc:
-                raise ValueError(exc.allowed) from None
+                raise ValueError(f'{exc.allowed}; or "{OFF}"') from None
         return v
 
     @field_validator("bytes")
