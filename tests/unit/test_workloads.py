@@ -36,7 +36,7 @@ CASES = [
         PopulateWorkload,
         "presize_wal",
         "0",
-        "give a whole number of bytes above zero, e.g. 4k or 1GiB; or \"off\"",
+        'give a whole number of bytes above zero, e.g. 4k or 1GiB; or "off"',
     ),
     (PopulateWorkload, "steady_window", 2, "give 3 or more samples"),
     (PopulateWorkload, "steady_tolerance", 0, "give a percentage above 0 and at most 100"),
