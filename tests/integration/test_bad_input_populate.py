@@ -126,6 +126,12 @@ CASES: list[tuple[str, list[str], str, bool]] = [
         False,
     ),
     (
+        "presize-above-max-wal-size",
+        [*PG, "--set", "max_wal_size=64MB", "--presize-wal", "1GiB"],
+        "--set max_wal_size",
+        False,
+    ),
+    (
         "presize-and-log-file-size",
         [*MARIADB, "--set", "innodb_log_file_size=1G", "--presize-wal", "64MiB"],
         "--set innodb_log_file_size",

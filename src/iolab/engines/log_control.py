@@ -108,6 +108,13 @@ class PostgresLog:
         out = {"min_wal_size": f"{_mib(size)}MB"}
         if "max_wal_size" not in given:
             out["max_wal_size"] = f"{max(_mib(size), 1024)}MB"  # PostgreSQL's default: 1GB
+        elif _wal_size_mib(str(given["max_wal_size"])) < _mib(size):
+            raise BadInput(
+                "--set max_wal_size",
+                given["max_wal_size"],
+                f"at least the --presize-wal of {format_bytes(size)}: PostgreSQL keeps no more "
+                "WAL than max_wal_size",
+            )
         return out
 
     def presize(self, conn: Any, size: int) -> None:
@@ -127,6 +134,18 @@ class PostgresLog:
         conn.execute("CHECKPOINT")
         conn.commit()
         return None, "CHECKPOINT"
+
+
+def _wal_size_mib(text: str) -> float:
+    """MiB of a ``max_wal_size`` as written (``4GB``, ``512MB``, ``2048``: MB without a unit);
+    infinity for what does not parse (PostgreSQL's own check of --set refuses it)."""
+    text = text.strip()
+    try:
+        if text.isdigit():
+            return float(text)
+        return _size_setting(text.replace(" ", "")) / MIB
+    except ValueError:
+        return math.inf
 
 
 def _size_setting(text: str) -> int:
