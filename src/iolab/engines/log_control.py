@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -65,8 +65,11 @@ class LogControl(Protocol):
         """The layout's directories a log of ``size`` bytes goes to, with the bytes in each."""
         ...
 
-    def request_checkpoint(self, conn: Connection, keep_size: bool) -> tuple[int | None, str]:
-        """Make a checkpoint now and wait for it; (pages written or None, what was done)."""
+    def request_checkpoint(
+        self, conn: Connection, keep_size: bool, stopping: Callable[[], bool]
+    ) -> tuple[int | None, str]:
+        """Make a checkpoint now and wait for it (or until ``stopping()``, where the engine
+        waits in iolab); (pages written or None, what was done)."""
         ...
 
 
@@ -130,7 +133,9 @@ class PostgresLog:
     def log_files(self, wal: Path | None, data: Sequence[Path]) -> list[Path]:
         return [wal] if wal is not None else []
 
-    def request_checkpoint(self, conn: Any, keep_size: bool) -> tuple[int | None, str]:
+    def request_checkpoint(
+        self, conn: Any, keep_size: bool, stopping: Callable[[], bool]
+    ) -> tuple[int | None, str]:
         conn.execute("CHECKPOINT")
         conn.commit()
         return None, "CHECKPOINT"
@@ -173,7 +178,9 @@ class MariaDBLog:
             return []
         return sorted(wal.glob("ib_logfile*"))
 
-    def request_checkpoint(self, conn: Any, keep_size: bool) -> tuple[int | None, str]:
+    def request_checkpoint(
+        self, conn: Any, keep_size: bool, stopping: Callable[[], bool]
+    ) -> tuple[int | None, str]:
         conn.commit()
         with conn.cursor() as cur:
             target = _status(cur, "Innodb_lsn_current") or 0
@@ -189,7 +196,11 @@ class MariaDBLog:
                 cur.execute("SET GLOBAL innodb_io_capacity = %s", (FLUSH_IO_CAPACITY,))
                 cur.execute("SET GLOBAL innodb_max_dirty_pages_pct = 0")
                 began = time.monotonic()
+                reached = True
                 while (_status(cur, "Innodb_lsn_last_checkpoint") or 0) < target:
+                    if stopping():  # the load ended or was interrupted: settings back now
+                        reached = False
+                        break
                     if time.monotonic() - began > FLUSH_LIMIT:
                         raise IolabError(
                             f"InnoDB's checkpoint did not reach LSN {target} within "
@@ -204,7 +215,8 @@ class MariaDBLog:
             after = _status(cur, "Innodb_buffer_pool_pages_flushed")
         conn.commit()
         pages = after - flushed if after is not None and flushed is not None else None
-        return pages, f"checkpoint LSN reached {target}"
+        how = "reached" if reached else "stopped before it reached"
+        return pages, f"checkpoint LSN {how} {target}"
 
 
 def _status(cur: Any, name: str) -> int | None:
@@ -260,7 +272,9 @@ class SQLiteLog:
             out[d] = out.get(d, 0) + math.ceil(size / layout.files)
         return out
 
-    def request_checkpoint(self, conn: Any, keep_size: bool) -> tuple[int | None, str]:
+    def request_checkpoint(
+        self, conn: Any, keep_size: bool, stopping: Callable[[], bool]
+    ) -> tuple[int | None, str]:
         how = "RESTART" if keep_size else "TRUNCATE"
         pages = 0
         busy = 0

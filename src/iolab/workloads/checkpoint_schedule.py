@@ -32,7 +32,8 @@ class CheckpointSchedule:
         self._conn = conn
         self._every = every
         self._keep_size = keep_size
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # no further requests
+        self._cancel = threading.Event()  # and the one in flight stops waiting
         self._t0 = 0.0
         self._worker: Worker | None = None
         self.made: list[Checkpoint] = []
@@ -49,7 +50,9 @@ class CheckpointSchedule:
         while not self._stop.wait(max(0.0, self._t0 + due - time.perf_counter())):
             start = time.perf_counter() - self._t0
             try:
-                pages, detail = self._control.request_checkpoint(self._conn, self._keep_size)
+                pages, detail = self._control.request_checkpoint(
+                    self._conn, self._keep_size, self._cancel.is_set
+                )
             except BaseException as exc:
                 if not self._stop.is_set():
                     self.error = exc
@@ -59,13 +62,18 @@ class CheckpointSchedule:
             while due <= end:
                 due += self._every
 
-    def stop(self) -> list[Checkpoint]:
-        """Stop requesting; wait for a checkpoint in flight (cancelled where the driver can,
-        after :data:`STOP_TIMEOUT`). The intervals of the checkpoints made."""
+    def stop(self, *, cancel: bool = False) -> list[Checkpoint]:
+        """Stop requesting; wait for a checkpoint in flight, or with ``cancel`` (Ctrl-C, a
+        failed load) cancel it, as also after :data:`STOP_TIMEOUT`. The intervals of the
+        checkpoints made."""
         self._stop.set()
+        if cancel:
+            self._cancel.set()
+            cancel_statements([self._conn])
         if self._worker is not None:
             wait_all([self._worker], STOP_TIMEOUT)
             if not self._worker.ended.is_set():
+                self._cancel.set()
                 cancel_statements([self._conn])
                 wait_all([self._worker], STOP_TIMEOUT)
         return list(self.made)

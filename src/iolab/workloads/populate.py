@@ -541,7 +541,7 @@ def load_and_measure(
                 requested = schedule.stop() if schedule is not None else []
         except BaseException:
             if schedule is not None:
-                schedule.stop()
+                schedule.stop(cancel=True)
             _stop_loaders(loaders, workers, barrier, shared)
             raise
         if outcome.probes is not None and requested:
