@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,14 @@ def populate(*args: str) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads(done.stdout)
     assert doc["status"] == "done"
     return doc
+
+
+def servers_of(under: Path) -> list[str]:
+    """Database server processes whose command line names a path under ``under``."""
+    done = subprocess.run(
+        ["pgrep", "-a", "-f", "postgres|mariadbd"], capture_output=True, text=True, check=False
+    )
+    return [line for line in done.stdout.splitlines() if str(under) in line]
 
 
 def requested(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -166,3 +176,37 @@ def test_a_load_shorter_than_the_window_has_no_steady_rate(
     assert doc["steady_state"]["reason"].endswith("fewer than the steady-state window of 10")
     shown = iolab("results", "show", str(doc["run"]))
     assert "fewer than the steady-state window of 10" in shown.stdout
+
+
+def test_ctrl_c_during_requested_checkpoints_stops_cleanly_and_keeps_them(
+    open_tmp: Path, results_db: Path
+) -> None:
+    (data,) = make_dirs(open_tmp, "data")
+    proc = subprocess.Popen(
+        [
+            *IOLAB,
+            *["populate", "--engine", "postgres", "--data-dir", str(data)],
+            *["--rows", "1000000", "--connections", "4", "--checkpoint-every", "0.1s"],
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not servers_of(open_tmp):
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the server never started"
+        time.sleep(0.2)
+    time.sleep(5)  # the load runs, with a checkpoint requested every 0.1 s
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert servers_of(open_tmp) == []
+    assert list(data.iterdir()) == []
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["status"] == "aborted"
+    with open_store(results_db, create=False) as store:
+        probes = store.probes(run["id"])
+    assert probes is not None
+    assert [c for c in probes.checkpoints if c.kind == "requested"]

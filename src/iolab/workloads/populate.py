@@ -45,6 +45,7 @@ from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
 from iolab.probes.checkpoints import merge_requested
 from iolab.probes.data import ProbeData
+from iolab.probes.interface import Checkpoint
 from iolab.probes.recorder import recording
 from iolab.probes.serverlog import read_log
 from iolab.probes.standard import device_deltas, populate_recorder, role_devices
@@ -540,13 +541,11 @@ def load_and_measure(
                 wall = time.perf_counter() - t0
                 requested = schedule.stop() if schedule is not None else []
         except BaseException:
-            if schedule is not None:
-                schedule.stop(cancel=True)
+            if schedule is not None:  # the requests made so far are kept with the run too
+                _keep_requested(outcome, schedule.stop(cancel=True))
             _stop_loaders(loaders, workers, barrier, shared)
             raise
-        if outcome.probes is not None and requested:
-            merged = merge_requested(outcome.probes.checkpoints, requested)
-            outcome.probes = replace(outcome.probes, checkpoints=merged)
+        _keep_requested(outcome, requested)
         if schedule is not None and schedule.error is not None:
             raise RunFailed(f"a requested checkpoint failed: {_first_line(schedule.error)}")
         disk_after = diskstats.read()
@@ -635,6 +634,13 @@ def _presize(
     return allocated_bytes(control.log_files(placement.wal, placement.data))
 
 
+def _keep_requested(outcome: RunOutcome, requested: list[Checkpoint]) -> None:
+    """The requested checkpoints among the probes' intervals (none without probes)."""
+    if outcome.probes is not None and requested:
+        merged = merge_requested(outcome.probes.checkpoints, requested)
+        outcome.probes = replace(outcome.probes, checkpoints=merged)
+
+
 def _schedule(
     options: PopulateOptions,
     dialect: PopulateDialect,
@@ -657,7 +663,7 @@ def _schedule(
 
 def _variations_summary(
     options: PopulateOptions,
-    requested: list[Any],
+    requested: list[Checkpoint],
     log_presized: int | None,
     probes: ProbeData | None,
 ) -> dict[str, Any]:
