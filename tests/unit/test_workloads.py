@@ -166,3 +166,20 @@ def test_the_variation_keys_of_a_file_are_the_commands_options(tmp_path: Path) -
         assert (options.steady.window, options.steady.tolerance_pct) == (5, 10.0)
         assert options.params()["checkpoint_every"] == 30.0
         assert "steady_tolerance" not in options.params()  # at its default
+
+
+def test_off_in_a_matrix_is_the_engines_own_behaviour_and_names_its_cells(tmp_path: Path) -> None:
+    from iolab.runner.kinds import populate_options
+
+    exp = tmp_path / "e.toml"
+    matrix = '\n[matrix]\ncheckpoint_every = ["off", "3s"]\npresize_wal = ["off", "64MiB"]\n'
+    exp.write_text(POPULATE_FILE.format(workload="rows = 100") + matrix)
+    cells = load(exp).cells
+    assert len(cells) == 4
+    off = cells[0]
+    assert (off.params["checkpoint_every"], off.params["presize_wal"]) == ("off", "off")
+    options = populate_options(off.params, layout_of(off.params, Path))
+    assert (options.checkpoint_every, options.presize_wal) == (None, None)
+    on = cells[-1]
+    options = populate_options(on.params, layout_of(on.params, Path))
+    assert (options.checkpoint_every, options.presize_wal) == (3.0, 64 << 20)

@@ -78,10 +78,11 @@ def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
 OFF = "off"  # a variation option's value for "not this variation" (TOML has no null)
 
 
-def _optional_duration(value: str | float | None) -> float | None:
-    """A schedule's period: a duration above zero, or None (no schedule; "off" in a file)."""
+def _optional_duration(value: str | float | None) -> float | str | None:
+    """A schedule's period: a duration above zero, or None / "off" (no schedule; "off" is kept,
+    so that a cell of a matrix with it is labelled as the file says)."""
     if value is None or value == OFF:
-        return None
+        return value
     return _duration(0.0, strict=True)(value)
 
 
@@ -132,7 +133,7 @@ class PopulateWorkload(Section):
     # of the steady state (the last ``steady_window`` samples of rows/s within
     # ``steady_tolerance`` percent of their mean).
     # (either is "off" where a matrix compares it with the engine's own behaviour)
-    checkpoint_every: Annotated[float | None, BeforeValidator(_optional_duration)] = None
+    checkpoint_every: Annotated[float | str | None, BeforeValidator(_optional_duration)] = None
     presize_wal: str | None = None
     steady_window: int = Field(default=10, ge=3)
     steady_tolerance: float = Field(default=10.0, gt=0, le=100)
@@ -146,9 +147,7 @@ class PopulateWorkload(Section):
     @field_validator("presize_wal")
     @classmethod
     def _presize(cls, v: str | None) -> str | None:
-        if v == OFF:
-            return None
-        if v is not None:
+        if v is not None and v != OFF:
             try:
                 parse_size(v, "presize_wal")
             except BadInput as exc:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from iolab.config.experiment import DEVICE_PREFIX
-from iolab.config.workloads import DiskWorkload, PopulateWorkload, Section, TpchWorkload
+from iolab.config.workloads import OFF, DiskWorkload, PopulateWorkload, Section, TpchWorkload
 from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.events import EventSink
@@ -151,8 +151,10 @@ def _variations(w: PopulateWorkload) -> dict[str, Any]:
     from iolab.analysis.steady import SteadyCriterion
 
     return {
-        "checkpoint_every": w.checkpoint_every,
-        "presize_wal": parse_size(w.presize_wal, "--presize-wal") if w.presize_wal else None,
+        "checkpoint_every": None if w.checkpoint_every in (None, OFF) else w.checkpoint_every,
+        "presize_wal": parse_size(w.presize_wal, "--presize-wal")
+        if w.presize_wal not in (None, OFF)
+        else None,
         "steady": SteadyCriterion(w.steady_window, w.steady_tolerance),
     }
 
