@@ -237,7 +237,7 @@ def cells_table(f: Findings) -> str:
             rows.append(
                 f"<tr><td>{i}</td><td>{_e(c.cell.label)}</td><td>0</td><td>{c.cell.failed}</td>"
                 + "<td>-</td>" * 6
-                + "<td>no finished run</td></tr>"
+                + "<td>no finished run has this metric</td></tr>"
             )
             continue
         notes = []
