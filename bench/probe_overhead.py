@@ -43,6 +43,9 @@ from iolab.workloads.populate import PopulateOptions, load_and_measure
 
 RATIO_TARGET = 0.99  # rows/s with probes at least this fraction of rows/s without
 ON, OFF = "probes on", "probes off"
+# what is switched on and off: the probes (this bench), or the timing of every operation
+# (bench/latency_overhead.py, with the probes on throughout)
+SWITCHES = {"probes": (ON, OFF), "latency": ("timing on", "timing off")}
 
 
 @dataclass
@@ -51,38 +54,47 @@ class Result:
     rows: int
     connections: int
     interval: float
-    samples: dict[str, list[float]] = field(default_factory=lambda: {ON: [], OFF: []})
+    switch: str = "probes"
+    samples: dict[str, list[float]] = field(default_factory=dict)
     series: int = 0  # series one probed run recorded
     waits: int = 0
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        return SWITCHES[self.switch]
 
     def median(self, side: str) -> float:
         return statistics.median(self.samples[side])
 
     @property
     def ratio(self) -> float:
-        return ratio(self.median(ON), self.median(OFF))
+        on, off = self.sides
+        return ratio(self.median(on), self.median(off))
 
     @property
     def paired(self) -> list[float]:
         """On / off within each round: drift between rounds cancels out."""
-        return [ratio(a, b) for a, b in zip(self.samples[ON], self.samples[OFF], strict=True)]
+        on, off = (self.samples[s] for s in self.sides)
+        return [ratio(a, b) for a, b in zip(on, off, strict=True)]
 
     @property
     def passed(self) -> bool:
         return self.ratio >= RATIO_TARGET
 
     def as_json(self) -> dict[str, Any]:
+        on, off = self.sides
         return {
             "engine": self.engine,
+            "switched": self.switch,
             "rows": self.rows,
             "connections": self.connections,
             "sample_interval": self.interval,
-            "rows_per_second_on": self.samples[ON],
-            "rows_per_second_off": self.samples[OFF],
-            "median_on": json_number(self.median(ON)),
-            "median_off": json_number(self.median(OFF)),
-            "spread_on": json_number(spread(self.samples[ON])),
-            "spread_off": json_number(spread(self.samples[OFF])),
+            "rows_per_second_on": self.samples[on],
+            "rows_per_second_off": self.samples[off],
+            "median_on": json_number(self.median(on)),
+            "median_off": json_number(self.median(off)),
+            "spread_on": json_number(spread(self.samples[on])),
+            "spread_off": json_number(spread(self.samples[off])),
             "ratio_on_off": json_number(self.ratio),
             "paired_ratios": [json_number(r) for r in self.paired],
             "paired_ratio_median": json_number(statistics.median(self.paired)),
@@ -101,9 +113,15 @@ def load(
     rows: int,
     conns: int,
     every: float | None,
+    timed: bool = True,
 ) -> RunOutcome:
     options = PopulateOptions(
-        engine=name, layout=layout, rows=rows, connections=conns, sample_interval=every
+        engine=name,
+        layout=layout,
+        rows=rows,
+        connections=conns,
+        sample_interval=every,
+        record_latency=timed,
     )
     options.validate()
     outcome = RunOutcome(RunStatus.RUNNING)
@@ -115,24 +133,29 @@ def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def measure(name: str, rows: int, conns: int, rounds: int, every: float) -> tuple[Result, str]:
+def measure(
+    name: str, rows: int, conns: int, rounds: int, every: float, switch: str = "probes"
+) -> tuple[Result, str]:
+    """Paired rounds with ``switch`` (probes, or latency timing) on and off, alternately."""
     base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
     try:
         base.chmod(0o755)  # the server user must reach its directories inside
         layout = Layout(data_dirs=(base,), settings={"max_connections": str(max(100, conns + 10))})
         engine = catalog.create(name, layout)
         progress(f"starting {name} in {base}")
-        result = Result(name, rows, conns, every)
+        result = Result(name, rows, conns, every, switch)
+        on, off = result.sides
+        result.samples = {on: [], off: []}
         with running(engine) as placement:
             version = engine.version()
-            progress("warm-up (probes on, discarded)")
+            progress(f"warm-up ({on}, discarded)")
             load(engine, placement, layout, name, rows, conns, every)
             for round_no in range(1, rounds + 1):
-                order = (ON, OFF) if round_no % 2 else (OFF, ON)
+                order = (on, off) if round_no % 2 else (off, on)
                 for side in order:
-                    outcome = load(
-                        engine, placement, layout, name, rows, conns, every if side == ON else None
-                    )
+                    probes = every if side == on or switch != "probes" else None
+                    timed = side == on or switch != "latency"
+                    outcome = load(engine, placement, layout, name, rows, conns, probes, timed)
                     rate = float(outcome.summary["rows_per_second"])
                     result.samples[side].append(rate)
                     if outcome.probes is not None:
@@ -145,13 +168,14 @@ def measure(name: str, rows: int, conns: int, rounds: int, every: float) -> tupl
 
 
 def render(r: Result, version: str) -> str:
+    what = "probe overhead" if r.switch == "probes" else "latency timing overhead (probes on)"
     lines = [
-        f"probe overhead · {version} · {r.rows:,} rows, {r.connections} connections, one row per "
+        f"{what} · {version} · {r.rows:,} rows, {r.connections} connections, one row per "
         f"transaction · sample interval {r.interval:g} s, waits at 10 Hz · {os.cpu_count()} CPUs",
         "",
         f"{'':12} {'median rows/s':>14} {'spread':>8}   per round",
     ]
-    for side in (ON, OFF):
+    for side in r.sides:
         values = r.samples[side]
         lines.append(
             f"{side:12} {r.median(side):>14,.0f} {spread(values):>8.1%}   "
@@ -165,7 +189,7 @@ def render(r: Result, version: str) -> str:
         + f" (median {statistics.median(r.paired):.3f})",
         f"a probed run recorded {r.series} series and {r.waits} wait events",
         "spread = (max - min) / median over the rounds; a spread wider than the gap between the "
-        "sides says the machine is noisy, not that the probes cost that much.",
+        f"sides says the machine is noisy, not that the {r.switch} cost that much.",
     ]
     return "\n".join(lines)
 

@@ -65,6 +65,7 @@ METRICS: dict[str, Metric] = {
         _m("first_finished_seconds", "s", T, True, "time until the first loader finished"),
         _m("wall_seconds", "s", T, True, "wall time of the load, start to end"),
         _m("rows_per_second", "rows/s", R, False, "rows committed per second"),
+        _m("rows_per_second_with_warmup", "rows/s", R, False, "rows/s, the warm-up included"),
         _m("payload_mb_per_second", "MB/s", R, False, "payload bytes loaded per second"),
         _m("steady_rows_per_second", "rows/s", R, False, "rows/s once the load was steady"),
         _m("table_bytes", "B", S, True, "bytes of the table"),
@@ -73,6 +74,14 @@ METRICS: dict[str, Metric] = {
         _m("pages_per_row", "pages", S, True, "table pages per row loaded"),
         _m("wal_bytes", "B", S, True, "WAL / redo bytes the load generated"),
         _m("wal_bytes_per_row", "B", S, True, "WAL / redo bytes per row"),
+        # populate: latency.KIND.FIELD, KIND one of transaction, statement, commit
+        _m("mean_us", "us", L, True, "mean latency of an operation"),
+        _m("p50_us", "us", L, True, "median latency of an operation"),
+        _m("p90_us", "us", L, True, "90th percentile latency of an operation"),
+        _m("p99_us", "us", L, True, "99th percentile latency of an operation"),
+        _m("p999_us", "us", L, True, "99.9th percentile latency of an operation"),
+        _m("p9999_us", "us", L, True, "99.99th percentile latency of an operation"),
+        _m("max_us", "us", L, True, "longest operation"),
         # TPC-H
         _m("load_seconds", "s", T, True, "time to load the TPC-H data"),
         _m("load_mb_per_second", "MB/s", R, False, "CSV bytes loaded per second"),

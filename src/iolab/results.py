@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NewType
 
+from iolab.latency.data import LatencyData
 from iolab.probes.data import ProbeData
 
 RunId = NewType("RunId", int)
@@ -112,3 +113,4 @@ class RunOutcome:
     query_results: list[QueryResult] = field(default_factory=list)
     probes: ProbeData | None = None  # what the probes recorded (None: probes were off)
     logs: dict[str, str] = field(default_factory=dict)  # e.g. the server log, by name
+    latency: LatencyData | None = None  # each operation's latency (populate's client loops)

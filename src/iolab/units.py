@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from iolab.errors import BadInput
@@ -80,3 +81,14 @@ def block_label(nbytes: int) -> str:
     if nbytes % 1024 == 0:
         return f"{nbytes // 1024}K"
     return f"{nbytes}B"
+
+
+def format_micros(us: float) -> str:
+    """A latency in its own scale: ``581 us``, ``17.3 ms``, ``1.14 s``."""
+    if math.isnan(us):
+        return "-"
+    if us < 1000:
+        return f"{us:,.0f} us"
+    if us < 1_000_000:
+        return f"{us / 1000:,.3g} ms" if us < 100_000 else f"{us / 1000:,.0f} ms"
+    return f"{us / 1e6:,.3g} s"

@@ -24,6 +24,7 @@ from tests.unit.cli import Result, iolab, no_programs
 NOT_ALLOWED = "is not allowed;"
 SIZE = "use a whole number of bytes or a number with a unit: 4k, 512MiB, 1GiB, 10GB"
 DURATION = "use seconds or a number with a unit: 500ms, 5s, 2m (or 2min), 1h"
+WARMUP = 'give rows (a whole number, e.g. 10000) or a duration with its unit (e.g. "30s")'
 INT_LIST = "use whole numbers >= 1, comma-separated (1,8,32)"
 RUN_ID = "give a run id from `iolab results list`: a whole number from 1 to 9223372036854775807"
 SET = "write NAME=VALUE, e.g. --set max_wal_size=4GB"
@@ -190,6 +191,34 @@ POPULATE: list[tuple[list[str], str]] = [
     (["populate", "--set", "journal_mode"], f"--set: 'journal_mode' {{}} {SET}"),
     (["populate", "--set", "=wal"], f"--set: '=wal' {{}} {SET}"),
     (["populate", "--sample-interval", "1ms"], "--sample-interval: '1ms' {} give 100ms or more"),
+    (
+        ["populate", "--rate", "0"],
+        "--rate: 0.0 {} give rows per second over all loaders, more than 0",
+    ),
+    (
+        ["populate", "--duration", "10s", "--rows", "100"],
+        "--duration: '10s' {} give either rows/bytes or a duration, not both",
+    ),
+    (["populate", "--duration", "0"], "--duration: '0' {} give more than 0 s"),
+    (["populate", "--duration", "soon"], f"--duration: 'soon' {{}} {DURATION}"),
+    (
+        ["populate", "--duration", "5s", "--mode", "server"],
+        "--duration: '5s' {} a duration needs mode client (a server loop runs a fixed count)",
+    ),
+    (
+        ["populate", "--rate", "100", "--mode", "server"],
+        "--rate: 100.0 {} a rate needs mode client (each statement is paced from iolab)",
+    ),
+    (["populate", "--warmup", "-5s"], f"--warmup: '-5s' {{}} {WARMUP}"),
+    (["populate", "--warmup", "lots"], f"--warmup: 'lots' {{}} {WARMUP}"),
+    (
+        ["populate", "--warmup", "10s", "--duration", "10s"],
+        "--warmup: '10s' {} the warm-up is as long as the run (10 s) or longer",
+    ),
+    (
+        ["populate", "--warmup", "500", "--rows", "400"],
+        "--warmup: '500' {} the warm-up is as long as the run (400 rows) or longer",
+    ),
     (
         ["populate", "--data-dir", "/nonexistent/iolab"],
         "--data-dir: '/nonexistent/iolab' {} give an existing directory",

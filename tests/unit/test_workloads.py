@@ -11,7 +11,13 @@ from iolab.config.experiment import load
 from iolab.config.workloads import DiskWorkload, PopulateWorkload, TpchWorkload, from_flags
 from iolab.errors import BadInput
 from iolab.results import cell_id
-from iolab.runner.kinds import command_layout, disk_options, layout_of, tpch_options
+from iolab.runner.kinds import (
+    command_layout,
+    disk_options,
+    layout_of,
+    populate_options,
+    tpch_options,
+)
 
 DISK_FILE = """
 [experiment]
@@ -41,6 +47,13 @@ CASES = [
     (PopulateWorkload, "steady_window", 2, "give 3 or more samples"),
     (PopulateWorkload, "steady_tolerance", 0, "give a percentage above 0 and at most 100"),
     (PopulateWorkload, "steady_tolerance", 101, "give a percentage above 0 and at most 100"),
+    (PopulateWorkload, "rate", 0, "give rows per second over all loaders, more than 0"),
+    (
+        PopulateWorkload,
+        "warmup",
+        "-3s",
+        'give rows (a whole number, e.g. 10000) or a duration with its unit (e.g. "30s")',
+    ),
     (TpchWorkload, "scale_factor", "abc", "give a positive scale factor, e.g. 1 or 0.01"),
     (TpchWorkload, "compression", "maybe", "choose one of: on, off, default"),
 ]
@@ -87,6 +100,27 @@ def test_cells_without_the_sweeps_keys_keep_their_names(tmp_path: Path) -> None:
     (cell,) = load(exp).cells
     assert not {"bs", "qd", "threads", "rw", "rwmix"} & set(cell.params)
     assert cell.id == cell_id(cell.params)
+
+
+def test_populate_cells_without_load_keys_keep_their_names(tmp_path: Path) -> None:
+    plain = PopulateWorkload(kind="populate").model_dump()
+    assert not {"duration", "warmup", "rate"} & set(plain)
+    timed = from_flags(
+        PopulateWorkload, {"kind": "populate", "duration": "2m", "warmup": 500, "rate": 100}
+    )
+    assert timed.model_dump()["duration"] == 120.0
+    assert timed.warmup_split() == (None, 500)
+    assert from_flags(PopulateWorkload, {"kind": "populate", "warmup": "30s"}).warmup_split() == (
+        30.0,
+        None,
+    )
+    options = populate_options({**timed.model_dump(), **command_layout([tmp_path])}, tmp_path)
+    assert (options.rows, options.duration, options.warmup_rows, options.rate) == (
+        None,
+        120.0,
+        500,
+        100.0,
+    )
 
 
 def test_tpch_flags_become_the_options_a_file_would_give(tmp_path: Path) -> None:

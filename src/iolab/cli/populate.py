@@ -73,6 +73,27 @@ def populate(
     size: Annotated[
         str | None, typer.Option("--bytes", help="Payload in total instead of --rows, e.g. 10GB.")
     ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            help="Insert until this time is up instead of --rows, e.g. 10m, 30s; each loader "
+            "stops at its next transaction boundary (client mode)."
+        ),
+    ] = None,
+    warmup: Annotated[
+        str | None,
+        typer.Option(
+            help="Leave the start out of rows/s, latencies and bytes per row: rows (10000) or "
+            "a duration with its unit (30s). Shaded on the timeline."
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            help="Offered load in rows/s over all loaders, each on a fixed schedule; latency "
+            "counts from each operation's intended start (client mode)."
+        ),
+    ] = None,
     connections: Annotated[int, typer.Option(help="Loader connections, each its own thread.")] = 16,
     commit_every: Annotated[
         int,
@@ -148,10 +169,12 @@ def populate(
     """Populate a table with one row per page on a fresh engine laid out as you say.
 
     iolab provisions the engine on the layout (data dirs, files, WAL dir, temp dir, settings),
-    runs the loaders, measures elapsed time, rows/s, pages per row, WAL bytes and the bytes each
-    device wrote per row, checks the row count, and removes the instance. Probes record the
-    devices, CPU, engine counters, wait events and checkpoints meanwhile (see `iolab results
-    show` and `iolab timeline`).
+    runs the loaders, measures elapsed time, rows/s, the latency of every statement and commit
+    (count, mean, p50 .. p99.99, max), pages per row, WAL bytes and the bytes each device wrote
+    per row, checks the row count, and removes the instance. --duration loads for a time
+    instead of a row count, --warmup leaves the start out, --rate offers a fixed load. Probes
+    record the devices, CPU, engine counters, wait events and checkpoints meanwhile (see
+    `iolab results show` and `iolab timeline`).
 
     Nothing starts and nothing is recorded unless the options, the directories, the --set
     values (read by the engine's own binary) and the free space (at least a page per row) pass.
@@ -169,6 +192,7 @@ def populate(
             **{"bytes": size, "connections": connections, "commit_every": commit_every},
             **{"method": method, "mode": mode, "key": key, "batch": batch},
             "pg_bin": str(pg_bin) if pg_bin else None,
+            **{"duration": duration, "warmup": warmup, "rate": rate},
             **{"checkpoint_every": checkpoint_every, "presize_wal": presize_wal},
             **{"steady_window": steady_window, "steady_tolerance": steady_tolerance},
         },
@@ -222,6 +246,7 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
         f" · {options.method.value}/{options.mode.value} · commit every {options.commit_every}"
     )
     out.print(populate_report.summary_table(s, title))
+    out.print(populate_report.latency_table(s))
     out.print(populate_report.loaders_line(s))
     out.print(f"[dim]stored as run {run_id} in {escape(str(store.path))}[/]")
     if outcome.probes is not None:

@@ -22,6 +22,7 @@ from iolab.errors import BadInput
 from iolab.report import document
 from iolab.report import export as export_lib
 from iolab.report import html as html_report
+from iolab.report import populate as populate_report
 from iolab.report.comparison import compare as compare_runs
 from iolab.report.findings import report_text
 from iolab.store import open_store
@@ -104,7 +105,8 @@ def compare(
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Two sets of runs side by side: means, the ratio with its 95% interval, significance."""
+    """Two sets of runs side by side: means, the ratio with its 95% interval, significance;
+    for populate runs, each side's operation latencies merged (p50 .. p99.99, max)."""
     with open_store(results, create=False) as store:
         c = compare_runs(store, a, b, metric)
     if as_json:
@@ -115,6 +117,8 @@ def compare(
         f"{c.b.label}: mean {c.b.mean:,.4g} (n = {len(c.b.values)})"
     )
     out.print(sentence(c.ratio))
+    for kind, (la, lb) in c.latency.items():
+        out.print(populate_report.latency_sides(kind, c.a.label, la, c.b.label, lb))
 
 
 def export(
@@ -124,10 +128,21 @@ def export(
         Path | None,
         typer.Option("-o", "--output", help="File to write (csv/json: default stdout)."),
     ] = None,
+    histograms: Annotated[
+        Path | None,
+        typer.Option(
+            "--histograms",
+            help="Write each run's latency histograms instead, one HdrHistogram interval log "
+            "per run and operation kind (run-ID-KIND.hlog), into this directory.",
+        ),
+    ] = None,
     results: ResultsOption = None,
 ) -> None:
     """Every run of an experiment, one row each (cell values, status, summary numbers), for
-    notebooks."""
+    notebooks; or with --histograms, every run's latency histograms as interval logs."""
+    if histograms is not None:
+        _export_histograms(target, histograms, results)
+        return
     if fmt not in ("csv", "json", "parquet"):
         raise BadInput.choice("--format", fmt, ["csv", "json", "parquet"])
     if fmt == "parquet" and output is None:
@@ -147,3 +162,32 @@ def export(
     else:
         write_output(output, text, "--output")
         out.print(f"wrote {len(table.rows)} runs to {escape(str(output))}")
+
+
+def _export_histograms(target: str, directory: Path, results: Path | None) -> None:
+    """Interval logs into ``directory`` (made when missing); a file already there is never
+    overwritten."""
+    with open_store(results, create=False) as store:
+        logs = export_lib.histogram_logs(store, target)
+    if not logs:
+        raise BadInput(
+            "EXPERIMENT", target, "give an experiment with populate runs that timed operations"
+        )
+    if directory.exists() and not directory.is_dir():
+        raise BadInput("--histograms", str(directory), "give a directory")
+    taken = [name for name, _ in logs if (directory / name).exists()]
+    if taken:
+        raise BadInput(
+            "--histograms",
+            str(directory),
+            f"it already holds {taken[0]}; give an empty or new directory",
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in logs:
+            (directory / name).write_text(text)
+    except OSError as exc:
+        raise BadInput(
+            "--histograms", str(directory), f"cannot write there: {exc.strerror}"
+        ) from None
+    out.print(f"wrote {len(logs)} interval logs to {escape(str(directory))}")

@@ -115,6 +115,7 @@ def show(
         out.print(disk_report.details(summaries))
     if run.workload == "populate" and run.summary.get("rows"):
         out.print(populate_report.summary_table(run.summary, "populate"))
+        out.print(populate_report.latency_table(run.summary))
         out.print(populate_report.loaders_line(run.summary))
     if run.workload == "tpch" and run.summary.get("data_bytes"):
         out.print(tpch_report.summary_table(run.summary, "tpch"))

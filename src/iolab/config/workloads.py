@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound=BaseModel)
 SWEEP_KEYS = ("bs", "qd", "threads", "rw", "rwmix")
+# populate keys stored only where given, so that files without them keep their cells' names
+LOAD_KEYS = ("duration", "warmup", "rate")
 # What a number out of range or not a number means, in the words of its workload key.
 HINTS = {
     "runs": "give at least 1 measured pass",
@@ -44,9 +46,32 @@ HINTS = {
     "loaders": "give 1 or more loader connections",
     "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",
     "repetitions": 'give 1 or more runs per cell, or "auto"',
+    "rate": "give rows per second over all loaders, more than 0",
     "steady_window": "give 3 or more samples",
     "steady_tolerance": "give a percentage above 0 and at most 100",
 }
+WARMUP_HELP = 'give rows (a whole number, e.g. 10000) or a duration with its unit (e.g. "30s")'
+
+
+def warmup_of(value: str | int | None) -> tuple[float | None, int | None]:
+    """``(seconds, rows)`` of a warm-up: a whole number is rows, a duration has its unit
+    ("30s", "2m"); (None, None) for none."""
+    if value is None:
+        return None, None
+    if isinstance(value, bool):
+        raise ValueError(WARMUP_HELP)
+    if isinstance(value, int):
+        rows = value
+    elif str(value).strip().isdigit():
+        rows = int(str(value).strip())
+    else:
+        try:
+            return parse_duration(str(value).strip(), "warmup"), None
+        except BadInput:
+            raise ValueError(WARMUP_HELP) from None
+    if rows < 0:
+        raise ValueError(WARMUP_HELP)
+    return None, rows
 
 
 class Section(BaseModel):
@@ -84,6 +109,15 @@ def _optional_duration(value: str | float | None) -> float | str | None:
     if value is None or value == OFF:
         return value
     return _duration(0.0, strict=True)(value)
+
+
+def _optional(check: Callable[[str | float], float]) -> Callable[[Any], float | None]:
+    """A validator that lets None through."""
+
+    def run(value: Any) -> float | None:
+        return None if value is None else check(value)
+
+    return run
 
 
 def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
@@ -128,6 +162,12 @@ class PopulateWorkload(Section):
     key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
     batch: int = Field(default=100, ge=1)
     pg_bin: str | None = None
+    # a time-based load instead of rows: seconds, or as on the command line ("10m")
+    duration: Annotated[float | None, BeforeValidator(_optional(_duration(0.0, strict=True)))] = (
+        None
+    )
+    warmup: str | int | None = None  # rows (10000) or a duration ("30s"), left out of results
+    rate: float | None = Field(default=None, gt=0)  # rows per second over all loaders
     # Seed 003's variations (docs/populate.md): a checkpoint requested every so many seconds
     # on a connection of its own, the log grown to a size before the load, and the criterion
     # of the steady state (the last ``steady_window`` samples of rows/s within
@@ -138,11 +178,48 @@ class PopulateWorkload(Section):
     steady_window: int = Field(default=10, ge=3)
     steady_tolerance: float = Field(default=10.0, gt=0, le=100)
 
+    @field_validator("duration")
+    @classmethod
+    def _duration_alone(cls, v: float | None, info: ValidationInfo) -> float | None:
+        if v is not None and (info.data.get("rows") is not None or info.data.get("bytes")):
+            raise ValueError("give either rows/bytes or a duration, not both")
+        if v is not None and info.data.get("mode") == "server":
+            raise ValueError("a duration needs mode client (a server loop runs a fixed count)")
+        return v
+
+    @field_validator("warmup")
+    @classmethod
+    def _warmup(cls, v: str | int | None, info: ValidationInfo) -> str | int | None:
+        seconds, rows = warmup_of(v)
+        duration = info.data.get("duration")
+        if seconds is not None and duration is not None and seconds >= duration:
+            raise ValueError(f"the warm-up is as long as the run ({duration:g} s) or longer")
+        total = info.data.get("rows")
+        if rows is not None and total is not None and rows >= total:
+            raise ValueError(f"the warm-up is as long as the run ({total:,} rows) or longer")
+        return v
+
+    @field_validator("rate")
+    @classmethod
+    def _rate_client(cls, v: float | None, info: ValidationInfo) -> float | None:
+        if v is not None and info.data.get("mode") == "server":
+            raise ValueError("a rate needs mode client (each statement is paced from iolab)")
+        return v
+
+    def warmup_split(self) -> tuple[float | None, int | None]:
+        """The warm-up as ``(seconds, rows)``."""
+        return warmup_of(self.warmup)
+
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Seed 003's variation keys only where given: a file without them keeps its cells' names.
+        # The load's and seed 003's variation keys only where given: a file without them keeps
+        # its cells' names.
         dumped: dict[str, Any] = handler(self)
-        return {k: v for k, v in dumped.items() if VARIATION_DEFAULTS.get(k, ...) != v}
+        return {
+            k: v
+            for k, v in dumped.items()
+            if (k not in LOAD_KEYS or v is not None) and VARIATION_DEFAULTS.get(k, ...) != v
+        }
 
     @field_validator("presize_wal")
     @classmethod

@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from iolab.engines.connection import Connection
+from iolab.latency.recording import LoaderClock
 
 TABLE = "iolab_populate"
 
@@ -102,9 +103,23 @@ class PopulateDialect(Protocol):
         the server mode needs; committed when it returns."""
         ...
 
-    def load(self, conn: Connection, spec: LoadSpec, count: int, progress: Progress) -> None:
-        """Insert ``count`` rows on ``conn`` as ``spec`` says, calling ``progress(n)`` after each
-        commit with the rows it committed (server mode: as often as it can, at least at the end).
+    def load(
+        self,
+        conn: Connection,
+        spec: LoadSpec,
+        count: int,
+        progress: Progress,
+        clock: LoaderClock | None = None,
+    ) -> None:
+        """Insert up to ``count`` rows on ``conn`` as ``spec`` says, calling ``progress(n)``
+        after each commit with the rows it committed (server mode: as often as it can, at least
+        at the end).
+
+        ``clock`` paces and times the operations (client mode): ``clock.begin(rows)`` before
+        each statement (None: the run's duration is up; stop at the next transaction boundary),
+        ``clock.record(kind, started)`` after each statement and each COMMIT round trip.
+        Server mode asks ``clock.begin`` between its calls only (the operations run inside the
+        server, untimed).
         """
         ...
 
@@ -133,10 +148,12 @@ class MultiplexedLoad(Protocol):
         spec: LoadSpec,
         counts: Sequence[int],
         progress: Callable[[int, int], None],
+        clocks: Sequence[LoaderClock] | None = None,
     ) -> list[float]:
-        """Insert ``counts[i]`` rows on ``conns[i]``; ``progress(i, n)`` after each commit of
-        loader i (it may raise to stop); :class:`LoaderError` names a loader whose statement
-        failed. Returns each loader's elapsed seconds from the call."""
+        """Insert up to ``counts[i]`` rows on ``conns[i]``; ``progress(i, n)`` after each
+        commit of loader i (it may raise to stop); :class:`LoaderError` names a loader whose
+        statement failed; ``clocks[i]`` paces and times loader i as in :meth:`load`. Returns
+        each loader's elapsed seconds from the call."""
         ...
 
 

@@ -65,6 +65,7 @@ from iolab.engines.loading import (
     key_factory,
 )
 from iolab.errors import BadInput, IolabError
+from iolab.latency.recording import LoaderClock, OpKind
 
 PROCEDURE = "iolab_load"
 UUID7_FUNCTION = "iolab_uuid7"
@@ -186,7 +187,14 @@ class MariaDBPopulate:
 
     # --- loading ---------------------------------------------------------------------------
 
-    def load(self, conn: Any, spec: LoadSpec, count: int, progress: Progress) -> None:
+    def load(
+        self,
+        conn: Any,
+        spec: LoadSpec,
+        count: int,
+        progress: Progress,
+        clock: LoaderClock | None = None,
+    ) -> None:
         per_statement = spec.batch if spec.method is LoadMethod.MULTIROW else 1
         if per_statement < 1 or spec.commit_every < 1:
             raise BadInput("--batch/--commit-every", (spec.batch, spec.commit_every),
@@ -197,12 +205,14 @@ class MariaDBPopulate:
             if spec.mode is LoadMode.SERVER:
                 self._load_server(conn, spec, count, per_statement, progress)
             else:
-                self._load_client(conn, spec, count, per_statement, progress)
+                self._load_client(
+                    conn, spec, count, per_statement, progress, clock or LoaderClock.untimed()
+                )
         finally:
             conn.autocommit(was_autocommit)
 
     def _load_client(self, conn: Any, spec: LoadSpec, count: int, per_statement: int,
-                     progress: Progress) -> None:  # fmt: skip
+                     progress: Progress, clock: LoaderClock) -> None:  # fmt: skip
         """One statement per row (insert) or per ``batch`` rows (multirow), from Python.
 
         When every statement reaches ``commit_every`` (commit_every 1, or a multirow batch at
@@ -212,11 +222,15 @@ class MariaDBPopulate:
         keys = key_factory(spec.key)
         statements: dict[int, str] = {}
         implicit = spec.commit_every <= per_statement
+        kind = OpKind.TRANSACTION if implicit else OpKind.STATEMENT
         done = pending = 0
         with conn.cursor() as cur:
             try:
                 while done < count:
                     rows = min(per_statement, count - done)
+                    started = clock.begin(rows, can_stop=pending == 0)
+                    if started is None:
+                        break  # the duration is up, at a transaction boundary
                     sql = statements.get(rows)
                     if sql is None:
                         sql = statements[rows] = _insert_sql(spec.key, rows)
@@ -224,13 +238,16 @@ class MariaDBPopulate:
                     if not implicit and pending == 0:
                         conn.begin()
                     cur.execute(sql, args)
+                    clock.record(kind, started)
                     done += rows
                     pending += rows
                     if implicit:
                         pending = 0
                         progress(rows)
                     elif pending >= spec.commit_every or done == count:
+                        started = time.perf_counter_ns()
                         conn.commit()
+                        clock.record(OpKind.COMMIT, started)
                         committed, pending = pending, 0
                         progress(committed)
             except BaseException:

@@ -15,6 +15,7 @@ loop does.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import itertools
 import select
 import time
@@ -34,6 +35,7 @@ from iolab.engines.loading import (
     key_factory,
 )
 from iolab.errors import BadInput
+from iolab.latency.recording import LoaderClock, OpKind
 
 if TYPE_CHECKING:
     import psycopg
@@ -297,7 +299,12 @@ class PostgresPopulate:
     # -- loading ---------------------------------------------------------------------------------
 
     def load(
-        self, conn: psycopg.Connection[Any], spec: LoadSpec, count: int, progress: Progress
+        self,
+        conn: psycopg.Connection[Any],
+        spec: LoadSpec,
+        count: int,
+        progress: Progress,
+        clock: LoaderClock | None = None,
     ) -> None:
         """Insert ``count`` rows as ``spec`` says; see :meth:`_load_client`, :meth:`_load_server`.
 
@@ -313,7 +320,7 @@ class PostgresPopulate:
             if spec.mode is LoadMode.SERVER:
                 self._load_server(conn, spec, count, progress)
             else:
-                self._load_client(conn, spec, count, progress)
+                self._load_client(conn, spec, count, progress, clock or LoaderClock.untimed())
         finally:
             from psycopg import pq
 
@@ -321,7 +328,12 @@ class PostgresPopulate:
                 conn.autocommit = was_autocommit
 
     def _load_client(
-        self, conn: psycopg.Connection[Any], spec: LoadSpec, count: int, progress: Progress
+        self,
+        conn: psycopg.Connection[Any],
+        spec: LoadSpec,
+        count: int,
+        progress: Progress,
+        clock: LoaderClock,
     ) -> None:
         """The loop in iolab: one statement (or COPY) per ``batch`` rows, prepared.
 
@@ -334,27 +346,34 @@ class PostgresPopulate:
         command, so commits happen at chunk boundaries: the chunk that reaches commit_every.
         """
         if self.multiplexes(spec):
-            self.load_multiplexed([conn], spec, [count], lambda _i, n: progress(n))
+            self.load_multiplexed([conn], spec, [count], lambda _i, n: progress(n), [clock])
             return
         per_statement = 1 if spec.method is LoadMethod.INSERT else spec.batch
         autocommit = spec.commit_every <= per_statement
         conn.autocommit = autocommit
         write = self._copier(conn, spec) if spec.method is LoadMethod.COPY else None
         insert = None if write is not None else self._inserter(conn, spec)
+        kind = OpKind.TRANSACTION if autocommit else OpKind.STATEMENT
         done = pending = 0
         try:
             while done < count:
                 k = min(per_statement, count - done)
+                started = clock.begin(k, can_stop=pending == 0)
+                if started is None:
+                    break  # the duration is up, at a transaction boundary
                 if write is not None:
                     write(k)
                 else:
                     assert insert is not None
                     insert(k)
+                clock.record(kind, started)
                 done += k
                 pending += k
                 if pending >= spec.commit_every or done == count:
                     if not autocommit:
+                        started = time.perf_counter_ns()
                         conn.commit()
+                        clock.record(OpKind.COMMIT, started)
                     progress(pending)
                     pending = 0
         except BaseException:
@@ -393,8 +412,10 @@ class PostgresPopulate:
         spec: LoadSpec,
         counts: Sequence[int],
         progress: Callable[[int, int], None],
+        clocks: Sequence[LoaderClock] | None = None,
     ) -> list[float]:
-        """Insert ``counts[i]`` rows on ``conns[i]``, all connections driven from this thread.
+        """Insert up to ``counts[i]`` rows on ``conns[i]``, all connections driven from this
+        thread.
 
         Each connection runs in autocommit, one implicit transaction per statement (no BEGIN
         or COMMIT round trips), through psycopg's libpq: a statement per distinct row count is
@@ -405,15 +426,19 @@ class PostgresPopulate:
         client's CPU is the server's here); one thread costs ~8 us a row whatever the number
         of connections.
 
-        ``progress(i, n)`` follows each committed statement of loader i; it may raise to stop
-        the load. A statement that fails raises :class:`LoaderError` naming its loader. Returns
-        each loader's seconds from the call until its last row was committed.
+        ``clocks[i]`` times loader i's statements and paces them: a statement not yet due under
+        ``--rate`` waits in a queue, and ``poll`` wakes for the first one due; a loader whose
+        duration is up sends nothing more. ``progress(i, n)`` follows each committed statement
+        of loader i; it may raise to stop the load. A statement that fails raises
+        :class:`LoaderError` naming its loader. Returns each loader's seconds from the call
+        until its last row was committed.
         """
         from psycopg import errors as pg_errors
         from psycopg import pq
 
         if not self.multiplexes(spec):
             raise BadInput("spec", spec, "client-mode INSERTs with a commit per statement")
+        clocks = clocks or [LoaderClock.untimed() for _ in conns]
         per_statement = 1 if spec.method is LoadMethod.INSERT else spec.batch
         make_key = key_factory(spec.key)
         prefix = f"iolab_insert_{next(_STATEMENT_IDS)}_"
@@ -421,16 +446,19 @@ class PostgresPopulate:
         elapsed = [0.0] * len(conns)
         left = list(counts)
         pending = [0] * len(conns)  # rows in the statement in flight
+        started = [0] * len(conns)  # when it began (its due time under a rate)
+        in_flight = [False] * len(conns)
         prepared: list[set[int]] = [set() for _ in conns]
         pgconns = [c.pgconn for c in conns]
         for c in conns:
             c.autocommit = True
         by_fd: dict[int, int] = {}
         poller = select.poll()
+        waiting: list[tuple[int, int]] = []  # (due ns, loader): statements not due yet
 
         def send(i: int) -> None:
             """Send loader i its next statement (preparing it first when k is new)."""
-            k = min(per_statement, left[i])
+            k = pending[i]
             name = f"{prefix}{k}".encode()
             if k not in prepared[i]:
                 text = _insert_statement(k, make_key is not None, "$")
@@ -439,7 +467,23 @@ class PostgresPopulate:
                 prepared[i].add(k)
             params = [] if make_key is None else [make_key().hex().encode() for _ in range(k)]
             pgconns[i].send_query_prepared(name, params)
+            in_flight[i] = True
+
+        def schedule(i: int) -> bool:
+            """Loader i's next statement: sent now, or queued until due; False: it is done."""
+            if left[i] <= 0:
+                return False
+            k = min(per_statement, left[i])
+            due = clocks[i].due(k)
+            if due is None:
+                return False
             pending[i] = k
+            started[i] = due
+            if due > time.perf_counter_ns():
+                heapq.heappush(waiting, (due, i))
+            else:
+                send(i)
+            return True
 
         def finish(i: int) -> None:
             """Collect loader i's result (its socket is readable and libpq is not busy)."""
@@ -463,28 +507,32 @@ class PostgresPopulate:
                 alone.poll()
             finish(i)
 
-        for i, n in enumerate(counts):
-            if n > 0:  # a loader with no rows keeps its elapsed 0.0
-                send(i)
+        for i in range(len(conns)):
+            if schedule(i):  # a loader with no rows keeps its elapsed 0.0
                 fd = pgconns[i].socket
                 by_fd[fd] = i
                 poller.register(fd, select.POLLIN)
         while by_fd:
-            for fd, _ in poller.poll():
+            timeout = None
+            if waiting:
+                timeout = max(0, -(-(waiting[0][0] - time.perf_counter_ns()) // 1_000_000))
+            for fd, _ in poller.poll(timeout):
                 i = by_fd[fd]
                 pgconn = pgconns[i]
                 pgconn.consume_input()
-                if pgconn.is_busy():
-                    continue
+                if not in_flight[i] or pgconn.is_busy():
+                    continue  # a statement not sent yet (not due), or its result not complete
                 finish(i)
+                in_flight[i] = False
+                clocks[i].record(OpKind.TRANSACTION, started[i])
                 left[i] -= pending[i]
                 progress(i, pending[i])
-                if left[i] > 0:
-                    send(i)
-                else:
+                if not schedule(i):
                     elapsed[i] = time.perf_counter() - t0
                     poller.unregister(fd)
                     del by_fd[fd]
+            while waiting and waiting[0][0] <= time.perf_counter_ns():
+                send(heapq.heappop(waiting)[1])
         return elapsed
 
     def _copier(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> Callable[[int], None]:

@@ -28,6 +28,7 @@ from iolab.engines.loading import (
     Progress,
     TableStats,
 )
+from iolab.latency.recording import LoaderClock, OpKind
 
 _MS_SHIFT = 20  # ordered keys: milliseconds, then a 20-bit sequence
 
@@ -88,12 +89,59 @@ class SQLitePopulate:
             k = next_key()
             yield self._schema(k), k, payload
 
-    def load(self, conn: Any, spec: LoadSpec, count: int, progress: Progress) -> None:
+    def load(
+        self,
+        conn: Any,
+        spec: LoadSpec,
+        count: int,
+        progress: Progress,
+        clock: LoaderClock | None = None,
+    ) -> None:
+        clock = clock or LoaderClock.untimed()
+        if spec.mode is LoadMode.SERVER:
+            self._load_server(conn, spec, count, progress)
+            return
+        rows = self._rows(spec, count)
+        per_statement = spec.batch if spec.method is LoadMethod.MULTIROW else 1
+        implicit = spec.commit_every <= per_statement  # each statement commits itself
+        done = pending = 0
+        try:
+            while done < count:
+                k = min(per_statement, count - done)
+                started = clock.begin(k, can_stop=pending == 0)
+                if started is None:
+                    break  # the duration is up, at a transaction boundary
+                part = list(itertools.islice(rows, k))
+                if implicit:
+                    self._write(conn, spec, part, per_statement)
+                    clock.record(OpKind.TRANSACTION, started)
+                    done += k
+                    progress(k)
+                    continue
+                if pending == 0:
+                    conn.execute("BEGIN IMMEDIATE")
+                self._write(conn, spec, part, per_statement)
+                clock.record(OpKind.STATEMENT, started)
+                done += k
+                pending += k
+                if pending >= spec.commit_every or done == count:
+                    started = time.perf_counter_ns()
+                    conn.execute("COMMIT")
+                    clock.record(OpKind.COMMIT, started)
+                    committed, pending = pending, 0
+                    progress(committed)
+        except BaseException:
+            if conn.in_transaction:  # SQLite rolls back by itself on some errors
+                conn.execute("ROLLBACK")
+            raise
+
+    def _load_server(self, conn: Any, spec: LoadSpec, count: int, progress: Progress) -> None:
+        """The in-process loop: ``executemany`` over whole chunks of rows, progress per chunk
+        (transactions of ``commit_every`` rows; a chunk of 1,000 single-row transactions)."""
         rows = self._rows(spec, count)
         per_commit = spec.commit_every
         implicit = per_commit == 1 and spec.method is LoadMethod.INSERT
         batch = spec.batch if spec.method is LoadMethod.MULTIROW else 1
-        # server mode hands SQLite whole chunks; progress is reported per chunk
         chunk = max(per_commit, 1000 if implicit else per_commit)
         done = 0
         while done < count:
@@ -111,10 +159,7 @@ class SQLitePopulate:
                         if conn.in_transaction:  # SQLite rolls back by itself on some errors
                             conn.execute("ROLLBACK")
                         raise
-                    if spec.mode is LoadMode.CLIENT:
-                        progress(min(per_commit, take - start))
-            if spec.mode is LoadMode.SERVER or implicit:
-                progress(take)
+            progress(take)
             done += take
 
     def _write(

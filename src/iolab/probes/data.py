@@ -61,6 +61,7 @@ class ProbeData:
     checkpoints: tuple[Checkpoint, ...] = ()
     roles: tuple[RoleDevice, ...] = ()
     notes: tuple[str, ...] = ()
+    warmup_end_s: float | None = None  # where the workload's warm-up ended (shaded)
 
     def find(
         self, probe: str, name: str, *, subject: str | None = None, role: str | None = None

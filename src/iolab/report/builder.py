@@ -175,6 +175,12 @@ def _metric_choices(summaries: Sequence[Mapping[str, Any]]) -> str:
     if isinstance(tests, dict) and tests:
         fields = sorted({f for t in tests.values() for f in t if metrics.find(f) is not None})
         names.append(f"tests.TEST.{'|'.join(fields)} with TEST one of: " + ", ".join(sorted(tests)))
+    latency = s.get("latency")
+    if isinstance(latency, dict) and latency:
+        fields = sorted({f for t in latency.values() for f in t if metrics.find(f) is not None})
+        names.append(
+            f"latency.KIND.{'|'.join(fields)} with KIND one of: " + ", ".join(sorted(latency))
+        )
     return "give a number the runs record: " + ", ".join(names)
 
 

@@ -4,14 +4,15 @@ metric with its 95% interval: :func:`compare` -> :class:`Comparison`."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from iolab.analysis.findings import Ratio, metric_of, ratio
 from iolab.errors import BadInput
+from iolab.latency.histogram import Histogram
 from iolab.metrics import Metric
 from iolab.report.builder import cell_data, choose_metric, find_experiment, with_disk_tests
 from iolab.report.builder import matrix_keys as matrix_keys_of
-from iolab.results import CellId, ExperimentId
+from iolab.results import CellId, ExperimentId, RunId
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.experiments import StoredCell, StoredRun
@@ -27,6 +28,7 @@ class Sample:
     values: tuple[float, ...]
     metric: str
     declaration: Metric
+    runs: tuple[int, ...] = ()  # the done runs the values come from
 
     @property
     def mean(self) -> float:
@@ -38,6 +40,8 @@ class Comparison:
     a: Sample
     b: Sample
     ratio: Ratio
+    # per operation kind both sides timed: each side's runs merged exactly (warm-up left out)
+    latency: dict[str, tuple[Histogram, Histogram]] = field(default_factory=dict)
 
     @property
     def metric(self) -> str:
@@ -55,7 +59,22 @@ def compare(store: Store, a: str, b: str, metric: str | None = None) -> Comparis
     if not sa.values or not sb.values:
         raise BadInput("A/B", a if not sa.values else b, "give runs that finished (status done)")
     r = ratio(sa.label, sa.values, sb.label, sb.values, sa.declaration.lower_is_better, sa.metric)
-    return Comparison(sa, sb, r)
+    return Comparison(sa, sb, r, latency_sides(store, sa.runs, sb.runs))
+
+
+def latency_sides(
+    store: Store, a: tuple[int, ...], b: tuple[int, ...]
+) -> dict[str, tuple[Histogram, Histogram]]:
+    """Each operation kind timed on both sides: its histograms over each side's runs."""
+    sides = []
+    for runs in (a, b):
+        merged: dict[str, Histogram] = {}
+        for run in runs:
+            data = store.latency(RunId(run))
+            for kind, h in (data.merged() if data else {}).items():
+                merged.setdefault(kind, Histogram()).add(h)
+        sides.append(merged)
+    return {k: (sides[0][k], sides[1][k]) for k in sides[0] if k in sides[1]}
 
 
 def run_ids(store: Store, spec: str, field: str) -> list[int]:
@@ -83,9 +102,10 @@ def sample(store: Store, spec: str, wanted: str | None, field: str) -> Sample:
         runs = tuple(StoredRun(r.id, r.status, r.summary, r.started_at, r.error) for r in records)
         cells = with_disk_tests(store, [StoredCell(CellId(""), "", params, runs)])
         metric, declaration = choose_metric({}, cells, wanted)
-        found = (metric_of(r.summary, metric) for r in cells[0].runs if r.done)
+        done = [r for r in cells[0].runs if r.done]
+        found = (metric_of(r.summary, metric) for r in done)
         values = tuple(v for v in found if v is not None)
-        return Sample(f"runs {spec}", values, metric, declaration)
+        return Sample(f"runs {spec}", values, metric, declaration, tuple(r.id for r in done))
     name, _, cell = spec.partition(":")
     exp: ExperimentId = find_experiment(store, name)
     cfg = store_experiments.config_of(store, exp)
@@ -102,4 +122,5 @@ def sample(store: Store, spec: str, wanted: str | None, field: str) -> Sample:
             "match), e.g. " + "; ".join(f"'{name}:{c.label}'" for c in data[:3]),
         )
     label = f"{name} {chosen[0].label}".strip()
-    return Sample(label, tuple(chosen[0].metric), metric, declaration)
+    done_ids = tuple(r.id for r in stored[data.index(chosen[0])].runs if r.done)
+    return Sample(label, tuple(chosen[0].metric), metric, declaration, done_ids)

@@ -112,6 +112,7 @@ def comparison_document(c: Comparison) -> dict[str, object]:
         "a_values": list(c.a.values),
         "b_values": list(c.b.values),
         **ratio_document(c.ratio),
+        "latency": {kind: {"a": a.stats(), "b": b.stats()} for kind, (a, b) in c.latency.items()},
     }
 
 

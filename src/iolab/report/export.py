@@ -84,3 +84,20 @@ def parquet_bytes(table: RunTable) -> bytes:
         finally:
             con.close()
         return target.read_bytes()
+
+
+def histogram_logs(store: Store, target: str) -> list[tuple[str, str]]:
+    """``(file name, interval log)`` of each run of ``target`` that timed its operations, one
+    per operation kind (:mod:`iolab.latency.export`)."""
+    from iolab.latency.export import interval_log, kinds
+
+    exp = find_experiment(store, target)
+    out: list[tuple[str, str]] = []
+    for cell in store_experiments.cells(store, exp):
+        for run in cell.runs:
+            data = store.latency(run.id)
+            if data is None:
+                continue
+            title = f"iolab run {run.id} of {target}, cell {cell.id}"
+            out += [(f"run-{run.id}-{k}.hlog", interval_log(data, k, title)) for k in kinds(data)]
+    return out

@@ -6,7 +6,23 @@ from typing import Any
 
 from rich.table import Table
 
-from iolab.units import format_bytes
+from iolab.latency.histogram import Histogram
+from iolab.units import format_bytes, format_micros
+
+LATENCY_COLUMNS = (
+    ("mean", "mean_us"),
+    ("p50", "p50_us"),
+    ("p90", "p90_us"),
+    ("p99", "p99_us"),
+    ("p99.9", "p999_us"),
+    ("p99.99", "p9999_us"),
+    ("max", "max_us"),
+)
+KIND_NOTES = {
+    "transaction": "a statement that commits itself",
+    "statement": "inside an explicit transaction",
+    "commit": "the COMMIT round trip",
+}
 
 
 def summary_table(s: dict[str, Any], title: str) -> Table:
@@ -22,15 +38,27 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
         f"{s.get('elapsed_seconds', 0):.2f} s",
         f"first loader finished at {first:.2f} s",
     )
-    table.add_row("rows/s", f"{s.get('rows_per_second', 0):,.0f}", "")
+    warm = s.get("warmup")
+    table.add_row(
+        "rows/s",
+        f"{s.get('rows_per_second', 0):,.0f}",
+        f"after a warm-up of {warm['seconds']:.1f} s and {warm['rows']:,} rows "
+        f"({warm['rows_per_second_with_warmup']:,.0f} with it)"
+        if warm
+        else "",
+    )
+    rate = s.get("rate")
+    if rate:
+        held = "held" if rate["held"] else "[yellow]not held[/]"
+        table.add_row("offered rate", f"{rate['target']:,.0f}", f"rows/s over all loaders: {held}")
     steady = s.get("steady_state")
     if isinstance(steady, dict):
-        rate = s.get("steady_rows_per_second")
+        steady_rate = s.get("steady_rows_per_second")
         criterion = f"{steady.get('window')} samples within ±{steady.get('tolerance_pct'):g}%"
-        if rate is not None:
+        if steady_rate is not None:
             table.add_row(
                 "steady rows/s",
-                f"{rate:,.0f}",
+                f"{steady_rate:,.0f}",
                 f"{steady.get('start_s'):.0f}-{steady.get('end_s'):.0f} s ({criterion})",
             )
         else:
@@ -78,6 +106,53 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
             f"{dev['write_bytes_per_row']:,.0f} B/row",
             f"{format_bytes(dev['write_bytes'])} written, {format_bytes(dev['read_bytes'])} read",
         )
+    return table
+
+
+def latency_table(s: dict[str, Any]) -> Table | str:
+    """Each operation kind's latency over the measured part, or why there is none."""
+    found = s.get("latency")
+    if not found:
+        if "latency" in s:  # recorded as None: the loop ran inside the server
+            return "[dim]latency: server mode runs its operations inside the server; none timed[/]"
+        return ""
+    order = [k for k in KIND_NOTES if k in found] + [k for k in found if k not in KIND_NOTES]
+    caption = "; ".join(f"{k}: {KIND_NOTES[k]}" for k in order if k in KIND_NOTES)
+    table = Table(
+        title="latency per operation", title_justify="left", caption=caption, caption_justify="left"
+    )
+    table.add_column("operation")
+    table.add_column("count", justify="right")
+    for name, _ in LATENCY_COLUMNS:
+        table.add_column(name, justify="right")
+    for kind in order:
+        st = found[kind]
+        table.add_row(
+            kind,
+            f"{st['count']:,}",
+            *(format_micros(float(st[key])) for _, key in LATENCY_COLUMNS),
+        )
+    return table
+
+
+def latency_sides(kind: str, a_label: str, a: Histogram, b_label: str, b: Histogram) -> Table:
+    """One operation kind's latency on two sides of a comparison, each side's runs merged."""
+    table = Table(
+        title=f"{kind} latency, each side's runs merged (warm-up left out)", title_justify="left"
+    )
+    table.add_column("side")
+    table.add_column("count", justify="right")
+    for name, _ in LATENCY_COLUMNS:
+        table.add_column(name, justify="right")
+    rows = [(a_label, a.stats()), (b_label, b.stats())]
+    for label, st in rows:
+        values = (format_micros(float(st[key])) for _, key in LATENCY_COLUMNS)
+        table.add_row(label, f"{st['count']:,}", *values)
+    ratios = (
+        f"{float(rows[0][1][key]) / float(rows[1][1][key]):.2f}x" if rows[1][1][key] else "-"
+        for _, key in LATENCY_COLUMNS
+    )
+    table.add_row("A / B", "", *ratios)
     return table
 
 

@@ -24,7 +24,9 @@ SERIES: tuple[tuple[str, str], ...] = (
     *((probe, "pages_allocated_per_s") for probe in ENGINES),
     *(("device", name) for name in DEVICE),
     *(("host", name) for name in CPU),
+    *(("latency", name) for name in ("p50_ms", "p99_ms", "max_ms")),
 )
+KINDS_SHOWN = ("commit", "transaction", "statement")  # the first a run timed gets the panel
 
 
 def _line(s: Series, label: str, *, dashed: bool = False) -> Line:
@@ -68,6 +70,8 @@ def plots(
         for c in data.checkpoints
         if c.start_s <= data.duration
     ]
+    if data.warmup_end_s is not None:
+        bands.insert(0, Band(0.0, data.warmup_end_s, "warm-up"))
     out: list[Plot] = []
     rows = data.find("workload", "rows_per_s")
     if rows:
@@ -101,6 +105,9 @@ def plots(
             if (s.peak or 0) > 0
         ]
         out.append(Plot("I/O latency (per completed request)", "ms", lines, bands, marks=marks))
+    operations = _operation_latency(data)
+    if operations is not None:
+        out.append(Plot(operations[0], "ms", operations[1], bands, marks=marks))
     queue = data.find("device", "aqu_sz")
     if queue:
         lines = [_line(s, _device_label(s)) for s in queue]
@@ -110,6 +117,21 @@ def plots(
         lines = [_line(s, s.key.name.removeprefix("cpu_").removesuffix("_pct")) for s in cpu]
         out.append(Plot("CPU (all cores)", "%", lines, bands, marks=marks))
     return out
+
+
+def _operation_latency(data: ProbeData) -> tuple[str, list[Line]] | None:
+    """The panel of the loaders' own latency: p50, p99 and max per interval of the first kind
+    of operation the run timed (commits where there are separate ones)."""
+    for kind in KINDS_SHOWN:
+        if not data.find("latency", "p99_ms", subject=kind):
+            continue
+        lines = [
+            _line(s, f"{kind} {name.removesuffix('_ms')}", dashed=name != "p99_ms")
+            for name in ("p50_ms", "p99_ms", "max_ms")
+            for s in data.find("latency", name, subject=kind)
+        ]
+        return f"{kind} latency (per interval)", lines
+    return None
 
 
 def svg(

@@ -130,7 +130,7 @@ def populate_options(params: Mapping[str, Any], layout: Layout) -> PopulateOptio
     return PopulateOptions(
         engine=w.engine,
         layout=layout,
-        rows=w.rows if w.rows or w.bytes else 10_000,
+        rows=w.rows if w.rows or w.bytes or w.duration else 10_000,
         size_bytes=parse_size(w.bytes, "--bytes") if w.bytes else None,
         connections=w.connections,
         commit_every=w.commit_every,
@@ -141,6 +141,10 @@ def populate_options(params: Mapping[str, Any], layout: Layout) -> PopulateOptio
         pg_bin=Path(w.pg_bin) if w.pg_bin else None,
         dsn=parse_dsn(dsn) if dsn else None,
         sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
+        duration=w.duration,
+        warmup_seconds=w.warmup_split()[0],
+        warmup_rows=w.warmup_split()[1],
+        rate=w.rate,
         **_variations(w),
     )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import BadInput, RunFailed
+from iolab.latency.data import LatencyData
 from iolab.ownership import boot_id, process_alive
 from iolab.probes.data import ProbeData
 from iolab.results import (
@@ -30,6 +31,7 @@ from iolab.results import (
     content_hash,
 )
 from iolab.store import identify, migrate, query_results
+from iolab.store import latency as latency_store
 from iolab.store import probes as probe_store
 
 DEFAULT_PATH = Path("iolab.db")
@@ -149,6 +151,7 @@ class Store:
             )
             query_results.insert(c, run, outcome.query_results)
             probe_store.save(c, run, outcome.probes, outcome.logs)
+            latency_store.save(c, run, outcome.latency)
             c.execute(
                 "UPDATE runs SET status = ?, ended_at = ?, error = ?, summary = ? WHERE id = ?",
                 (outcome.status.value, _now(), outcome.error, canonical_json(outcome.summary), run),
@@ -279,6 +282,10 @@ class Store:
     ) -> ProbeData | None:
         """What the probes recorded in a run (None if they did not run); see store/probes.py."""
         return probe_store.load(self.conn, run_id, values=values, names=names)
+
+    def latency(self, run_id: RunId) -> LatencyData | None:
+        """A run's per-operation latency histograms (None: it timed no operation)."""
+        return latency_store.load(self.conn, run_id)
 
     def logs(self, run_id: RunId) -> dict[str, str]:
         """The logs kept with a run (``server``: the engine's server log), by name."""

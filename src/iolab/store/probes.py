@@ -178,7 +178,11 @@ def load(
             (run,),
         )
     ]
+    warmup = conn.execute(
+        "SELECT warmup_s + probe_offset FROM latency_runs WHERE run_id = ?", (run,)
+    ).fetchone()
     return ProbeData(
+        warmup_end_s=warmup[0] if warmup is not None else None,
         interval=interval,
         wait_interval=wait_interval,
         duration=duration,

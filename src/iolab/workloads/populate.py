@@ -11,6 +11,7 @@ inserted, with no duplicate key.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -43,6 +44,10 @@ from iolab.engines.loading import (
 from iolab.engines.log_control import allocated_bytes, log_control, settings_control
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
+from iolab.latency.data import LatencyData
+from iolab.latency.data import series as latency_series
+from iolab.latency.data import summary as latency_summary
+from iolab.latency.recording import LatencyRecording, Pacing
 from iolab.probes.checkpoints import merge_requested
 from iolab.probes.data import ProbeData
 from iolab.probes.interface import Checkpoint
@@ -56,6 +61,8 @@ from iolab.workers import Worker, wait_all
 from iolab.workloads.checkpoint_schedule import CheckpointSchedule
 
 PROGRESS_EVERY = 0.5  # seconds between progress events
+UNLIMITED = 1 << 62  # a loader's share under --duration: it stops when time is up
+RATE_HELD = 0.98  # --rate counts as held when the achieved rate is at least this share
 STOP_TIMEOUT = 10.0  # seconds to wait for loaders to stop before their connections close
 FILL_TOLERANCE = 0.10  # pages per row may exceed the target by this much before it is flagged
 
@@ -79,6 +86,16 @@ class PopulateOptions:
     pg_bin: Path | None = None
     dsn: ExternalTarget | None = None  # a server iolab does not manage, instead of a layout
     sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
+    duration: float | None = None  # seconds: insert until time is up, instead of rows
+    warmup_seconds: float | None = None  # left out of rates, latencies and bytes per row
+    warmup_rows: int | None = None  # the same, counted in rows
+    rate: float | None = None  # rows per second over all loaders, each on a fixed schedule
+    record_latency: bool = True  # time each operation (off only to measure what timing costs)
+
+    @property
+    def warmup(self) -> bool:
+        return bool(self.warmup_seconds) or bool(self.warmup_rows)
+
     # seed 003's variations: a requested checkpoint every so many seconds (None: the engine's
     # own only), the log grown to this many bytes before the load, the steady-state criterion
     checkpoint_every: float | None = None
@@ -96,8 +113,28 @@ class PopulateOptions:
             check_external_layout(self.layout, self.pg_bin)
         if self.connections < 1:
             raise BadInput("--connections", self.connections, "give at least 1 loader connection")
-        if (self.rows is None) == (self.size_bytes is None):
+        if self.duration is not None:
+            if self.rows is not None or self.size_bytes is not None:
+                raise BadInput("--duration", self.duration, "give --rows/--bytes or --duration")
+            if not self.duration > 0:
+                raise BadInput("--duration", self.duration, "give more than 0 s")
+            if self.mode is LoadMode.SERVER:
+                raise BadInput("--duration", self.duration, "a duration needs --mode client")
+        elif (self.rows is None) == (self.size_bytes is None):
             raise BadInput("--rows", self.rows, "give either --rows or --bytes, not both")
+        if self.rate is not None and not self.rate > 0:
+            raise BadInput("--rate", self.rate, "give rows per second over all loaders, above 0")
+        if self.rate is not None and self.mode is LoadMode.SERVER:
+            raise BadInput("--rate", self.rate, "a rate needs --mode client")
+        if self.warmup_seconds is not None and (
+            self.warmup_seconds < 0
+            or (self.duration is not None and self.warmup_seconds >= self.duration)
+        ):
+            raise BadInput("--warmup", self.warmup_seconds, "give a warm-up shorter than the run")
+        if self.warmup_rows is not None and (
+            self.warmup_rows < 0 or (self.rows is not None and self.warmup_rows >= self.rows)
+        ):
+            raise BadInput("--warmup", self.warmup_rows, "give a warm-up shorter than the run")
         if self.rows is not None and self.rows < self.connections:
             raise BadInput(
                 "--rows", self.rows, f"give at least one row per connection (>= {self.connections})"
@@ -142,6 +179,10 @@ class PopulateOptions:
             "pg_bin": str(self.pg_bin) if self.pg_bin else None,
             "dsn": self.dsn.redacted if self.dsn else None,  # never the password
             **self._variations(),
+            **({"duration": self.duration} if self.duration is not None else {}),
+            **({"warmup_seconds": self.warmup_seconds} if self.warmup_seconds else {}),
+            **({"warmup_rows": self.warmup_rows} if self.warmup_rows else {}),
+            **({"rate": self.rate} if self.rate is not None else {}),
         }
 
     def _variations(self) -> dict[str, Any]:
@@ -195,16 +236,25 @@ def row_bytes(settings: Mapping[str, str]) -> int:
     return DEFAULT_ROW_BYTES
 
 
+def rows_offered(options: PopulateOptions) -> int:
+    """The rows a load will at least insert: --rows, or --bytes over a page each; 0 for a
+    --duration (even under --rate, a server that cannot keep up inserts fewer)."""
+    if options.rows is not None:
+        return options.rows
+    return (options.size_bytes or 0) // row_bytes(options.layout.settings)
+
+
 def space_needed(options: PopulateOptions) -> dict[tuple[str, Path], int]:
     """Bytes the load will at least write into each directory of the layout, by option and
     directory: the rows, one page each, spread evenly over the data files; in a WAL dir, half
     of that (each row's WAL record carries its payload), up to WAL_FLOOR. A lower bound, so
     that a refusal is certain: ``--bytes`` counts as if the payload filled the whole page, and
-    indexes, free-space maps and a WAL beside the data are left out."""
+    indexes, free-space maps and a WAL beside the data are left out. A ``--duration`` load
+    counts no row: how many it inserts is not known in advance (a disk that fills fails the
+    run with "disk full")."""
     layout = options.layout
     per_row = row_bytes(layout.settings)
-    rows = options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
-    data = rows * per_row
+    data = rows_offered(options) * per_row
     need: dict[tuple[str, Path], int] = {}
     for i in range(layout.files):
         key = ("--data-dir", layout.data_dir_for(i))
@@ -241,9 +291,7 @@ def check_space(
         by_fs[dev] = by_fs.get(dev, 0) + nbytes
         if by_fs[dev] > free:
             per_row = row_bytes(options.layout.settings)
-            rows = (
-                options.rows if options.rows is not None else (options.size_bytes or 0) // per_row
-            )
+            rows = rows_offered(options)
             raise BadInput(
                 field_name,
                 str(path),
@@ -329,15 +377,29 @@ class _Loader:
 
 @dataclass
 class _Shared:
+    latency: LatencyRecording
+    warmup_rows: int | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     committed: int = 0
+    warm_end_ns: int | None = None  # when a warm-up counted in rows ended
+    warm_rows: int = 0  # the rows committed then
+    warmed: threading.Event = field(default_factory=threading.Event)
 
     def count(self, loader: _Loader, n: int) -> None:
         """``loader`` committed ``n`` rows; raises LoadCancelled once the load must stop."""
         loader.done_rows += n
         with self.lock:
             self.committed += n
+            if (
+                self.warmup_rows is not None
+                and self.warm_end_ns is None
+                and self.committed >= self.warmup_rows
+            ):
+                self.warm_end_ns = time.perf_counter_ns()
+                self.warm_rows = self.committed
+                self.latency.end_warmup(self.warm_end_ns)
+                self.warmed.set()
         if self.stop.is_set():
             raise LoadCancelled
 
@@ -355,7 +417,8 @@ def _run_loader(
     try:
         start.wait()
         t0 = time.perf_counter()
-        dialect.load(loader.conn, spec, loader.rows, progress)
+        clock = shared.latency.clocks[loader.index]
+        dialect.load(loader.conn, spec, loader.rows, progress, clock)
         loader.elapsed = time.perf_counter() - t0
     except LoadCancelled:
         pass
@@ -379,7 +442,11 @@ def _run_multiplexed(
     try:
         start.wait()
         elapsed = dialect.load_multiplexed(
-            [ld.conn for ld in loaders], spec, [ld.rows for ld in loaders], progress
+            [ld.conn for ld in loaders],
+            spec,
+            [ld.rows for ld in loaders],
+            progress,
+            shared.latency.clocks,
         )
         for ld, seconds in zip(loaders, elapsed, strict=True):
             ld.elapsed = seconds
@@ -473,6 +540,7 @@ def load_and_measure(
             f"{sorted(m.value for m in dialect.modes)}",
         )
     payload = dialect.payload_bytes()
+    fixed = options.duration is None
     rows = (
         options.rows
         if options.rows is not None
@@ -481,19 +549,30 @@ def load_and_measure(
     spec = LoadSpec(
         options.key, options.method, options.mode, options.commit_every, payload, options.batch
     )
+    pacing = Pacing(
+        options.sample_interval or 1.0,
+        options.warmup_seconds,
+        options.warmup_rows,
+        options.duration,
+        options.rate,
+    )
+    timed = options.record_latency and options.mode is LoadMode.CLIENT
+    latency = LatencyRecording(options.connections, pacing, timed=timed)
     admin = engine.connect()
     loaders: list[_Loader] = []
     extra: list[Connection] = []  # the requested checkpoints' connection
+    warm: _Mark | None = None
     try:
         dialect.create_table(admin, spec)
         devices = role_devices(placement)
         events(Phase(f"opening {options.connections} loader connections"))
-        for i, n in enumerate(split(rows, options.connections)):
+        shares = split(rows, options.connections) if fixed else [UNLIMITED] * options.connections
+        for i, n in enumerate(shares):
             loaders.append(_Loader(i, n, engine.connect()))
         dialect.checkpoint(admin)
         log_presized = _presize(options, dialect, admin, placement, events)
         schedule = _schedule(options, dialect, engine, extra)
-        shared = _Shared()
+        shared = _Shared(latency, options.warmup_rows)
         if isinstance(dialect, MultiplexedLoad) and dialect.multiplexes(spec):
             barrier = threading.Barrier(2)  # one driver thread for every loader's connection
             workers = [
@@ -519,26 +598,33 @@ def load_and_measure(
             log_before = dialect.log_bytes(admin)
             disk_before = diskstats.read()
             with recording(recorder, outcome):  # the probes sample the measured part
+                t0_ns = time.perf_counter_ns()
+                latency.begin(t0_ns)
                 barrier.wait()
-                t0 = time.perf_counter()
+                t0 = t0_ns / 1e9
+                warm_due = (
+                    t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
+                )
                 if schedule is not None:
                     schedule.start(recorder.t0 if recorder is not None else t0)
                 while not all(w.ended.is_set() for w in workers):
-                    for w in workers:
-                        w.ended.wait(PROGRESS_EVERY / len(workers))
-                    done = shared.committed
-                    elapsed = time.perf_counter() - t0
-                    rate = done / elapsed if elapsed > 0 else 0.0
-                    left = (rows - done) / rate if rate > 0 else 0.0
-                    events(
-                        Step(
-                            f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s",
-                            max(1, done),
-                            rows,
-                            left,
-                        )
-                    )
+                    if warm is None and options.warmup:  # wake when the warm-up ends
+                        pause = PROGRESS_EVERY
+                        if warm_due is not None:
+                            left = (warm_due - time.perf_counter_ns()) / 1e9
+                            pause = min(pause, max(0.0, left))
+                        shared.warmed.wait(pause)  # set by the commit that ends a warm-up of rows
+                    else:
+                        for w in workers:
+                            w.ended.wait(PROGRESS_EVERY / len(workers))
+                    latency.collect()
+                    if warm is None and options.warmup:
+                        warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
+                    events(_progress(shared.committed, time.perf_counter() - t0, rows, options))
+                if warm is None and options.warmup:  # it ended as the loaders did
+                    warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
                 wall = time.perf_counter() - t0
+                intervals = latency.finish(time.perf_counter_ns())
                 requested = schedule.stop() if schedule is not None else []
         except BaseException:
             if schedule is not None:  # the requests made so far are kept with the run too
@@ -557,13 +643,30 @@ def load_and_measure(
         for conn in [*(ld.conn for ld in loaders), *extra]:
             _close(conn)
         _close(admin)
+    if not fixed:
+        rows = shared.committed
     elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
-    device_io = device_deltas(disk_before, disk_after, devices)
+    elapsed = max(elapsed_each)
+    if options.warmup and (warm is None or warm.seconds >= elapsed):
+        given = (
+            f"{options.warmup_seconds:g} s"
+            if options.warmup_seconds
+            else f"{options.warmup_rows:,} rows"
+        )
+        raise RunFailed(
+            f"the warm-up ({given}) did not end before the load did ({elapsed:.1f} s, "
+            f"{rows:,} rows): give a shorter --warmup or a longer load"
+        )
+    measured_rows = rows - (warm.rows if warm else 0)
+    measured_seconds = elapsed - (warm.seconds if warm else 0.0)
+    device_io = device_deltas(warm.disk if warm else disk_before, disk_after, devices)
     for d in device_io.values():
-        d["write_bytes_per_row"] = d["write_bytes"] / rows
+        d["write_bytes_per_row"] = d["write_bytes"] / max(1, measured_rows)
     target_ppr = 1.0 / dialect.rows_per_page
     fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr
-    wal_bytes = (log_after - log_before) if log_before is not None and log_after else None
+    log_start = warm.log_bytes if warm else log_before
+    wal_bytes = (log_after - log_start) if log_start is not None and log_after else None
+    rate = measured_rows / measured_seconds if measured_seconds > 0 else 0.0
     outcome.summary.update(
         {
             "engine": options.engine,
@@ -571,12 +674,12 @@ def load_and_measure(
             "rows": rows,
             "connections": options.connections,
             "payload_bytes": payload,
-            "elapsed_seconds": max(elapsed_each),
+            "elapsed_seconds": elapsed,
             "first_finished_seconds": min(elapsed_each),
             "wall_seconds": wall,
             "loader_seconds": elapsed_each,
-            "rows_per_second": rows / max(elapsed_each),
-            "payload_mb_per_second": rows * payload / max(elapsed_each) / 1e6,
+            "rows_per_second": rate,
+            "payload_mb_per_second": rate * payload / 1e6,
             "table_bytes": stats.table_bytes,
             "total_bytes": stats.total_bytes,
             "pages": stats.pages,
@@ -585,7 +688,9 @@ def load_and_measure(
             "pages_per_row_target": target_ppr,
             "fill_ok": fill_ok,
             "wal_bytes": wal_bytes,
-            "wal_bytes_per_row": wal_bytes / rows if wal_bytes is not None else None,
+            "wal_bytes_per_row": wal_bytes / measured_rows
+            if wal_bytes is not None and measured_rows
+            else None,
             "devices": device_io,
             "placement": {
                 "data": [str(p) for p in placement.data],
@@ -593,8 +698,41 @@ def load_and_measure(
                 "temp": str(placement.temp) if placement.temp else None,
             },
             "settings": engine.effective_settings(),
+            "latency": latency_summary(intervals, timed, options.mode),
         }
     )
+    if warm is not None:
+        outcome.summary["warmup"] = {
+            "seconds": warm.seconds,
+            "rows": warm.rows,
+            "rows_per_second_with_warmup": rows / elapsed if elapsed > 0 else 0.0,
+        }
+    if options.duration is not None:
+        outcome.summary["duration_seconds"] = options.duration
+    if options.rate is not None:
+        held = rate >= RATE_HELD * options.rate
+        outcome.summary["rate"] = {"target": options.rate, "achieved": rate, "held": held}
+        if not held:
+            events(
+                Warning(
+                    f"the load did not hold --rate {options.rate:,.0f} rows/s: it achieved "
+                    f"{rate:,.0f} rows/s ({rate / options.rate:.0%}); latencies count from each "
+                    "operation's intended start, so they include the backlog"
+                )
+            )
+    outcome.latency = LatencyData(
+        intervals=tuple(intervals),
+        interval_s=pacing.interval_s,
+        start_unix=time.time() - (time.perf_counter() - t0),
+        probe_offset_s=t0 - recorder.t0 if recorder is not None else 0.0,
+        warmup_s=warm.seconds if warm else None,
+    )
+    if outcome.probes is not None:
+        outcome.probes = dataclasses.replace(
+            outcome.probes,
+            series=outcome.probes.series + tuple(latency_series(outcome.latency)),
+            warmup_end_s=outcome.latency.probe_offset_s + warm.seconds if warm else None,
+        )
     outcome.summary.update(_variations_summary(options, requested, log_presized, outcome.probes))
     if stats.rows != rows or stats.distinct_keys != rows:
         raise RunFailed(
@@ -690,6 +828,45 @@ def _variations_summary(
         }
     )
     return out
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """Where the warm-up ended: seconds from the start, rows committed, the devices' and the
+    log's counters then (the measured part starts from these)."""
+
+    seconds: float
+    rows: int
+    disk: dict[str, diskstats.DiskCounters]
+    log_bytes: int | None
+
+
+def _warm_mark(
+    shared: _Shared, due: int | None, t0_ns: int, dialect: PopulateDialect, admin: Connection
+) -> _Mark | None:
+    """Where the warm-up ended, once it has: a time warm-up at its due time with the rows
+    committed by then, a warm-up of rows when the loader that reached the count committed
+    (the devices' and the log's counters are read now, a few ms later at most)."""
+    if due is not None:
+        if time.perf_counter_ns() < due:
+            return None
+        rows = shared.committed
+        return _Mark((due - t0_ns) / 1e9, rows, diskstats.read(), dialect.log_bytes(admin))
+    if shared.warm_end_ns is None:
+        return None
+    seconds = (shared.warm_end_ns - t0_ns) / 1e9
+    return _Mark(seconds, shared.warm_rows, diskstats.read(), dialect.log_bytes(admin))
+
+
+def _progress(done: int, elapsed: float, rows: int, options: PopulateOptions) -> Step:
+    """The progress line: rows of the rows asked for, or seconds of the duration."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    if options.duration is not None:
+        left = max(0.0, options.duration - elapsed)
+        text = f"{done:,} rows, {rate:,.0f} rows/s, {elapsed:,.0f} of {options.duration:g} s"
+        return Step(text, max(1, round(elapsed * 10)), max(1, round(options.duration * 10)), left)
+    left = (rows - done) / rate if rate > 0 else 0.0
+    return Step(f"{done:,} of {rows:,} rows, {rate:,.0f} rows/s", max(1, done), rows, left)
 
 
 def _close(conn: Connection) -> None:

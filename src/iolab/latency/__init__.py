@@ -1,0 +1,1 @@
+"""Per-operation latency: HDR histograms, loader clocks (pacing, duration, warm-up), export."""

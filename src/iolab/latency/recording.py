@@ -1,0 +1,251 @@
+"""Timing every operation of a load: each loader's clock, and the run's recording of them.
+
+A loader asks its :class:`LoaderClock` when to start each operation (:meth:`LoaderClock.begin`:
+now, or its place on the ``--rate`` schedule after sleeping until then; None once ``--duration``
+is up) and tells it when the operation ended (:meth:`LoaderClock.record`). Under a rate, an
+operation's latency runs from its *intended* start, so a stall that holds back the operations
+behind it counts against each of them, as they would have waited in front of a real
+application (no coordinated omission).
+
+The hot path appends whole microseconds to an array; at each interval boundary (the probe
+interval, on a grid from the load's start, plus the end of the warm-up) the loader closes its
+interval and the main thread buckets it into a :class:`~iolab.latency.histogram.Histogram`
+(:meth:`LatencyRecording.collect`). What is kept: one histogram per loader per operation kind per
+interval, each marked when it fell in the warm-up.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from array import array
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from iolab.latency.histogram import Histogram
+
+_NEVER = sys.maxsize
+
+
+class OpKind(StrEnum):
+    """What one timed operation was."""
+
+    TRANSACTION = "transaction"  # a statement in autocommit: it commits itself (seeds' case)
+    STATEMENT = "statement"  # an INSERT or COPY chunk inside an explicit transaction
+    COMMIT = "commit"  # the COMMIT that ends an explicit transaction
+
+
+KIND_ORDER = (OpKind.TRANSACTION, OpKind.STATEMENT, OpKind.COMMIT)
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """The shared schedule of one load."""
+
+    interval_s: float  # histogram interval: the probe interval
+    warmup_s: float | None = None  # a time warm-up
+    warmup_rows: int | None = None  # a warm-up of rows: it ends by count (end_warmup)
+    duration_s: float | None = None  # --duration: no new operation starts after it
+    rate: float | None = None  # --rate: rows per second over all loaders
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One loader's histogram of one operation kind over one interval (seconds from the start
+    of the load)."""
+
+    loader: int
+    kind: OpKind
+    seq: int  # grid interval number: it covers [seq, seq + 1) * interval at most
+    warmup: bool
+    start_s: float
+    end_s: float
+    histogram: Histogram
+
+
+class LoaderClock:
+    """The operation clock of loader ``index`` (one thread uses it; the main thread only ends
+    the warm-up through :meth:`end_warmup`)."""
+
+    def __init__(self, index: int, loaders: int, pacing: Pacing, t0_ns: int, timed: bool):
+        self.index = index
+        self.timed = timed
+        self._t0 = t0_ns
+        self._step = max(1, round(pacing.interval_s * 1e9))
+        self._deadline = (
+            t0_ns + round(pacing.duration_s * 1e9) if pacing.duration_s is not None else _NEVER
+        )
+        # --rate: row r of this loader is due at t0 + (index + r * loaders) / rate seconds, so
+        # the loaders' rows arrive evenly spaced, not in bursts
+        self._ns_per_row = loaders * 1e9 / pacing.rate if pacing.rate else 0.0
+        self._phase = index * 1e9 / pacing.rate if pacing.rate else 0.0
+        self._rows = 0  # rows scheduled so far
+        self._warm = bool(pacing.warmup_s or pacing.warmup_rows)  # until the warm-up ends
+        self._warm_end = t0_ns + round(pacing.warmup_s * 1e9) if pacing.warmup_s else _NEVER
+        self._seq = 0
+        self._start = t0_ns
+        self._roll_at = t0_ns + self._step
+        self._values: dict[OpKind, array[int]] = {k: array("q") for k in KIND_ORDER}
+        self.closed: deque[tuple[int, bool, int, int, dict[OpKind, array[int]]]] = deque()
+
+    @classmethod
+    def untimed(cls) -> LoaderClock:
+        """A clock that neither paces, stops nor records: a load called on its own."""
+        return cls(0, 1, Pacing(1.0), time.perf_counter_ns(), False)
+
+    # --- the loader's side ------------------------------------------------------------------
+
+    def begin(self, rows: int, *, can_stop: bool = True) -> int | None:
+        """The start of the next operation of ``rows`` rows (perf_counter ns): now, or its due
+        time under a rate (sleeping until then). None when ``can_stop`` and the duration is up:
+        the loader stops there (at a transaction boundary: it passes ``can_stop`` False inside
+        a transaction, which then ends whatever the clock says)."""
+        if self._ns_per_row:
+            due = self._t0 + int(self._phase + self._rows * self._ns_per_row)
+            self._rows += rows
+            now = time.perf_counter_ns()
+            if can_stop and (due >= self._deadline or now >= self._deadline):
+                return None  # a loader behind its schedule stops at the deadline too
+            if due > now:
+                time.sleep((due - now) / 1e9)
+            return due
+        now = time.perf_counter_ns()
+        if can_stop and now >= self._deadline:
+            return None
+        return now
+
+    def due(self, rows: int) -> int | None:
+        """:meth:`begin` without sleeping: when the next operation is due (None: duration is
+        up), for a loop that drives many loaders and waits on them itself."""
+        if self._ns_per_row:
+            due = self._t0 + int(self._phase + self._rows * self._ns_per_row)
+            self._rows += rows
+            if due >= self._deadline or time.perf_counter_ns() >= self._deadline:
+                return None
+            return due
+        now = time.perf_counter_ns()
+        return None if now >= self._deadline else now
+
+    def record(self, kind: OpKind, started: int) -> None:
+        """An operation of ``kind`` that began at ``started`` (from :meth:`begin`) ended now."""
+        if not self.timed:
+            return
+        now = time.perf_counter_ns()
+        if now >= self._roll_at or now >= self._warm_end:
+            self._roll(now)
+        self._values[kind].append((now - started) // 1000)
+
+    def _roll(self, now: int) -> None:
+        """Close the interval ``now`` left and open the one it is in."""
+        warm_ended = self._warm and now >= self._warm_end
+        end = min(self._roll_at, self._warm_end) if warm_ended else self._roll_at
+        self._close(end)
+        if warm_ended:
+            self._warm = False
+            self._start = end
+            self._warm_end = _NEVER
+        seq = (now - self._t0) // self._step
+        if seq != self._seq:
+            self._seq = seq
+            self._start = self._t0 + seq * self._step
+        self._roll_at = self._t0 + (seq + 1) * self._step
+
+    def _close(self, end: int) -> None:
+        values = self._values
+        if any(values.values()):
+            self.closed.append((self._seq, self._warm, self._start, end, values))
+            self._values = {k: array("q") for k in KIND_ORDER}
+
+    # --- the main thread's side -------------------------------------------------------------
+
+    def end_warmup(self, at_ns: int) -> None:
+        """A warm-up counted in rows ended at ``at_ns``: operations ending later are measured."""
+        if self._warm and self._warm_end == _NEVER:
+            self._warm_end = at_ns
+
+    def finish(self, end_ns: int) -> None:
+        """Close the last interval (the loader has stopped)."""
+        if self._warm and end_ns >= self._warm_end:
+            self._roll(end_ns)
+        self._close(min(end_ns, self._roll_at))
+
+
+class LatencyRecording:
+    """The clocks of a load's loaders and the histograms they produced."""
+
+    def __init__(self, loaders: int, pacing: Pacing, *, timed: bool = True) -> None:
+        self.loaders = loaders
+        self.pacing = pacing
+        self.timed = timed
+        self.t0_ns = 0
+        self.clocks: list[LoaderClock] = []
+        self._intervals: dict[tuple[int, OpKind, int, bool], Interval] = {}
+
+    def begin(self, t0_ns: int) -> None:
+        """The load starts at ``t0_ns`` (perf_counter ns): make each loader's clock."""
+        self.t0_ns = t0_ns
+        self.clocks = [
+            LoaderClock(i, self.loaders, self.pacing, t0_ns, self.timed)
+            for i in range(self.loaders)
+        ]
+
+    def end_warmup(self, at_ns: int) -> None:
+        for c in self.clocks:
+            c.end_warmup(at_ns)
+
+    def collect(self) -> None:
+        """Bucket the intervals the loaders closed since the last call (main thread)."""
+        for c in self.clocks:
+            while c.closed:
+                seq, warm, start, end, values = c.closed.popleft()
+                for kind, raw in values.items():
+                    if raw:
+                        self._add(c.index, kind, seq, warm, start, end, raw)
+
+    def _add(
+        self, loader: int, kind: OpKind, seq: int, warm: bool, start: int, end: int, raw: array[int]
+    ) -> None:
+        key = (loader, kind, seq, warm)
+        found = self._intervals.get(key)
+        if found is None:
+            found = self._intervals[key] = Interval(
+                loader,
+                kind,
+                seq,
+                warm,
+                (start - self.t0_ns) / 1e9,
+                (end - self.t0_ns) / 1e9,
+                Histogram(),
+            )
+        found.histogram.add_values(raw)
+
+    def finish(self, end_ns: int) -> list[Interval]:
+        """Close every loader's last interval and return all intervals, in time order."""
+        for c in self.clocks:
+            c.finish(end_ns)
+        self.collect()
+        return sorted(self._intervals.values(), key=lambda i: (i.seq, i.warmup is False, i.loader))
+
+
+def merged_by_kind(intervals: Iterable[Interval], *, warmup: bool = False) -> dict[str, Histogram]:
+    """Each operation kind's histogram over ``intervals`` (the warm-up left out unless asked)."""
+    out: dict[str, Histogram] = {}
+    for i in intervals:
+        if i.warmup and not warmup:
+            continue
+        out.setdefault(i.kind.value, Histogram()).add(i.histogram)
+    return {k.value: out[k.value] for k in KIND_ORDER if k.value in out}
+
+
+def series_points(
+    intervals: Sequence[Interval], kind: str, interval_s: float
+) -> list[tuple[int, Histogram]]:
+    """(grid interval number, histogram of every loader) of one kind, warm-up included, for
+    the per-interval p50 / p99 / max series."""
+    by_seq: dict[int, Histogram] = {}
+    for i in intervals:
+        if i.kind.value == kind:
+            by_seq.setdefault(i.seq, Histogram()).add(i.histogram)
+    return sorted(by_seq.items())
