@@ -100,7 +100,7 @@ def test_mariadb_requested_checkpoints_and_a_presized_redo_log(
         *["--connections", "2", "--checkpoint-every", "0.3s", "--presize-wal", "64MiB"],
     )
     assert doc["settings"]["innodb_log_file_size"] == str(64 * MIB)
-    assert doc["log_bytes_before_load"] == 64 * MIB  # ib_logfile0, allocated at its size
+    assert doc["log_bytes_before_load"] >= 64 * MIB  # ib_logfile0, allocated at its size
     made = requested(doc)
     assert len(made) == doc["requested_checkpoints"] >= 1
     for c in made:
