@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, NewType
 
 from iolab.latency.data import LatencyData
+from iolab.latency.histogram import Histogram
 from iolab.probes.data import ProbeData
 
 RunId = NewType("RunId", int)
@@ -84,6 +85,21 @@ class DiskPass:
 
 
 @dataclass(frozen=True)
+class SyncHistogram:
+    """The fdatasync latencies of one pass of a disk test that syncs after each write (the
+    commit test), as a histogram in microseconds from fio's json+ bins: what a report draws
+    beside a database's commit latency."""
+
+    test: str
+    pass_no: int  # 0 is the discarded warm-up pass
+    histogram: Histogram
+
+    @property
+    def discarded(self) -> bool:
+        return self.pass_no == 0
+
+
+@dataclass(frozen=True)
 class QueryResult:
     """One query of a query workload (TPC-H's power run).
 
@@ -110,6 +126,7 @@ class RunOutcome:
     summary: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     disk_passes: list[DiskPass] = field(default_factory=list)
+    sync_histograms: list[SyncHistogram] = field(default_factory=list)  # commit test's passes
     query_results: list[QueryResult] = field(default_factory=list)
     probes: ProbeData | None = None  # what the probes recorded (None: probes were off)
     logs: dict[str, str] = field(default_factory=dict)  # e.g. the server log, by name

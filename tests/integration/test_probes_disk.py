@@ -96,7 +96,8 @@ def test_device_series_add_up_to_what_fio_moved(
     drawn = iolab("timeline", "1", "-o", str(html))
     assert drawn.returncode == 0, drawn.stderr
     page = html.read_text()
-    assert "<svg" in page and f"write target ({device})" in page and "MB/s" in page
+    assert "<script type='application/json'" in page  # the interactive figure
+    assert f'"name":"write target ({device})"' in page and '"text":"MB/s"' in page
 
 
 def test_a_role_on_tmpfs_is_memory_and_the_run_goes_on(results_db: Path) -> None:

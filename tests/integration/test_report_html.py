@@ -67,6 +67,7 @@ baseline_every = 2
 kind = "populate"
 engine = "sqlite"
 rows = 3000
+sample_interval = "100ms"
 [layouts.one]
 data_dirs = ["a"]
 [layouts.two]
@@ -102,15 +103,33 @@ connections = [2, 4]
     assert len(drift["values"]) >= 3 and drift["hours"][0] == 0.0
     baseline_runs = next(c for c in report["cells"] if c["label"] == drift["cell"])["runs"]
     assert sorted(drift["values"]) == sorted(baseline_runs)
+    by = open_tmp / "by.html"
+    assert iolab("report", str(exp), "--html", str(by), "--chart-by", "connections").returncode == 0
+    assert ">elapsed_seconds by connections and layout</text>" in by.read_text()
+    bad = iolab("report", str(exp), "--html", str(by), "--chart-by", "files")
+    assert (
+        bad.returncode == 2 and "--chart-by" in bad.stderr and "layout, connections" in bad.stderr
+    )
     every = open_tmp / "every.html"
     assert iolab("report", str(exp), "--html", str(every), "--timelines", "all").returncode == 0
     done_runs = sum(len(c["runs"]) for c in report["cells"])
     assert len(re.findall(r"<h3>[^<]* · run \d+</h3>", every.read_text())) == done_runs
     assert "Runs underneath (every run)" in every.read_text()
     text = page.read_text()
-    # self-contained: no script, no link to anything outside the file
-    assert "<script" not in text
-    assert not re.search(r"""(src|href)=["']?https?:""", text)
+    # self-contained: scripts inline (Plotly's once), no link to anything outside the file
+    assert not re.search(r"<script[^>]*src=", text) and text.count("* plotly.js v") == 1
+    # the library's source names map tile servers it never asks here (the browser below checks)
+    from iolab.report.interactive import plotly_js
+
+    assert not re.search(r"""(src|href)=["']?https?:""", text.replace(plotly_js(), ""))
+    # sampled at 10 Hz, a run of a second or two is a line of many points, not a dot
+    figures = re.findall(
+        r"<script type='application/json' id='(timeline-\d+)'>(.*?)</script>", text
+    )
+    assert len(figures) == 4  # one per cell
+    throughput = json.loads(figures[0][1])["data"][0]
+    assert throughput["name"] == "rows committed/s" and len(throughput["y"]) >= 10
+    assert throughput["dx"] == pytest.approx(0.1)  # the page's script makes x of x0, dx, xlast
 
     dom = chromium("--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
@@ -119,10 +138,14 @@ connections = [2, 4]
     assert "Findings" in html and "best: " in html
     assert re.search(r"layout=(one|two) connections=\d was \d|no significant difference", html)
     charts = re.findall(r"<svg.*?</svg>", html, re.S)
-    assert len(charts) >= 4  # per cell, per layout, per connections, and timelines
+    assert len(charts) >= 4  # the grouped chart, the speed-ups, the drift, and timelines
+    assert ">elapsed_seconds by layout and connections</text>" in charts[0]
     bars = re.findall(r"<rect[^>]*fill=\"#[0-9a-f]{6}\"", charts[0])
-    assert len(bars) >= 4  # one bar per cell, each with data
-    assert "seconds" in charts[0]  # the axis says its unit
+    assert len(bars) >= 4 + 2  # one bar per cell, each with data, and the legend's two swatches
+    assert ">connections</text>" in charts[0] and ">4</text>" in charts[0]  # the legend
+    assert "elapsed_seconds (s)" in charts[0]  # the axis says its unit
+    assert "speed-up against layout=one connections=2" in charts[1] and ">base<" in charts[1]
+    assert "One bar: one cell, the mean elapsed_seconds of its" in html
     assert html.count("Runs underneath (the median run of each cell)") == 1
     assert len(re.findall(r"<h3>[^<]* · run \d+</h3>", html)) == 4  # one per cell
     assert "rows/s" in html  # the timelines' throughput series
@@ -130,8 +153,66 @@ connections = [2, 4]
     assert "Efficiency against the device" in html and "SEQ1M Q1T1 write, disk run 1" in html
     assert "drift of the baseline layout=one connections=2" in html
 
+    zoom_and_hover(page)
+
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report.png"
     taken = chromium(f"--screenshot={shot}", "--window-size=1200,3000", page.as_uri())
     assert taken.returncode == 0, taken.stderr[-2000:]
     assert shot.stat().st_size > 20_000
+
+
+def zoom_and_hover(page: Path) -> None:
+    """A timeline in a real browser (Playwright driving Debian's Chromium, no network): drawn
+    when scrolled to, a drag on one panel zooms every panel's time axis, the mouse reads a
+    value, a legend entry hides its series."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM is not None
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport={"width": 1200, "height": 900})
+            errors: list[str] = []
+            asked: list[str] = []
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.on("request", lambda r: asked.append(r.url))
+            tab.goto(page.as_uri())
+            box = tab.locator(".iplot").first
+            box.scroll_into_view_if_needed()
+            tab.wait_for_selector(".iplot .main-svg")
+            full = box.evaluate("g => g._fullLayout.xaxis.range.slice()")
+            xs = box.evaluate("g => g.data[0].x")  # made by the page's script of x0, dx, xlast
+            assert len(xs) >= 10 and xs == sorted(xs) and xs[-1] <= full[1] + 1e-9
+            panel = box.locator(".nsewdrag").first  # the first panel's plotting area
+            panel.scroll_into_view_if_needed()
+            drag = panel.bounding_box()
+            assert drag is not None
+            y = drag["y"] + drag["height"] / 2
+            tab.mouse.move(drag["x"] + drag["width"] * 0.3, y)
+            tab.mouse.down()
+            tab.mouse.move(drag["x"] + drag["width"] * 0.5, y, steps=8)
+            tab.mouse.up()
+            tab.wait_for_timeout(500)
+            ranges = box.evaluate(
+                "g => Object.keys(g._fullLayout).filter(k => /^xaxis\\d*$/.test(k))"
+                ".map(k => g._fullLayout[k].range.slice())"
+            )
+            assert len(ranges) >= 4  # throughput, pages, device MB/s, latency, ...
+            zoomed = ranges[0]
+            assert zoomed[1] - zoomed[0] < (full[1] - full[0]) * 0.5
+            assert all(r == pytest.approx(zoomed) for r in ranges)  # every panel followed
+            tab.mouse.move(drag["x"] + drag["width"] * 0.4, y)
+            hover = tab.wait_for_selector(
+                ".iplot .hoverlayer .legend, .iplot .hoverlayer .hovertext"
+            )
+            assert hover is not None
+            said = hover.text_content() or ""
+            assert re.search(r"rows committed/s", said) and re.search(r"\d", said), said
+            box.locator(".legend .traces .legendtoggle").first.click()
+            tab.wait_for_timeout(800)  # Plotly waits to tell a click from a double click
+            assert box.evaluate("g => g.data[0].visible") == "legendonly"
+            assert not errors, errors
+            assert all(u.startswith("file:") or u.startswith("data:") for u in asked), asked
+        finally:
+            browser.close()

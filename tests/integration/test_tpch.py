@@ -99,7 +99,7 @@ def test_postgres_answers_all_22_with_two_tablespaces_on_two_dirs(
     assert all(b - a >= q["seconds"] for a, b, q in zip(starts, starts[1:], queries, strict=False))
     page = open_tmp / "timeline.html"
     assert iolab("timeline", str(doc["run"]), "-o", str(page)).returncode == 0
-    assert ">Q1</text>" in page.read_text() and "where each query began" in page.read_text()
+    assert '"text":"Q1"' in page.read_text() and "where each query began" in page.read_text()
 
 
 def test_compression_off_takes_more_room(cache: Path, open_tmp: Path, results_db: Path) -> None:

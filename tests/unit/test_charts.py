@@ -145,7 +145,8 @@ def test_timeline_panels_from_probe_data() -> None:
         "queue depth (requests in flight)",
     ]
     page = timeline.html_page(data, "run 7", ["intro"])
-    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "script" not in page
+    assert page.startswith("<!DOCTYPE html>") and "<script type='application/json'" in page
+    assert page.count("* plotly.js v") == 1 and "<script src" not in page  # once, inline
     assert "write data (vda)" in page and "<td>300</td>" in page
 
 

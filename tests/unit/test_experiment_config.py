@@ -231,3 +231,15 @@ def test_auto_repetitions_count_their_maximum(root: Path) -> None:
     with pytest.raises(BadInput, match="10,000 cells x 11 repetitions"):
         load(_disk(root, "", 'repetitions = "auto"\nmax_repetitions = 11', matrix))
     assert len(load(_disk(root, "", "repetitions = 10", matrix)).cells) == 10_000
+
+
+def test_a_populate_file_may_sample_faster_and_other_files_keep_their_cells(root: Path) -> None:
+    plain = load(write(root, GOOD))
+    assert all("sample_interval" not in c.params for c in plain.cells)  # ids as before
+    fast = load(write(root, GOOD.replace('key = "sequential"', 'sample_interval = "100ms"')))
+    assert {c.params["sample_interval"] for c in fast.cells} == {0.1}
+    assert {c.id for c in fast.cells}.isdisjoint(c.id for c in plain.cells)
+    with pytest.raises(BadInput) as bad:
+        load(write(root, GOOD.replace('key = "sequential"', 'sample_interval = "10ms"')))
+    assert bad.value.field == "workload.sample_interval"
+    assert "give at least 0.1 s" in str(bad.value)

@@ -8,14 +8,22 @@ whose 95% interval contains 1.0 are "no significant difference", never a win.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 from iolab import metrics
 from iolab.analysis.efficiency import Drift, Efficiency, drift_sentence
 from iolab.analysis.queries import QueryTimes
-from iolab.analysis.stats import Comparison, Summary, compare, summarize
+from iolab.analysis.stats import (
+    CONFIDENCE,
+    Comparison,
+    Summary,
+    compare,
+    holm,
+    p_value,
+    summarize,
+)
 
 # A value of a matrix key as the stored params hold it (a JSON scalar, or a list: data dirs)
 MatrixValue: TypeAlias = str | int | float | bool | list[str | int | float | bool | None] | None
@@ -47,10 +55,31 @@ class Ratio:
     better_low: float | None  # its 95% interval
     better_high: float | None
     metric: str = ""  # what was compared: its words are "faster" for times and rates
+    p_adjusted: float | None = None  # Holm's, within its family (None: not adjusted)
+    family: int = 1  # how many comparisons its family holds
 
     @property
     def significant(self) -> bool:
-        return self.comparison.significant
+        """Adjusted p < 0.05 when the ratio belongs to a family, else the test's own p."""
+        if self.p_adjusted is None:
+            return self.comparison.significant
+        return self.p_adjusted < 1.0 - CONFIDENCE
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of comparisons whose p-values were adjusted together (Holm): all pairs of
+    cells, or all pairs along one matrix key."""
+
+    name: str  # "all pairs of cells", "along layout"
+    comparisons: int  # how many tests it holds (each with a p-value)
+    raw_significant: int  # of them p < 0.05 before the adjustment
+    significant: int  # adjusted p < 0.05
+
+    @property
+    def by_chance(self) -> float:
+        """How many "p < 0.05" chance alone would give if nothing differed."""
+        return self.comparisons * (1.0 - CONFIDENCE)
 
 
 @dataclass(frozen=True)
@@ -76,6 +105,9 @@ class Findings:
     efficiency: tuple[Efficiency, ...] = ()  # cell x device vs its limit
     drift: Drift | None = None  # the baseline cell's metric over time
     queries: tuple[QueryTimes, ...] = ()  # query workloads: per-query times
+    baseline: str | None = None  # the cell the speed-ups are against (the first, if none given)
+    vs_baseline: tuple[Ratio, ...] = ()  # every other measured cell against it
+    families: tuple[Family, ...] = ()  # the comparisons made, adjusted within each family
 
     def with_context(
         self,
@@ -174,15 +206,121 @@ def analyse(
         if s.cell.failed:
             why = f": {s.cell.reason}" if s.cell.reason else ""
             warnings.append(f"{s.cell.label}: {s.cell.failed} run(s) failed{why}")
-    return Findings(
-        metric,
-        lower_is_better,
-        stats,
-        best,
-        tuple(best_vs),
-        tuple(_dimensions(measured, lower_is_better, metric)),
-        tuple(warnings),
+    reference = base or measured[0]
+    return adjusted(
+        Findings(
+            metric,
+            lower_is_better,
+            stats,
+            best,
+            tuple(best_vs),
+            tuple(_dimensions(measured, lower_is_better, metric)),
+            tuple(warnings),
+            baseline=reference.cell.label,
+            vs_baseline=tuple(_against(measured, reference, lower_is_better, metric)),
+        )
     )
+
+
+HOLM_PAIRS = 20_000  # pairs of cells (200 cells): beyond, Bonferroni's bound (m x p) instead
+
+
+def adjusted(f: Findings) -> Findings:
+    """The findings with every ratio's p-value adjusted (Holm) within its family, and the
+    families counted. Two families of the issue's design: all pairs of cells (the best cell
+    was picked among them, so its ratios belong to all of them), and each matrix key's pairs
+    (its dimension gains). Only tests with a p-value count (two runs or more on each side)."""
+    measured = [c for c in f.cells if c.summary is not None and c.summary.n >= 2]
+    families: list[Family] = []
+    pairs = len(measured) * (len(measured) - 1) // 2
+    found: dict[frozenset[str], float] = {}
+    if pairs and pairs <= HOLM_PAIRS:
+        keys = []
+        raw = []
+        for i, a in enumerate(measured):
+            for b in measured[i + 1 :]:
+                p = p_value(a.cell.metric, b.cell.metric)
+                if p is not None:
+                    keys.append(frozenset((a.cell.label, b.cell.label)))
+                    raw.append(p)
+        found = dict(zip(keys, holm(raw), strict=True))
+        families.append(_family("all pairs of cells", raw, found.values()))
+
+    def cell_pair(r: Ratio) -> Ratio:
+        p = r.comparison.p_value
+        if p is None or not pairs:
+            return r
+        # over HOLM_PAIRS: the bound Holm's adjusted p never exceeds
+        adj = found.get(frozenset((r.a, r.b)), min(1.0, pairs * p))
+        return replace(r, p_adjusted=adj, family=pairs)
+
+    if pairs > HOLM_PAIRS:
+        raw = [p for r in (*f.best_vs, *f.vs_baseline) if (p := r.comparison.p_value) is not None]
+        families.append(
+            _family("all pairs of cells (Bonferroni)", raw, [min(1.0, pairs * p) for p in raw])
+        )
+        families[-1] = replace(families[-1], comparisons=pairs)
+    dimensions = []
+    for key in dict.fromkeys(d.key for d in f.dimensions):
+        ratios = [p for d in f.dimensions if d.key == key for p in d.pairs]
+        tested = [r.comparison.p_value for r in ratios if r.comparison.p_value is not None]
+        adj = iter(holm(tested))
+        by_ratio = {id(r): next(adj) for r in ratios if r.comparison.p_value is not None}
+        if tested:
+            families.append(_family(f"along {key}", tested, by_ratio.values()))
+        for d in f.dimensions:
+            if d.key == key:
+                dimensions.append(
+                    replace(
+                        d,
+                        pairs=tuple(
+                            replace(r, p_adjusted=by_ratio[id(r)], family=len(tested))
+                            if id(r) in by_ratio
+                            else r
+                            for r in d.pairs
+                        ),
+                    )
+                )
+    return replace(
+        f,
+        best_vs=tuple(cell_pair(r) for r in f.best_vs),
+        vs_baseline=tuple(cell_pair(r) for r in f.vs_baseline),
+        dimensions=tuple(dimensions),
+        families=tuple(families),
+    )
+
+
+def _family(name: str, raw: Sequence[float], adjusted: Iterable[float]) -> Family:
+    alpha = 1.0 - CONFIDENCE
+    return Family(
+        name, len(raw), sum(1 for p in raw if p < alpha), sum(1 for p in adjusted if p < alpha)
+    )
+
+
+def comparisons_sentence(f: Findings) -> str:
+    """How many comparisons the findings made, how many chance alone would call significant,
+    and how many were before and after the adjustment."""
+    if not f.families:
+        return ""
+    total = sum(x.comparisons for x in f.families)
+    parts = ", ".join(f"{x.name}: {x.comparisons}" for x in f.families)
+    raw = sum(x.raw_significant for x in f.families)
+    kept = sum(x.significant for x in f.families)
+    chance = sum(x.by_chance for x in f.families)
+    return (
+        f"{total} comparisons ({parts}); if nothing differed, chance alone would make about "
+        f"{chance:.1f} of them p < 0.05. {raw} had p < 0.05; {kept} remain significant after "
+        "Holm's adjustment within each family, and the verdicts and p-values here are the "
+        "adjusted ones (the 95% intervals are each comparison's own)"
+    )
+
+
+def _against(
+    measured: list[CellStats], base: CellStats, lower_is_better: bool, metric: str
+) -> list[Ratio]:
+    """Every measured cell but ``base`` against it: the speed-up chart's bars."""
+    found = (_ratio(s, base, lower_is_better, metric) for s in measured if s is not base)
+    return [r for r in found if r is not None]
 
 
 def _dimensions(
@@ -230,10 +368,13 @@ def sentence(r: Ratio) -> str:
         return (
             f"{r.a} vs {r.b}: {r.better:.2f}x (too few runs for a confidence interval; no verdict)"
         )
+    p = f"p = {c.p_value:.2g}"
+    if r.p_adjusted is not None and r.family > 1:
+        p = f"adjusted p = {r.p_adjusted:.2g} over {r.family} comparisons, unadjusted {p}"
     if not r.significant:
         return (
             f"{r.a} vs {r.b}: no significant difference ({r.better:.2f}x, 95% CI "
-            f"{lo:.2f}-{hi:.2f}x, p = {c.p_value:.2g})"
+            f"{lo:.2f}-{hi:.2f}x, {p})"
         )
     speed = not r.metric or metrics.lookup(r.metric).speed
     word = (
@@ -243,10 +384,7 @@ def sentence(r: Ratio) -> str:
     )
     times = r.better if r.better > 1 else 1 / r.better
     lo_t, hi_t = (lo, hi) if r.better > 1 else (1 / hi, 1 / lo)
-    return (
-        f"{r.a} was {times:.2f}x {word} than {r.b} (95% CI {lo_t:.2f}-{hi_t:.2f}x, "
-        f"p = {c.p_value:.2g})"
-    )
+    return f"{r.a} was {times:.2f}x {word} than {r.b} (95% CI {lo_t:.2f}-{hi_t:.2f}x, {p})"
 
 
 def gain_sentence(d: DimensionGain) -> str:

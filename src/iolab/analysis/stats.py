@@ -173,11 +173,9 @@ class Comparison:
         return self.p_value is not None and self.p_value < 1.0 - CONFIDENCE
 
 
-def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
-    """Compare two samples of a positive metric (seconds, rows/s); see the module docstring.
-
-    With fewer than two runs on a side, or no spread on both, only the ratio is known.
-    """
+def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, float | None]:
+    """Welch's test on the logarithms: (difference of log means, its standard error, the
+    degrees of freedom, the p-value); the p-value is None below two runs on a side."""
     if not a or not b:
         raise ValueError("both samples need values")
     if min(a) <= 0 or min(b) <= 0:
@@ -185,19 +183,51 @@ def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
     la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
     ma, mb = math.fsum(la) / len(la), math.fsum(lb) / len(lb)
     diff = ma - mb
-    ratio = math.exp(diff)
     if len(la) < 2 or len(lb) < 2:
-        return Comparison(ratio, None, None, None, len(a), len(b))
+        return diff, math.nan, math.nan, None
     va = math.fsum((x - ma) ** 2 for x in la) / (len(la) - 1) / len(la)
     vb = math.fsum((x - mb) ** 2 for x in lb) / (len(lb) - 1) / len(lb)
     se = math.sqrt(va + vb)
     if se == 0:
-        p = 0.0 if diff != 0 else 1.0
-        return Comparison(ratio, ratio, ratio, p, len(a), len(b))
+        return diff, 0.0, math.nan, 0.0 if diff != 0 else 1.0
     df = (va + vb) ** 2 / (va**2 / (len(la) - 1) + vb**2 / (len(lb) - 1))
+    return diff, se, df, 2.0 * (1.0 - t_cdf(abs(diff) / se, df))
+
+
+def compare(a: Sequence[float], b: Sequence[float]) -> Comparison:
+    """Compare two samples of a positive metric (seconds, rows/s); see the module docstring.
+
+    With fewer than two runs on a side, or no spread on both, only the ratio is known.
+    """
+    diff, se, df, p = _welch(a, b)
+    ratio = math.exp(diff)
+    if p is None:
+        return Comparison(ratio, None, None, None, len(a), len(b))
+    if se == 0:
+        return Comparison(ratio, ratio, ratio, p, len(a), len(b))
     t = t_ppf(0.5 + CONFIDENCE / 2, df)
-    p = 2.0 * (1.0 - t_cdf(abs(diff) / se, df))
     return Comparison(ratio, math.exp(diff - t * se), math.exp(diff + t * se), p, len(a), len(b))
+
+
+def p_value(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """The p-value of :func:`compare` alone (no interval: no quantile to search), for the many
+    pairs a family of comparisons holds."""
+    return _welch(a, b)[3]
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values, in the order given: the k-th
+    smallest is multiplied by (m - k + 1), made no smaller than the one before it, and capped
+    at 1. Rejecting where the adjusted p < 0.05 keeps the chance of any false "significant" in
+    the family at 5% or less, whatever the dependence between the tests."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 @dataclass(frozen=True)

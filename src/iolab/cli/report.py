@@ -49,15 +49,18 @@ def report(
     as_json: JsonOption = False,
     html: Annotated[
         Path | None,
-        typer.Option(help="Also write one self-contained HTML file (charts, timelines)."),
+        typer.Option(
+            help="Also write one self-contained HTML file (charts, timelines, latency by "
+            "percentile per cell beside the WAL device's fdatasync latency)."
+        ),
     ] = None,
     with_disk: Annotated[
         list[int] | None,
         typer.Option(
             "--with-disk",
             help="A stored `iolab disk` run: its profile goes into the HTML report and its "
-            "sequential write is the device's limit for efficiency (default: the newest disk "
-            "run of each device).",
+            "sequential write is the device's limit for efficiency, its commit test the WAL "
+            "device's line on the latency chart (default: the newest disk run of each device).",
         ),
     ] = None,
     metric: MetricOption = None,
@@ -68,11 +71,22 @@ def report(
             "(all; the file grows with the runs)."
         ),
     ] = "median",
+    chart_by: Annotated[
+        str | None,
+        typer.Option(
+            "--chart-by",
+            help="HTML: the matrix key on the charts' x axis and, after a comma, the one drawn "
+            "as coloured series (e.g. layout,connections); the other keys get a chart each. "
+            "Default: a layout-like key on x, a count-like key in colour.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
     confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
-    statistics; --html writes them with charts, a timeline of each cell's median run, and the
-    environment, into one file."""
+    statistics; --html writes them with charts, a timeline of each cell's median run, each
+    operation kind's latency by percentile (with the fdatasync latency of the WAL device's
+    `iolab disk` commit test) and the environment, into one file."""
     if timelines not in ("median", "all"):
         raise BadInput("--timelines", timelines, "give median or all")
     if html is not None:
@@ -89,7 +103,8 @@ def report(
         )
     if html is not None:
         generated = datetime.now().isoformat(timespec="seconds")
-        write_output(html, html_report.report_page(built, generated), "--html")
+        by = [k.strip() for k in chart_by.split(",")] if chart_by else []
+        write_output(html, html_report.report_page(built, generated, by), "--html")
     if as_json:
         print(document.report_json(built))
         return

@@ -27,8 +27,9 @@ def timeline(
         typer.Option(
             "-o",
             "--output",
-            help="File to write: .html (self-contained, with checkpoints and waits), .svg, or "
-            ".png (drawn by a headless Chromium).",
+            help="File to write: .html (self-contained and interactive: zoom and pan every "
+            "panel at once, values on hover; with checkpoints and waits), .svg, or .png (drawn "
+            "by a headless Chromium) for slides and print.",
         ),
     ],
     results: ResultsOption = None,

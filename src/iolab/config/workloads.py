@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound=BaseModel)
 SWEEP_KEYS = ("bs", "qd", "threads", "rw", "rwmix")
 # populate keys stored only where given, so that files without them keep their cells' names
-LOAD_KEYS = ("duration", "warmup", "rate")
+LOAD_KEYS = ("duration", "warmup", "rate", "sample_interval")
 # What a number out of range or not a number means, in the words of its workload key.
 HINTS = {
     "runs": "give at least 1 measured pass",
@@ -111,13 +111,9 @@ def _optional_duration(value: str | float | None) -> float | str | None:
     return _duration(0.0, strict=True)(value)
 
 
-def _optional(check: Callable[[str | float], float]) -> Callable[[Any], float | None]:
-    """A validator that lets None through."""
-
-    def run(value: Any) -> float | None:
-        return None if value is None else check(value)
-
-    return run
+def _optional(check: Callable[[Any], float]) -> Callable[[Any], float | None]:
+    """A validator that lets None (the default) through and checks anything else."""
+    return lambda value: None if value is None else check(value)
 
 
 def _one_of(choices: Sequence[str]) -> Callable[[str], str]:
@@ -162,6 +158,11 @@ class PopulateWorkload(Section):
     key: Literal["sequential", "random", "ordered-uuid"] = "sequential"
     batch: int = Field(default=100, ge=1)
     pg_bin: str | None = None
+    # seconds between probe samples (as --sample-interval): 0.1 or more, "1s", "100ms"; None:
+    # the default (1 s), left out of the cell's parameters so that cells keep their names
+    sample_interval: Annotated[float | None, BeforeValidator(_optional(_duration(0.1, False)))] = (
+        None
+    )
     # a time-based load instead of rows: seconds, or as on the command line ("10m")
     duration: Annotated[float | None, BeforeValidator(_optional(_duration(0.0, strict=True)))] = (
         None

@@ -36,6 +36,7 @@ from iolab.analysis.findings import (
 from iolab.analysis.queries import query_times
 from iolab.config import experiment as config
 from iolab.errors import BadInput
+from iolab.report import spectrum
 from iolab.report import timeline as timeline_report
 from iolab.report.value import DiskGrid, ExperimentReport, ReportCell, ReportRun, RunView
 from iolab.results import ExperimentId, RunId
@@ -107,8 +108,14 @@ def build(
         DiskGrid(str(r.params.get("path", r.id)), tuple(disk_summarize(store.disk_passes(r.id))))
         for r in disk_runs
     ]
+    labelled = [(d.label, c) for c, d in zip(cells, data, strict=True)]
+    spectra = spectrum.read(store, labelled, [r.id for r in disk_runs])
     return dataclasses.replace(
-        report, timelines=tuple(views), disks=tuple(grids), environment=environment
+        report,
+        timelines=tuple(views),
+        disks=tuple(grids),
+        environment=environment,
+        spectra=spectra,
     )
 
 

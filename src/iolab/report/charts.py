@@ -503,3 +503,152 @@ def bar_chart(plot: Plot, *, title: str = "", frame: Frame | None = None) -> str
     _draw_plot(svg, plot, frame, top, 0.0, 1.0, [], [])
     height = int(top + plot.height + frame.bottom)
     return svg.document(frame.width, height, title or plot.title)
+
+
+# --- grouped bars -----------------------------------------------------------------------------
+
+CHAR_WIDTH = 0.6  # a character of the font is about this many font sizes wide
+
+
+@dataclass(frozen=True)
+class GroupedBar:
+    """One bar of a grouped chart: its place on the x axis (``category``), its colour in the
+    legend (``series``), the value with an optional interval, and the text written on it."""
+
+    category: str
+    series: str
+    value: float
+    low: float | None = None
+    high: float | None = None
+    text: str = ""  # default: the value with three significant figures
+
+
+def text_width(s: str, size: float) -> float:
+    """About how many pixels ``s`` takes at font ``size`` (a sans font's average glyph)."""
+    return len(s) * size * CHAR_WIDTH
+
+
+def wrap(s: str, width: float, size: float, lines: int = 3) -> list[str]:
+    """``s`` in lines of at most ``width`` pixels, broken at spaces, at most ``lines`` lines;
+    a word too long for a line, or text beyond the last line, ends in an ellipsis."""
+    most = max(3, int(width / (size * CHAR_WIDTH)))
+    out: list[str] = []
+    for word in s.split():
+        if out and len(out[-1]) + 1 + len(word) <= most:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    out = [line if len(line) <= most else line[: most - 1] + "…" for line in out]
+    if len(out) > lines:
+        out = [*out[: lines - 1], out[lines - 1][: most - 1] + "…"]
+    return out
+
+
+def grouped_bar_chart(
+    bars: Sequence[GroupedBar],
+    *,
+    title: str,
+    y_label: str,
+    x_label: str = "",
+    legend_title: str = "",
+    reference: float | None = None,
+    height: int = 240,
+) -> str:
+    """Bars grouped by category on the x axis, one colour per series with a legend, error bars
+    where given, the value written above each bar, and a dashed line at ``reference`` (1.0 on
+    a speed-up chart). Category labels wrap under their group (three lines at most, the full
+    text in a tooltip); a value too wide for its bar is written upright."""
+    categories = list(dict.fromkeys(b.category for b in bars))
+    series = list(dict.fromkeys(b.series for b in bars))
+    colors = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(series)}
+    legend_width = max([text_width(s, 11) for s in [*series, legend_title]] + [60.0]) + 50
+    per_group = max(70.0, 34.0 * len(series) + 16)
+    frame = Frame(
+        width=int(min(1100, max(640, 78 + per_group * len(categories) + legend_width))),
+        right=int(legend_width),
+    )
+    titles = wrap(title, frame.width - frame.left - 10, 15, lines=3)
+    left, width = frame.left, frame.inner
+    top = frame.top + 20 * len(titles) + 10
+    values = [b.value for b in bars] + [b.high for b in bars if b.high is not None]
+    values += [b.low for b in bars if b.low is not None]
+    values += [reference] if reference is not None else []
+    finite = [v for v in values if math.isfinite(v)]
+    low = min([0.0, *finite])
+    ticks = nice_ticks(low, max([*finite, 1e-9]) * 1.12 - low * 0.12, 4)
+    lo, hi = ticks[0], ticks[-1]
+
+    def sy(y: float) -> float:
+        return top + height - (y - lo) / (hi - lo) * height
+
+    svg = _Svg()
+    for k, line in enumerate(titles):
+        svg.text(left, 22 + 20 * k, line, size=15, weight="bold")
+    svg.strokes(_path(f"M{num(left)} {num(sy(t))}H{num(left + width)}" for t in ticks), "#e6e6e6")
+    for t in ticks:
+        svg.text(left - 6, sy(t) + 4, tick_label(t), size=11, anchor="end", color="#444")
+    svg.text(left - 56, top + height / 2, y_label, size=11, anchor="middle", rotate=True)
+    slot = width / max(len(categories), 1)
+    bar_w = min(60.0, slot * 0.8 / max(len(series), 1))
+    label_lines = 1
+    for i, category in enumerate(categories):
+        in_group = [b for b in bars if b.category == category]
+        x0 = left + i * slot + (slot - bar_w * len(in_group)) / 2
+        for j, bar in enumerate(in_group):
+            x = x0 + j * bar_w
+            svg.rect(
+                x + 1,
+                sy(bar.value),
+                bar_w - 2,
+                sy(max(lo, 0.0)) - sy(bar.value),
+                colors[bar.series],
+                0.85,
+            )
+            cx = x + bar_w / 2
+            top_y = sy(bar.value)
+            if bar.low is not None and bar.high is not None:
+                cap = min(6.0, bar_w / 4)
+                svg.strokes(
+                    f"M{num(cx)} {num(sy(bar.low))}V{num(sy(bar.high))}"
+                    f"M{num(cx - cap)} {num(sy(bar.low))}h{num(2 * cap)}"
+                    f"M{num(cx - cap)} {num(sy(bar.high))}h{num(2 * cap)}",
+                    "#222",
+                    1.2,
+                )
+                top_y = min(top_y, sy(bar.high))
+            text = bar.text or tick_label(bar.value)
+            if text_width(text, 10) <= bar_w + 4:
+                svg.text(cx, top_y - 4, text, size=10, anchor="middle")
+            else:
+                svg.text(cx + 3, top_y - 4, text, size=10, rotate=True)
+        lines = wrap(category, slot - 6, 11)
+        label_lines = max(label_lines, len(lines))
+        cx = left + (i + 0.5) * slot
+        parts = "".join(
+            f'<tspan x="{num(cx)}" dy="{0 if k == 0 else 13}">{escape(line)}</tspan>'
+            for k, line in enumerate(lines)
+        )
+        svg.add(
+            f'<text x="{num(cx)}" y="{num(top + height + 16)}" font-size="11" fill="#222" '
+            f'text-anchor="middle"><title>{escape(category)}</title>{parts}</text>'
+        )
+    if reference is not None and lo <= reference <= hi:
+        svg.add(
+            f'<path d="M{num(left)} {num(sy(reference))}H{num(left + width)}" stroke="#444" '
+            'stroke-width="1" stroke-dasharray="4 3"/>'
+        )
+    bottom = num(top + height)
+    svg.strokes(f"M{num(left)} {num(top)}V{bottom}H{num(left + width)}", "#444")
+    below = top + height + 16 + 13 * label_lines
+    if x_label:
+        svg.text(left + width / 2, below + 6, x_label, size=12, anchor="middle")
+    lx, ly = left + width + 16, top + 4
+    if legend_title:
+        svg.text(lx, ly + 8, legend_title, size=11, weight="bold")
+        ly += 18
+    for s in series:
+        svg.rect(lx, ly, 14, 10, colors[s], 0.85)
+        svg.text(lx + 20, ly + 9, s, size=11)
+        ly += 17
+    total = int(max(below + (24 if x_label else 8), ly + 8) + 8)
+    return svg.document(frame.width, total, title)

@@ -70,8 +70,7 @@ def latency_sides(
     for runs in (a, b):
         merged: dict[str, Histogram] = {}
         for run in runs:
-            data = store.latency(RunId(run))
-            for kind, h in (data.merged() if data else {}).items():
+            for kind, h in store.latency_totals(RunId(run)).items():
                 merged.setdefault(kind, Histogram()).add(h)
         sides.append(merged)
     return {k: (sides[0][k], sides[1][k]) for k in sides[0] if k in sides[1]}

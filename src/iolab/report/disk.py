@@ -11,11 +11,13 @@ from iolab.analysis.disk import SPREAD_LIMIT, DiskTestSummary
 from iolab.results import DiskPass
 
 
-def _direction(test: str) -> str:
+def direction_of(test: str) -> str:
+    """``read`` of ``SEQ1M Q8T1 read``."""
     return test.rsplit(" ", 1)[1]
 
 
-def _group(test: str) -> str:
+def group_of(test: str) -> str:
+    """``SEQ1M Q8T1`` of ``SEQ1M Q8T1 read``."""
     return test.rsplit(" ", 1)[0]
 
 
@@ -24,10 +26,10 @@ def grid(summaries: list[DiskTestSummary], title: str) -> Table:
     directions: list[str] = []
     rows: dict[str, dict[str, DiskTestSummary]] = {}
     for s in summaries:
-        d = _direction(s.test)
+        d = direction_of(s.test)
         if d not in directions:
             directions.append(d)
-        rows.setdefault(_group(s.test), {})[d] = s
+        rows.setdefault(group_of(s.test), {})[d] = s
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("test", style="bold")
     for d in directions:

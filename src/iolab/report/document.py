@@ -17,6 +17,8 @@ def ratio_document(r: Ratio) -> dict[str, object]:
         "ci_low": r.better_low,
         "ci_high": r.better_high,
         "p_value": r.comparison.p_value,
+        "p_adjusted": r.p_adjusted,
+        "family_size": r.family,
         "significant": r.significant,
         "sentence": sentence(r),
     }
@@ -31,6 +33,8 @@ def report_document(report: ExperimentReport) -> dict[str, object]:
         "lower_is_better": f.lower_is_better,
         "best": f.best.cell.label if f.best else None,
         "best_vs": [ratio_document(r) for r in f.best_vs],
+        "baseline": f.baseline,
+        "vs_baseline": [ratio_document(r) for r in f.vs_baseline],
         "dimensions": [
             {
                 "key": d.key,
@@ -40,6 +44,17 @@ def report_document(report: ExperimentReport) -> dict[str, object]:
                 "pairs": [ratio_document(p) for p in d.pairs],
             }
             for d in f.dimensions
+        ],
+        "comparisons": [
+            {
+                "family": x.name,
+                "comparisons": x.comparisons,
+                "expected_by_chance": x.by_chance,
+                "significant_unadjusted": x.raw_significant,
+                "significant_adjusted": x.significant,
+                "adjustment": "holm" if "Bonferroni" not in x.name else "bonferroni",
+            }
+            for x in f.families
         ],
         "warnings": list(f.warnings),
         "efficiency": [

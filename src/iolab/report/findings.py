@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
-from iolab.analysis.findings import Findings, gain_sentence, sentence
+from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentence, sentence
 from iolab.analysis.queries import fastest
 from iolab.report.value import ExperimentReport
 
@@ -43,6 +43,8 @@ def findings_text(f: Findings, title: str) -> Group:
         parts.append(Text("  " + efficiency_sentence(e)))
     if f.drift is not None and not f.drift.trend.significant:
         parts.append(Text("  " + drift_sentence(f.drift, f.metric)))  # significant: a warning
+    if f.families:
+        parts.append(Text("  " + comparisons_sentence(f), style="dim"))
     for w in f.warnings:
         parts.append(Text.from_markup(f"[yellow]warning:[/] {w}"))
     parts.append(cells_table(f))

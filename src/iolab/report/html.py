@@ -1,12 +1,13 @@
-"""The HTML report: one self-contained file (inline SVG and CSS, no script, no network).
+"""The HTML report: one self-contained file (inline SVG, CSS and Plotly's JavaScript for the
+interactive timelines, no network).
 
-Sections: the findings (the same sentences as the terminal), the metric per cell with 95%
-confidence intervals, one chart per numeric matrix dimension (the metric against it, one line
-per group of the other keys), the baseline's drift over time, the per-cell table, each cell's
-device write MB/s against the device's sequential write (efficiency), disk profiles (the
-CrystalDiskMark grid), a timeline with wait statistics and checkpoints for one run of each cell
-(its median run), and the environment and settings. Statistics come from
-:mod:`iolab.analysis`; nothing is recomputed.
+Sections: the findings (the same sentences as the terminal), the grouped charts of
+:mod:`iolab.report.grouped` (the metric per cell with 95% confidence intervals, one matrix key on
+x and another in colour, and the speed-up against the baseline), the baseline's drift over
+time, the per-cell table, each cell's device write MB/s against the device's sequential write
+(efficiency), disk profiles (the CrystalDiskMark grid), a timeline with wait statistics and
+checkpoints for one run of each cell (its median run), and the environment and settings.
+Statistics come from :mod:`iolab.analysis`; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ from typing import Any
 
 from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
-from iolab.analysis.findings import Findings, gain_sentence, sentence
+from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentence, sentence
 from iolab.analysis.queries import fastest
-from iolab.report import timeline
-from iolab.report.charts import Bar, Frame, Line, Plot, bar_chart, stack
+from iolab.report import interactive, spectrum, timeline
+from iolab.report.charts import GroupedBar, Line, Plot, grouped_bar_chart, stack
+from iolab.report.disk import direction_of as _direction
+from iolab.report.disk import group_of as _group
+from iolab.report.grouped import charts as grouped_charts
+from iolab.report.grouped import matrix_keys
 from iolab.report.value import ExperimentReport, RunView
 
 
@@ -59,6 +64,8 @@ def findings_html(f: Findings) -> str:
     items += [f"<li>{_e(efficiency_sentence(e))}</li>" for e in f.best_efficiency()]
     if f.drift is not None and not f.drift.trend.significant:  # significant: a warning
         items.append(f"<li>{_e(drift_sentence(f.drift, f.metric))}</li>")
+    if f.families:
+        items.append(f"<li class='note'>{_e(comparisons_sentence(f))}</li>")
     warnings = "".join(f"<li class='warn'>{_e(w)}</li>" for w in f.warnings)
     return (
         "<section id='findings'><h2>Findings</h2><ul>"
@@ -67,62 +74,6 @@ def findings_html(f: Findings) -> str:
         + (f"<h3>Warnings</h3><ul>{warnings}</ul>" if warnings else "")
         + "</section>"
     )
-
-
-def cells_chart(f: Findings, unit: str) -> str:
-    bars = [
-        Bar(f"#{i}", c.summary.mean, c.summary.ci_low, c.summary.ci_high)
-        for i, c in enumerate(f.cells, 1)
-        if c.summary is not None
-    ]
-    if not bars:
-        return ""
-    width = max(700, 110 * len(bars) + 120)
-    plot = Plot(f"{f.metric} per cell, mean with 95% CI", unit, bars=bars, height=260)
-    chart = bar_chart(plot, title=f"{f.metric} by cell", frame=Frame(width=width, right=40))
-    return chart + "<p>#: the cell's number in the table of cells below.</p>"
-
-
-def dimension_charts(f: Findings, unit: str) -> str:
-    """For each matrix key: the metric by its values, grouped by the other keys' values."""
-    out = []
-    measured = [c for c in f.cells if c.summary is not None]
-    if not measured:
-        return ""
-    keys = list(measured[0].cell.values)
-    for key in keys:
-        values = []
-        for c in measured:
-            v = c.cell.values.get(key)
-            if v not in values:
-                values.append(v)
-        if len(values) < 2 or len(keys) < 2:
-            continue
-        bars = []
-        for c in sorted(
-            measured,
-            key=lambda c: (
-                [str(c.cell.values.get(k)) for k in keys if k != key],
-                values.index(c.cell.values.get(key)),
-            ),
-        ):
-            assert c.summary is not None
-            others = " ".join(f"{k}={c.cell.values.get(k)}" for k in keys if k != key)
-            bars.append(
-                Bar(
-                    f"{key}={c.cell.values.get(key)}",
-                    c.summary.mean,
-                    c.summary.ci_low,
-                    c.summary.ci_high,
-                    color=_group_color(others, measured, keys, key),
-                )
-            )
-        width = max(700, 100 * len(bars) + 120)
-        plot = Plot(f"{f.metric} by {key}, grouped by the other keys", unit, bars=bars, height=220)
-        out.append(
-            bar_chart(plot, title=f"{f.metric} by {key}", frame=Frame(width=width, right=40))
-        )
-    return "".join(out)
 
 
 def efficiency_table(f: Findings) -> str:
@@ -201,18 +152,6 @@ def drift_chart(f: Findings, unit: str) -> str:
     )
 
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-
-
-def _group_color(group: str, measured: Sequence[Any], keys: Sequence[str], key: str) -> str:
-    groups: list[str] = []
-    for c in measured:
-        g = " ".join(f"{k}={c.cell.values.get(k)}" for k in keys if k != key)
-        if g not in groups:
-            groups.append(g)
-    return PALETTE[groups.index(group) % len(PALETTE)]
-
-
 def cells_table(f: Findings) -> str:
     head = "".join(
         f"<th>{h}</th>"
@@ -275,13 +214,20 @@ def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
         ),
         css="disk",
     )
-    bars = [Bar(s.test, s.median.mbps) for s in summaries]
+    bars = [
+        GroupedBar(_group(s.test), _direction(s.test), s.median.mbps, text=f"{s.median.mbps:,.0f}")
+        for s in summaries
+    ]
     chart = (
-        bar_chart(
-            Plot("median MB/s per test", "MB/s", bars=bars, height=200),
+        grouped_bar_chart(
+            bars,
             title=f"disk: {title}",
-            frame=Frame(width=max(700, 95 * len(bars) + 120), right=40),
+            y_label="MB/s, median of the passes",
+            x_label="test",
+            legend_title="direction",
+            height=200,
         )
+        + "<p class='caption'>One bar: one test's median MB/s over its measured passes.</p>"
         if bars
         else ""
     )
@@ -316,23 +262,28 @@ def page(
     runs: Sequence[RunView] = (),
     cell_params: Mapping[str, Mapping[str, Any]] | None = None,
     environment: Mapping[str, Any] | None = None,
+    spectra: Sequence[spectrum.Spectrum] = (),
+    chart_by: Sequence[str] = (),
 ) -> str:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{timeline.STYLE}"
         ".best{color:#1a7f37}.warn{color:#9a6700}td.v{text-align:left;font-family:monospace}"
-        "details{margin:6px 0}</style></head><body>",
+        "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}li.note{color:#555}"
+        "</style></head><body>",
         f"<h1>{_e(title)}</h1><p>{_e(subtitle)}</p>",
         findings_html(findings),
         "<section id='charts'><h2>Charts</h2>",
-        cells_chart(findings, unit),
-        dimension_charts(findings, unit),
+        grouped_charts(
+            findings, unit, matrix_keys([c.cell.values for c in findings.cells]), chart_by
+        ),
         drift_chart(findings, unit),
         "</section><section id='cells'><h2>Cells</h2>",
         cells_table(findings),
         "</section>",
         queries_table(findings),
         efficiency_table(findings),
+        spectrum.section(spectra),
     ]
     if disks:
         parts.append("<section id='disk'><h2>Disk profiles</h2>")
@@ -344,7 +295,11 @@ def page(
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
-            parts.append(timeline.svg(r.probes, f"{r.cell} · run {r.run_id}", r.marks, r.steady))
+            parts.append(
+                timeline.interactive(
+                    r.probes, f"{r.cell} · run {r.run_id}", r.marks, steady=r.steady
+                )
+            )
             parts.append(timeline.sections(r.probes, r.run_id))
         parts.append("</section>")
     parts.append("<section id='settings'><h2>Environment and settings</h2>")
@@ -352,12 +307,16 @@ def page(
         parts.append(key_values("environment of the first run", environment))
     for label, params in (cell_params or {}).items():
         parts.append(key_values(f"cell {label}", params))
-    parts.append("</section></body></html>\n")
+    parts.append("</section>")
+    if runs:  # Plotly's JavaScript once, before the script that draws the timelines
+        parts += [interactive.head(), interactive.SCRIPT]
+    parts.append("</body></html>\n")
     return "".join(parts)
 
 
-def report_page(report: ExperimentReport, generated: str) -> str:
-    """``iolab report --html``: the page of an experiment's report (built with timelines)."""
+def report_page(report: ExperimentReport, generated: str, chart_by: Sequence[str] = ()) -> str:
+    """``iolab report --html``: the page of an experiment's report (built with timelines);
+    ``chart_by``: the matrix key on the charts' x axis and the one in colour (--chart-by)."""
     return page(
         f"iolab report: {report.name}",
         f"{report.metric} ({report.direction}); {report.run_count} runs in "
@@ -368,4 +327,6 @@ def report_page(report: ExperimentReport, generated: str) -> str:
         runs=report.timelines,
         cell_params={c.label: c.params for c in report.cells},
         environment=report.environment,
+        spectra=report.spectra,
+        chart_by=chart_by,
     )

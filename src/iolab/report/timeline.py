@@ -5,6 +5,7 @@ for a TPC-H power run, a dashed line where each query began."""
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.report.charts import Band, Line, Mark, Plot, stack
+from iolab.report.interactive import MAX_POINTS, SCRIPT, block, head
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
 from iolab.results import QueryResult
 
@@ -143,6 +145,22 @@ def svg(
     return stack(plots(data, marks, steady), x_max=data.duration, title=title)
 
 
+def interactive(
+    data: ProbeData,
+    title: str,
+    marks: Sequence[Mark] = (),
+    max_points: int = MAX_POINTS,
+    steady: tuple[float, float, float] | None = None,
+) -> str:
+    """The timeline as an interactive Plotly chart (:mod:`iolab.report.interactive`): a box
+    and its figure; the page carries :func:`~iolab.report.interactive.head` and its script."""
+    panels = plots(data, marks, steady)
+    return block(f"timeline-{next(_ids)}", panels, data.duration, title, max_points)
+
+
+_ids = itertools.count(1)  # each figure's id: unique within any page this process writes
+
+
 def _cell(value: float | None, fmt: str = "{:.1f}") -> str:
     return (
         "-"
@@ -199,6 +217,9 @@ STYLE = (
 )
 
 
+SINGLE_RUN_POINTS = 40_000  # a page of one run keeps a 10-hour run's every 1 s sample
+
+
 def html_page(
     data: ProbeData,
     title: str,
@@ -207,11 +228,13 @@ def html_page(
     marks: Sequence[Mark] = (),
     steady: tuple[float, float, float] | None = None,
 ) -> str:
-    """One self-contained HTML file: the timeline, checkpoints and the top wait events."""
+    """One self-contained HTML file: the interactive timeline, checkpoints and the top wait
+    events."""
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    chart = interactive(data, title, marks, SINGLE_RUN_POINTS, steady)
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"{intro}{svg(data, title, marks, steady)}{sections(data, run_id)}"
-        "</body></html>\n"
+        f"{intro}{chart}{sections(data, run_id)}"
+        f"{head()}{SCRIPT}</body></html>\n"
     )

@@ -17,6 +17,7 @@ from iolab.analysis.queries import QueryTimes
 from iolab.metrics import Metric
 from iolab.probes.data import ProbeData
 from iolab.report.charts import Mark
+from iolab.report.spectrum import Spectrum
 from iolab.results import CellId, ExperimentId, RunId, RunStatus
 
 # A cell's params and a run's environment as stored: JSON
@@ -73,7 +74,8 @@ class DiskGrid:
 @dataclass(frozen=True)
 class ExperimentReport:
     """An experiment's answer: the metric, the findings over its cells, and (when asked for,
-    for HTML) the runs underneath, disk grids and the environment of the first run."""
+    for HTML) the runs underneath, disk grids, the environment of the first run and the
+    latency spectra."""
 
     name: str
     experiment: ExperimentId
@@ -84,6 +86,7 @@ class ExperimentReport:
     timelines: tuple[RunView, ...] = ()
     disks: tuple[DiskGrid, ...] = ()
     environment: Mapping[str, JsonValue] | None = None
+    spectra: tuple[Spectrum, ...] = ()  # latency by percentile, per operation kind (HTML)
 
     @property
     def lower_is_better(self) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 from iolab.errors import BadInput, RunFailed
 from iolab.latency.data import LatencyData
+from iolab.latency.histogram import Histogram
 from iolab.ownership import boot_id, process_alive
 from iolab.probes.data import ProbeData
 from iolab.results import (
@@ -27,10 +28,11 @@ from iolab.results import (
     RunId,
     RunOutcome,
     RunStatus,
+    SyncHistogram,
     canonical_json,
     content_hash,
 )
-from iolab.store import identify, migrate, query_results
+from iolab.store import disk_histograms, identify, migrate, query_results
 from iolab.store import latency as latency_store
 from iolab.store import probes as probe_store
 
@@ -149,6 +151,7 @@ class Store:
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_disk_row(run, p) for p in outcome.disk_passes],
             )
+            disk_histograms.save(c, run, outcome.sync_histograms)
             query_results.insert(c, run, outcome.query_results)
             probe_store.save(c, run, outcome.probes, outcome.logs)
             latency_store.save(c, run, outcome.latency)
@@ -270,6 +273,10 @@ class Store:
             )
         return out
 
+    def sync_histograms(self, run_id: RunId) -> list[SyncHistogram]:
+        """The fdatasync latencies of each pass of a disk run's commit test (fio's bins)."""
+        return disk_histograms.load(self.conn, run_id)
+
     def query_results(self, run_id: RunId) -> list[QueryResult]:
         return query_results.read(self.conn, run_id)
 
@@ -286,6 +293,11 @@ class Store:
     def latency(self, run_id: RunId) -> LatencyData | None:
         """A run's per-operation latency histograms (None: it timed no operation)."""
         return latency_store.load(self.conn, run_id)
+
+    def latency_totals(self, run_id: RunId) -> dict[str, Histogram]:
+        """A run's histogram per operation kind, warm-up left out: one row each, for reports
+        (:meth:`latency` reads every loader's every interval)."""
+        return latency_store.totals(self.conn, run_id)
 
     def logs(self, run_id: RunId) -> dict[str, str]:
         """The logs kept with a run (``server``: the engine's server log), by name."""

@@ -40,6 +40,26 @@ def save(conn: sqlite3.Connection, run: RunId, data: LatencyData | None) -> None
             for i in data.intervals
         ],
     )
+    conn.executemany(
+        "INSERT INTO latency_totals (run_id, kind, count, sum_us, min_us, max_us, buckets)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run, kind, h.total, h.sum_us, h.min_us, h.max_us, h.pack())
+            for kind, h in data.merged().items()
+        ],
+    )
+
+
+def totals(conn: sqlite3.Connection, run: RunId) -> dict[str, Histogram]:
+    """A run's histogram per operation kind over its measured part (one row each)."""
+    return {
+        kind: Histogram.unpack(blob, total=count, sum_us=sum_us, min_us=min_us, max_us=max_us)
+        for kind, count, sum_us, min_us, max_us, blob in conn.execute(
+            "SELECT kind, count, sum_us, min_us, max_us, buckets FROM latency_totals"
+            " WHERE run_id = ? ORDER BY kind",
+            (run,),
+        )
+    }
 
 
 def load(conn: sqlite3.Connection, run: RunId) -> LatencyData | None:

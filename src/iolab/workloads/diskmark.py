@@ -22,7 +22,7 @@ from iolab.fio.jobs import MIXED_MODES, DataPattern, FioJob
 from iolab.fio.runner import run_job
 from iolab.probes.recorder import recording
 from iolab.probes.standard import disk_recorder
-from iolab.results import DiskPass, RunOutcome
+from iolab.results import DiskPass, RunOutcome, SyncHistogram
 from iolab.system import diskstats
 from iolab.system.devices import PathDevice, describe
 from iolab.units import block_label, format_bytes
@@ -331,6 +331,10 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
                         device_bytes=reached,
                     )
                     outcome.disk_passes.append(result)
+                    if summary.sync_histogram is not None:
+                        outcome.sync_histograms.append(
+                            SyncHistogram(test.label, pass_no, summary.sync_histogram)
+                        )
                     done += 1
                     events(Measured(test.label, f"pass {pass_no}: {summary.mbps:.1f} MB/s"))
                     if (

@@ -1,0 +1,285 @@
+"""Interactive timelines for HTML pages, drawn in the browser by Plotly's JavaScript.
+
+The JavaScript is the copy the ``plotly`` package ships (``plotly/package_data/plotly.min.js``),
+written once into each page: no network, no CDN. A timeline is the same panels as the SVG one
+(:func:`iolab.report.timeline.plots`), as one Plotly figure: a panel per y axis, every panel's
+time axis matched to the first (zoom or pan one and all follow), the values of every series at
+the mouse on hover, a legend per panel whose entries toggle their series, checkpoints as shaded
+bands across all panels and a TPC-H run's query starts as dashed lines. The mode bar saves the
+chart as PNG or SVG.
+
+Each figure is a JSON block beside an empty box of its final height; a short script draws a box
+when it comes near the screen (and every box before printing), so a page with a hundred
+timelines opens as fast as one with a few. Series longer than ``max_points`` are thinned as the
+SVG's are (each column's lowest and highest value); a regular series is written as its first
+time, step and last time (the script makes its x of them) with values to four significant
+figures.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
+
+from iolab.report.charts import PALETTE, Band, Plot, thin
+
+MAX_POINTS = 4000  # per series in a report (a 10-hour run at 1 s: one point per ~18 s)
+PANEL_HEIGHT = 170  # pixels per panel
+GAP = 0.06  # share of the figure between two panels
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """Plotly's own minified JavaScript, from the installed ``plotly`` package."""
+    return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text("utf-8")
+
+
+def _num(value: float) -> str:
+    """A number for the figure's JSON: six significant figures at most, NaN as null."""
+    if not math.isfinite(value):
+        return "null"
+    text = f"{value:.6g}"
+    return text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
+def _dump(value: object) -> str:
+    """JSON with short numbers; no ``</`` inside, so it can sit in a ``<script>`` block."""
+    if isinstance(value, bool) or value is None:
+        out = json.dumps(value)
+    elif isinstance(value, float | int):
+        out = _num(float(value)) if isinstance(value, float) else str(value)
+    elif isinstance(value, str):
+        out = json.dumps(value)
+    elif isinstance(value, dict):
+        out = "{" + ",".join(f"{json.dumps(str(k))}:{_dump(v)}" for k, v in value.items()) + "}"
+    elif isinstance(value, list | tuple):
+        out = "[" + ",".join(_dump(v) for v in value) + "]"
+    else:
+        raise TypeError(f"cannot write {type(value).__name__} into a figure")
+    return out.replace("</", "<\\/")
+
+
+def _regular(xs: Sequence[float]) -> float | None:
+    """The step of an x evenly spaced but for its last value (a run's last sample ends with
+    the run, before a whole interval), or None."""
+    if len(xs) < 3:
+        return None
+    step = (xs[-2] - xs[0]) / (len(xs) - 2)
+    tolerance = abs(step) * 1e-6 + 1e-9
+    if step > 0 and all(abs(xs[i] - xs[0] - i * step) <= tolerance for i in range(len(xs) - 1)):
+        return step
+    return None
+
+
+def _merged(bands: Sequence[Band], x_max: float) -> list[tuple[float, float]]:
+    """Bands as (start, end), merged where they touch on a 2,000-column axis."""
+    close = x_max / 2000.0
+    out: list[tuple[float, float]] = []
+    for b in sorted(bands, key=lambda b: b.x0):
+        x1 = b.x1 if b.x1 is not None else x_max
+        if out and b.x0 <= out[-1][1] + close:
+            out[-1] = (out[-1][0], max(out[-1][1], x1))
+        else:
+            out.append((b.x0, max(x1, b.x0 + close)))
+    return out
+
+
+def figure(
+    plots: Sequence[Plot], x_max: float, title: str, max_points: int = MAX_POINTS
+) -> dict[str, object]:
+    """The Plotly figure (data and layout) of a timeline's panels."""
+    n = len(plots)
+    share = (1.0 - GAP * (n - 1)) / n if n else 1.0
+    data: list[object] = []
+    layout: dict[str, object] = {
+        "height": PANEL_HEIGHT * n + 60 * (n - 1) + 145,
+        "margin": {"l": 70, "r": 230, "t": 95, "b": 50},
+        "hovermode": "x unified",
+        "hoverdistance": -1,  # the nearest sample, however far: zoomed in, samples are sparse
+        "font": {"family": "DejaVu Sans, Arial, sans-serif", "size": 11},
+        "plot_bgcolor": "white",
+        "showlegend": True,
+    }
+    annotations: list[object] = []
+    shapes: list[object] = []
+    for i, plot in enumerate(plots):
+        axis = "" if i == 0 else str(i + 1)
+        top = 1.0 - i * (share + GAP)
+        bottom = max(0.0, top - share)
+        layout[f"xaxis{axis}"] = {
+            "domain": [0, 1],
+            "anchor": f"y{axis}",
+            "range": [0, x_max],
+            "showgrid": True,
+            "gridcolor": "#eee",
+            "linecolor": "#444",
+            **({"matches": "x"} if i else {}),
+            **({"title": {"text": "seconds from the start"}} if i == n - 1 else {}),
+        }
+        layout[f"yaxis{axis}"] = {
+            "domain": [bottom, top],
+            "anchor": f"x{axis}",
+            "title": {"text": plot.y_label},
+            "gridcolor": "#eee",
+            "linecolor": "#444",
+            "rangemode": "tozero" if plot.y_min == 0 else "normal",
+            "fixedrange": False,
+        }
+        legend = "legend" if i == 0 else f"legend{i + 1}"
+        layout[legend] = {"x": 1.02, "y": top, "yanchor": "top", "bgcolor": "rgba(0,0,0,0)"}
+        annotations.append(
+            {
+                "text": f"<b>{html.escape(plot.title)}</b>",
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": top,
+                "yanchor": "bottom",
+                "xanchor": "left",
+                "showarrow": False,
+                "font": {"size": 13},
+            }
+        )
+        for k, line in enumerate(plot.lines):
+            xs, ys = line.xs, line.ys
+            if len(xs) > max_points:
+                xs, ys = thin(xs, ys, max_points // 2)
+            trace: dict[str, object] = {
+                "type": "scatter",
+                "mode": "lines+markers" if len(xs) < 3 else "lines",
+                "name": line.label,
+                "xaxis": f"x{axis}",
+                "yaxis": f"y{axis}",
+                "legend": legend,
+                "line": {
+                    "color": line.color or PALETTE[k % len(PALETTE)],
+                    "width": 1.5,
+                    **({"dash": "dash"} if line.dashed else {}),
+                },
+                "y": [float(f"{y:.4g}") for y in ys],
+                "hovertemplate": "%{y:.4g}",
+            }
+            step = _regular(xs)
+            if step is not None:  # the page's script makes x of them
+                trace["x0"] = float(xs[0])
+                trace["dx"] = step
+                trace["xlast"] = float(xs[-1])
+            else:
+                trace["x"] = [round(float(x), 2) for x in xs]
+            data.append(trace)
+    bands = _merged([b for p in plots[:1] for b in p.bands], x_max)
+    for x0, x1 in bands:
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": x0,
+                "x1": x1,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "#999",
+                "opacity": 0.22,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+    for mark in plots[0].marks if plots else ():
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": mark.x,
+                "x1": mark.x,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": "#7a5195", "width": 0.8, "dash": "dot"},
+            }
+        )
+        annotations.append(
+            {
+                "text": html.escape(mark.label),
+                "xref": "x",
+                "yref": "paper",
+                "x": mark.x,
+                "y": 1,
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 9, "color": "#7a5195"},
+            }
+        )
+    subtitle = (
+        "drag to zoom (all panels follow), double-click to reset; click a legend entry to hide it"
+    )
+    if bands:
+        subtitle += "; grey: checkpoints"
+    layout["title"] = {
+        "text": f"<b>{html.escape(title)}</b>",
+        "xref": "paper",
+        "x": 0,
+        "xanchor": "left",
+        "yref": "container",
+        "y": 1,
+        "yanchor": "top",
+        "pad": {"t": 12},
+        "font": {"size": 15},
+    }
+    inner = int(str(layout["height"])) - 95 - 50  # the plotting area's height in pixels
+    annotations.append(
+        {
+            "text": subtitle,
+            "xref": "paper",
+            "yref": "paper",
+            "x": 0,
+            "y": 1 + 48 / inner,
+            "xanchor": "left",
+            "yanchor": "bottom",
+            "showarrow": False,
+            "font": {"size": 11, "color": "#555"},
+        }
+    )
+    layout["annotations"] = annotations
+    layout["shapes"] = shapes
+    return {"data": data, "layout": layout}
+
+
+def block(
+    ident: str, plots: Sequence[Plot], x_max: float, title: str, max_points: int = MAX_POINTS
+) -> str:
+    """A timeline as an HTML box and its figure as JSON, drawn by :data:`SCRIPT`."""
+    fig = figure(plots, x_max, title, max_points)
+    height = fig["layout"]["height"] if isinstance(fig["layout"], dict) else 400
+    return (
+        f"<div class='iplot' data-fig='{ident}' style='height:{height}px'></div>"
+        f"<script type='application/json' id='{ident}'>{_dump(fig)}</script>"
+    )
+
+
+# Draws each box as it comes near the screen, and all of them before printing.
+SCRIPT = """<script>(function(){
+var config={responsive:true,displaylogo:false,toImageButtonOptions:{format:'png',scale:2},
+modeBarButtonsToAdd:[{name:'Download plot as SVG',icon:Plotly.Icons.disk,click:function(gd){
+Plotly.downloadImage(gd,{format:'svg',filename:gd.dataset.fig});}}]};
+function draw(el){if(el.dataset.drawn)return;el.dataset.drawn='1';
+var f=JSON.parse(document.getElementById(el.dataset.fig).textContent);
+f.data.forEach(function(t){if(t.xlast===undefined)return;var n=t.y.length,x=new Array(n);
+for(var i=0;i<n-1;i++)x[i]=t.x0+i*t.dx;x[n-1]=t.xlast;t.x=x;
+delete t.x0;delete t.dx;delete t.xlast;});
+Plotly.newPlot(el,f.data,f.layout,config);}
+var boxes=Array.prototype.slice.call(document.querySelectorAll('.iplot'));
+if('IntersectionObserver' in window){var seen=new IntersectionObserver(function(es){
+es.forEach(function(e){if(e.isIntersecting){seen.unobserve(e.target);draw(e.target);}});},
+{rootMargin:'600px'});boxes.forEach(function(b){seen.observe(b);});}
+else{boxes.forEach(draw);}
+window.addEventListener('beforeprint',function(){boxes.forEach(draw);});
+})();</script>"""
+
+
+def head() -> str:
+    """What a page with interactive timelines carries once: Plotly's JavaScript."""
+    return f"<script>{plotly_js()}</script>"
