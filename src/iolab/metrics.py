@@ -67,6 +67,7 @@ METRICS: dict[str, Metric] = {
         _m("rows_per_second", "rows/s", R, False, "rows committed per second"),
         _m("rows_per_second_with_warmup", "rows/s", R, False, "rows/s, the warm-up included"),
         _m("payload_mb_per_second", "MB/s", R, False, "payload bytes loaded per second"),
+        _m("steady_rows_per_second", "rows/s", R, False, "rows/s once the load was steady"),
         _m("table_bytes", "B", S, True, "bytes of the table"),
         _m("total_bytes", "B", S, True, "bytes of the table with its indexes"),
         _m("pages", "pages", S, True, "pages of the table"),

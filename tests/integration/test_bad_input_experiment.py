@@ -83,6 +83,31 @@ CASES: list[tuple[str, str, str]] = [
     ("rows-below-connections", exp('kind = "populate"\nrows = 4'), "workload.rows"),
     ("bytes-word", exp('kind = "populate"\nbytes = "lots"'), "workload.bytes"),
     ("connections", exp('kind = "populate"\nconnections = 0'), "workload.connections"),
+    (
+        "checkpoint-every",
+        exp('kind = "populate"\nrows = 100\nconnections = 2\ncheckpoint_every = 0'),
+        "workload.checkpoint_every",
+    ),
+    (
+        "presize-word",
+        exp('kind = "populate"\nrows = 100\nconnections = 2\npresize_wal = "lots"'),
+        "workload.presize_wal",
+    ),
+    (
+        "presize-too-large",
+        exp('kind = "populate"\nrows = 100\nconnections = 2\npresize_wal = "1000TiB"'),
+        "workload.presize_wal",
+    ),
+    (
+        "steady-window",
+        exp('kind = "populate"\nrows = 100\nconnections = 2\nsteady_window = 1'),
+        "workload.steady_window",
+    ),
+    (
+        "steady-tolerance",
+        exp('kind = "populate"\nrows = 100\nconnections = 2\nsteady_tolerance = 101'),
+        "workload.steady_tolerance",
+    ),
     ("commit-every", exp(POPULATE + "\ncommit_every = 0"), "workload.commit_every"),
     ("method", exp(POPULATE + '\nmethod = "bulk"'), "workload.method"),
     ("method-copy-sqlite", exp(POPULATE + '\nmethod = "copy"'), "workload.method"),

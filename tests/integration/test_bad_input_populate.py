@@ -102,6 +102,61 @@ CASES: list[tuple[str, list[str], str, bool]] = [
         False,
     ),
     ("unknown-option", [*D, "--rowz", "5"], "--rowz", True),
+    # seed 003's variations (issue 20)
+    ("checkpoint-every-zero", [*D, *SMALL, "--checkpoint-every", "0"], "--checkpoint-every", False),
+    (
+        "checkpoint-every-word",
+        [*D, *SMALL, "--checkpoint-every", "soon"],
+        "--checkpoint-every",
+        False,
+    ),
+    ("presize-word", [*D, *SMALL, "--presize-wal", "lots"], "--presize-wal", False),
+    ("presize-zero", [*D, *SMALL, "--presize-wal", "0"], "--presize-wal", False),
+    ("presize-too-large", [*D, *SMALL, "--presize-wal", "1000TiB"], "--presize-wal", False),
+    (
+        "presize-too-large-wal-dir",
+        [*PG, "--wal-dir", "{wal}", "--presize-wal", "1000TiB"],
+        "--presize-wal",
+        False,
+    ),
+    (
+        "presize-and-min-wal-size",
+        [*PG, "--set", "min_wal_size=1GB", "--presize-wal", "64MiB"],
+        "--set min_wal_size",
+        False,
+    ),
+    (
+        "presize-above-max-wal-size",
+        [*PG, "--set", "max_wal_size=64MB", "--presize-wal", "1GiB"],
+        "--set max_wal_size",
+        False,
+    ),
+    (
+        "presize-and-log-file-size",
+        [*MARIADB, "--set", "innodb_log_file_size=1G", "--presize-wal", "64MiB"],
+        "--set innodb_log_file_size",
+        False,
+    ),
+    (
+        "presize-sqlite-not-wal",
+        [*D, *SMALL, "--set", "journal_mode=delete", "--presize-wal", "1MiB"],
+        "--set journal_mode",
+        False,
+    ),
+    (
+        "presize-dsn",
+        ["--dsn", "postgresql://u@127.0.0.1:1/x", "--presize-wal", "1MiB", *SMALL],
+        "--presize-wal",
+        False,
+    ),
+    ("steady-window", [*D, *SMALL, "--steady-window", "2"], "--steady-window", False),
+    ("steady-tolerance-zero", [*D, *SMALL, "--steady-tolerance", "0"], "--steady-tolerance", False),
+    (
+        "steady-tolerance-big",
+        [*D, *SMALL, "--steady-tolerance", "150"],
+        "--steady-tolerance",
+        False,
+    ),
 ]
 
 
@@ -145,6 +200,21 @@ def test_the_size_check_names_the_estimate_and_the_free_space(
     assert_refused(done, f"--data-dir: '{dirs['data']}' is not allowed", results)
     assert "1,000,000,000,000,000 rows of 8.0 KiB each" in done.stderr
     assert "free; load fewer rows" in done.stderr
+
+
+def test_a_presize_larger_than_the_free_space_names_the_directory(
+    dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    results = tmp_path / "results.db"
+    done = iolab(
+        "populate",
+        *["--data-dir", str(dirs["data"]), "--rows", "100", "--presize-wal", "1000TiB"],
+        cwd=tmp_path,
+        results=results,
+    )
+    assert_refused(done, "--presize-wal: '1000.0 TiB' is not allowed", results)
+    assert f"the log's directory {dirs['data']} has " in done.stderr
+    assert "free; give a size that fits in it" in done.stderr
 
 
 def test_the_table_has_enough_rows() -> None:

@@ -201,3 +201,31 @@ def test_marks_are_dashed_lines_labelled_where_there_is_room() -> None:
     assert len(dashed) == 1 and dashed[0].count("M") == 3  # one line per mark
     labels = re.findall(r">(Q\d+)</text>", svg)
     assert labels == ["Q1", "Q3"]  # Q2 starts a tenth of a pixel after Q1: no room for it
+
+
+def test_the_steady_part_is_a_dashed_line_at_its_rate_on_the_throughput_panel() -> None:
+    values = (100.0, 120.0, 118.0, 122.0)
+    rows = Series(
+        SeriesKey("workload", "rows_per_s", "rows/s", Kind.RATE), 1.0, 1.0, 4.0, 4, 460.0, 4.0,
+        122.0, values,
+    )  # fmt: skip
+    data = ProbeData(interval=1.0, wait_interval=0.1, duration=4.0, series=(rows,))
+    summary = {
+        "steady_rows_per_second": 120.0,
+        "steady_state": {"window": 3, "tolerance_pct": 5.0, "start_s": 1.0, "end_s": 4.0},
+    }
+    steady = timeline.steady_span(summary)
+    assert steady == (1.0, 4.0, 120.0)
+    (panel,) = timeline.plots(data, steady=steady)
+    line = panel.lines[-1]
+    assert (line.label, list(line.xs), list(line.ys), line.dashed) == (
+        "steady 120 rows/s",
+        [1.0, 4.0],
+        [120.0, 120.0],
+        True,
+    )
+    assert "steady 120 rows/s" in timeline.svg(data, "run 1", steady=steady)
+    none = {"steady_rows_per_second": None, "steady_state": {"reason": "4 samples, fewer"}}
+    assert timeline.steady_span(none) is None
+    assert timeline.steady_span({}) is None
+    assert len(timeline.plots(data)[0].lines) == 1

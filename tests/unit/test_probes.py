@@ -263,3 +263,26 @@ def test_recorder_samples_on_its_own_threads() -> None:
     with Recorder([Watcher("w", 1.0)], interval=0.05):
         time.sleep(0.2)
     assert "iolab-probes" in seen
+
+
+def test_a_requested_checkpoint_takes_the_pages_of_the_engines_record_of_it() -> None:
+    from iolab.probes.checkpoints import merge_requested
+    from iolab.probes.interface import Checkpoint
+
+    own = [
+        Checkpoint(0.5, 3.0, 900, "time", "wrote 900 buffers"),
+        Checkpoint(10.2, 10.9, 3202, "immediate force wait", "wrote 3202 buffers"),
+        Checkpoint(30.0, None, None, "wal", "still running"),
+    ]
+    requested = [
+        Checkpoint(10.0, 11.0, None, "requested", "CHECKPOINT"),
+        Checkpoint(20.0, 20.4, 55, "requested", "wal_checkpoint(TRUNCATE)"),
+    ]
+    merged = merge_requested(own, requested)
+    assert [(c.start_s, c.end_s, c.pages, c.kind) for c in merged] == [
+        (0.5, 3.0, 900, "time"),
+        (10.0, 11.0, 3202, "requested"),
+        (20.0, 20.4, 55, "requested"),
+        (30.0, None, None, "wal"),
+    ]
+    assert merged[1].detail == "CHECKPOINT; wrote 3202 buffers"

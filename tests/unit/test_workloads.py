@@ -36,6 +36,17 @@ CASES = [
     (DiskWorkload, "qd", "1,8", "goes with the sweep profile only"),
     (PopulateWorkload, "method", "bulk", "choose one of: insert, multirow, copy"),
     (PopulateWorkload, "commit_every", 0, "give 1 or more rows per commit"),
+    (PopulateWorkload, "checkpoint_every", 0, "give more than 0 s"),
+    (PopulateWorkload, "checkpoint_every", "0s", "give more than 0 s"),
+    (
+        PopulateWorkload,
+        "presize_wal",
+        "0",
+        'give a whole number of bytes above zero, e.g. 4k or 1GiB; or "off"',
+    ),
+    (PopulateWorkload, "steady_window", 2, "give 3 or more samples"),
+    (PopulateWorkload, "steady_tolerance", 0, "give a percentage above 0 and at most 100"),
+    (PopulateWorkload, "steady_tolerance", 101, "give a percentage above 0 and at most 100"),
     (PopulateWorkload, "rate", 0, "give rows per second over all loaders, more than 0"),
     (
         PopulateWorkload,
@@ -151,3 +162,58 @@ def test_a_size_of_zero_says_so_once() -> None:
     assert str(err.value) == (
         "--size: '0' is not allowed; give a whole number of bytes above zero, e.g. 4k or 1GiB"
     )
+
+
+POPULATE_FILE = DISK_FILE.replace('kind = "disk"', 'kind = "populate"')
+
+
+def test_populate_cells_without_the_variation_keys_keep_their_names(tmp_path: Path) -> None:
+    exp = tmp_path / "e.toml"
+    exp.write_text(POPULATE_FILE.format(workload="rows = 100"))
+    (cell,) = load(exp).cells
+    assert not {"checkpoint_every", "presize_wal", "steady_window", "steady_tolerance"} & set(
+        cell.params
+    )
+    assert cell.id == cell_id(cell.params)
+
+
+def test_the_variation_keys_of_a_file_are_the_commands_options(tmp_path: Path) -> None:
+    from iolab.runner.kinds import populate_options
+
+    keys = 'checkpoint_every = "30s"\npresize_wal = "1GiB"\nsteady_window = 5'
+    exp = tmp_path / "e.toml"
+    exp.write_text(POPULATE_FILE.format(workload=keys))
+    (cell,) = load(exp).cells
+    flags = {
+        "kind": "populate",
+        "checkpoint_every": "30s",
+        "presize_wal": "1GiB",
+        "steady_window": 5,
+    }
+    params = {**from_flags(PopulateWorkload, flags).model_dump(), **command_layout([tmp_path])}
+    for options in (
+        populate_options(cell.params, layout_of(cell.params, Path)),
+        populate_options(params, layout_of(params, Path)),
+    ):
+        assert options.checkpoint_every == 30.0
+        assert options.presize_wal == 1 << 30
+        assert (options.steady.window, options.steady.tolerance_pct) == (5, 10.0)
+        assert options.params()["checkpoint_every"] == 30.0
+        assert "steady_tolerance" not in options.params()  # at its default
+
+
+def test_off_in_a_matrix_is_the_engines_own_behaviour_and_names_its_cells(tmp_path: Path) -> None:
+    from iolab.runner.kinds import populate_options
+
+    exp = tmp_path / "e.toml"
+    matrix = '\n[matrix]\ncheckpoint_every = ["off", "3s"]\npresize_wal = ["off", "64MiB"]\n'
+    exp.write_text(POPULATE_FILE.format(workload="rows = 100") + matrix)
+    cells = load(exp).cells
+    assert len(cells) == 4
+    off = cells[0]
+    assert (off.params["checkpoint_every"], off.params["presize_wal"]) == ("off", "off")
+    options = populate_options(off.params, layout_of(off.params, Path))
+    assert (options.checkpoint_every, options.presize_wal) == (None, None)
+    on = cells[-1]
+    options = populate_options(on.params, layout_of(on.params, Path))
+    assert (options.checkpoint_every, options.presize_wal) == (3.0, 64 << 20)

@@ -129,6 +129,38 @@ def populate(
             "?password=) is never shown or stored. Layout options are refused with it.",
         ),
     ] = None,
+    checkpoint_every: Annotated[
+        str | None,
+        typer.Option(
+            help="Request a checkpoint every so often during the load (e.g. 30s), on a "
+            "connection of its own: PostgreSQL CHECKPOINT, InnoDB a flush up to the request's "
+            "LSN, SQLite wal_checkpoint. Each is a checkpoint interval marked requested.",
+        ),
+    ] = None,
+    presize_wal: Annotated[
+        str | None,
+        typer.Option(
+            help="Grow the WAL / redo log to this size before the first row (e.g. 1GiB): "
+            "PostgreSQL min_wal_size and segments made up front, MariaDB "
+            "innodb_log_file_size, SQLite a pre-grown -wal file. At most the free space of "
+            "the log's directory.",
+        ),
+    ] = None,
+    steady_window: Annotated[
+        int,
+        typer.Option(
+            help="Steady state: a window of this many rows/s samples (3 or more), each within "
+            "--steady-tolerance of the window's mean (see docs/populate.md).",
+        ),
+    ] = 10,
+    steady_tolerance: Annotated[
+        float,
+        typer.Option(
+            help="Steady state: percent of the window's mean each sample may be off it (above "
+            "0, at most 100). The steady rows/s is the mean from the first steady window to "
+            "the last.",
+        ),
+    ] = 10.0,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
     results: ResultsOption = None,
@@ -161,6 +193,8 @@ def populate(
             **{"method": method, "mode": mode, "key": key, "batch": batch},
             "pg_bin": str(pg_bin) if pg_bin else None,
             **{"duration": duration, "warmup": warmup, "rate": rate},
+            **{"checkpoint_every": checkpoint_every, "presize_wal": presize_wal},
+            **{"steady_window": steady_window, "steady_tolerance": steady_tolerance},
         },
     )
     with scratch_dir(not dirs and target is None) as scratch:

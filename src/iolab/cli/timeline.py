@@ -44,6 +44,7 @@ def timeline(
         run = store.run(run_id)
         data = store.probes(run.id)
         marks = timeline_report.query_marks(store.query_results(run.id))
+    steady = timeline_report.steady_span(run.summary)
     if data is None or not data.series:
         raise BadInput(
             "RUN",
@@ -56,11 +57,12 @@ def timeline(
         lines = [
             f"{len(data.series)} series sampled every {data.interval:g} s over "
             f"{data.duration:.1f} s; shaded: checkpoints"
-            + ("; dashed: where each query began." if marks else "."),
+            + ("; dashed: where each query began" if marks else "")
+            + ("; dashed on rows/s: the steady part at its rate." if steady else "."),
         ]
-        written: str | bytes = timeline_report.html_page(data, title, lines, run.id, marks)
+        written: str | bytes = timeline_report.html_page(data, title, lines, run.id, marks, steady)
     else:
-        written = timeline_report.svg(data, title, marks)
+        written = timeline_report.svg(data, title, marks, steady)
         if suffix == ".png":
             written = _png(written)
     write_output(output, written, "--output")

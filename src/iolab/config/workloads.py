@@ -47,6 +47,8 @@ HINTS = {
     "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",
     "repetitions": 'give 1 or more runs per cell, or "auto"',
     "rate": "give rows per second over all loaders, more than 0",
+    "steady_window": "give 3 or more samples",
+    "steady_tolerance": "give a percentage above 0 and at most 100",
 }
 WARMUP_HELP = 'give rows (a whole number, e.g. 10000) or a duration with its unit (e.g. "30s")'
 
@@ -98,6 +100,17 @@ def _duration(minimum: float, strict: bool) -> Callable[[str | float], float]:
     return check
 
 
+OFF = "off"  # a variation option's value for "not this variation" (TOML has no null)
+
+
+def _optional_duration(value: str | float | None) -> float | str | None:
+    """A schedule's period: a duration above zero, or None / "off" (no schedule; "off" is kept,
+    so that a cell of a matrix with it is labelled as the file says)."""
+    if value is None or value == OFF:
+        return value
+    return _duration(0.0, strict=True)(value)
+
+
 def _optional(check: Callable[[Any], float]) -> Callable[[Any], float | None]:
     """A validator that lets None (the default) through and checks anything else."""
     return lambda value: None if value is None else check(value)
@@ -120,6 +133,15 @@ class LayoutSection(Section):
     wal_dir: str | None = None
     temp_dir: str | None = None
     settings: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
+# populate keys left out of a cell's parameters while at these values (see PopulateWorkload)
+VARIATION_DEFAULTS: dict[str, Any] = {
+    "checkpoint_every": None,
+    "presize_wal": None,
+    "steady_window": 10,
+    "steady_tolerance": 10.0,
+}
 
 
 class PopulateWorkload(Section):
@@ -147,11 +169,15 @@ class PopulateWorkload(Section):
     )
     warmup: str | int | None = None  # rows (10000) or a duration ("30s"), left out of results
     rate: float | None = Field(default=None, gt=0)  # rows per second over all loaders
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        dumped: dict[str, Any] = handler(self)
-        return {k: v for k, v in dumped.items() if k not in LOAD_KEYS or v is not None}
+    # Seed 003's variations (docs/populate.md): a checkpoint requested every so many seconds
+    # on a connection of its own, the log grown to a size before the load, and the criterion
+    # of the steady state (the last ``steady_window`` samples of rows/s within
+    # ``steady_tolerance`` percent of their mean).
+    # (either is "off" where a matrix compares it with the engine's own behaviour)
+    checkpoint_every: Annotated[float | str | None, BeforeValidator(_optional_duration)] = None
+    presize_wal: str | None = None
+    steady_window: int = Field(default=10, ge=3)
+    steady_tolerance: float = Field(default=10.0, gt=0, le=100)
 
     @field_validator("duration")
     @classmethod
@@ -184,6 +210,27 @@ class PopulateWorkload(Section):
     def warmup_split(self) -> tuple[float | None, int | None]:
         """The warm-up as ``(seconds, rows)``."""
         return warmup_of(self.warmup)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The load's and seed 003's variation keys only where given: a file without them keeps
+        # its cells' names.
+        dumped: dict[str, Any] = handler(self)
+        return {
+            k: v
+            for k, v in dumped.items()
+            if (k not in LOAD_KEYS or v is not None) and VARIATION_DEFAULTS.get(k, ...) != v
+        }
+
+    @field_validator("presize_wal")
+    @classmethod
+    def _presize(cls, v: str | None) -> str | None:
+        if v is not None and v != OFF:
+            try:
+                parse_size(v, "presize_wal")
+            except BadInput as exc:
+                raise ValueError(f'{exc.allowed}; or "{OFF}"') from None
+        return v
 
     @field_validator("bytes")
     @classmethod

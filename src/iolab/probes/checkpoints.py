@@ -20,6 +20,7 @@ flushed meanwhile (``Innodb_buffer_pool_pages_flushed``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -199,3 +200,38 @@ class LsnCheckpoints:
         if self._open is not None and self._prev_lsn is not None:
             self._close(self._prev_t, self._prev_flushed, self._prev_lsn)
         return list(self.found)
+
+
+MATCH_SLACK = 1.0  # seconds: the engine's own record of a requested checkpoint may lie this far off
+
+
+def merge_requested(
+    own: Sequence[Checkpoint], requested: Sequence[Checkpoint]
+) -> tuple[Checkpoint, ...]:
+    """The engine's checkpoints and the requested ones (``--checkpoint-every``) on one axis.
+
+    PostgreSQL logs a requested ``CHECKPOINT`` as one of its own (``immediate force wait``):
+    that interval is folded into the requested one, which keeps its own start and end (the
+    statement's) and takes the pages the log says it wrote. Everything else is kept as it is.
+    """
+    kept = list(own)
+    merged: list[Checkpoint] = []
+    for r in requested:
+        match = next(
+            (
+                c
+                for c in kept
+                if "immediate" in c.kind
+                and r.start_s - MATCH_SLACK <= c.start_s
+                and (r.end_s is None or c.start_s <= r.end_s + MATCH_SLACK)
+            ),
+            None,
+        )
+        if match is None:
+            merged.append(r)
+            continue
+        kept.remove(match)
+        pages = r.pages if r.pages is not None else match.pages
+        detail = f"{r.detail}; {match.detail}" if match.detail else r.detail
+        merged.append(Checkpoint(r.start_s, r.end_s, pages, r.kind, detail))
+    return tuple(sorted([*kept, *merged], key=lambda c: c.start_s))

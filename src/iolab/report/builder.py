@@ -340,7 +340,9 @@ def _html_parts(
             probes = store.probes(run.id, names=timeline_report.SERIES)
             if probes is not None:
                 queries = store.query_results(run.id) if c.params.get("kind") == "tpch" else []
-                views.append(RunView(d.label, run.id, probes, timeline_report.query_marks(queries)))
+                marks = timeline_report.query_marks(queries)
+                steady = timeline_report.steady_span(run.summary)
+                views.append(RunView(d.label, run.id, probes, marks, steady))
             if c.params.get("kind") == "disk":  # a disk cell: its run's CrystalDiskMark grid
                 passes = store.disk_passes(RunId(run.id))
                 grids.append(DiskGrid(f"{d.label} · run {run.id}", tuple(disk_summarize(passes))))

@@ -90,7 +90,7 @@ def cells_table(f: Findings) -> Table:
         s = c.summary
         failed = f"[red]{c.cell.failed}[/]" if c.cell.failed else "0"
         if s is None:
-            table.add_row(c.cell.label, "0", failed, *["-"] * 6, "no finished run")
+            table.add_row(c.cell.label, "0", failed, *["-"] * 6, "no finished run has this metric")
             continue
         ci = (
             f"{s.ci_low:,.4g} - {s.ci_high:,.4g}"

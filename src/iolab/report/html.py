@@ -176,7 +176,7 @@ def cells_table(f: Findings) -> str:
             rows.append(
                 f"<tr><td>{i}</td><td>{_e(c.cell.label)}</td><td>0</td><td>{c.cell.failed}</td>"
                 + "<td>-</td>" * 6
-                + "<td>no finished run</td></tr>"
+                + "<td>no finished run has this metric</td></tr>"
             )
             continue
         notes = []
@@ -295,7 +295,11 @@ def page(
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
-            parts.append(timeline.interactive(r.probes, f"{r.cell} · run {r.run_id}", r.marks))
+            parts.append(
+                timeline.interactive(
+                    r.probes, f"{r.cell} · run {r.run_id}", r.marks, steady=r.steady
+                )
+            )
             parts.append(timeline.sections(r.probes, r.run_id))
         parts.append("</section>")
     parts.append("<section id='settings'><h2>Environment and settings</h2>")

@@ -51,6 +51,31 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
     if rate:
         held = "held" if rate["held"] else "[yellow]not held[/]"
         table.add_row("offered rate", f"{rate['target']:,.0f}", f"rows/s over all loaders: {held}")
+    steady = s.get("steady_state")
+    if isinstance(steady, dict):
+        steady_rate = s.get("steady_rows_per_second")
+        criterion = f"{steady.get('window')} samples within ±{steady.get('tolerance_pct'):g}%"
+        if steady_rate is not None:
+            table.add_row(
+                "steady rows/s",
+                f"{steady_rate:,.0f}",
+                f"{steady.get('start_s'):.0f}-{steady.get('end_s'):.0f} s ({criterion})",
+            )
+        else:
+            table.add_row("steady rows/s", "none", str(steady.get("reason") or criterion))
+    if s.get("checkpoint_every_seconds") is not None:
+        table.add_row(
+            "requested checkpoints",
+            f"{s.get('requested_checkpoints', 0)}",
+            f"every {s['checkpoint_every_seconds']:g} s",
+        )
+    if s.get("presize_wal_bytes") is not None:
+        before = s.get("log_bytes_before_load")
+        table.add_row(
+            "log before the load",
+            format_bytes(before) if before is not None else "-",
+            f"pre-sized to {format_bytes(s['presize_wal_bytes'])}",
+        )
     table.add_row(
         "payload MB/s",
         f"{s.get('payload_mb_per_second', 0):,.2f}",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import html
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
@@ -43,8 +44,29 @@ def query_marks(results: Sequence[QueryResult]) -> list[Mark]:
     return [Mark(r.start_s, f"Q{r.query}") for r in results if r.start_s is not None]
 
 
-def plots(data: ProbeData, marks: Sequence[Mark] = ()) -> list[Plot]:
-    """The panels of a run's timeline, those that have data; ``marks`` on every panel."""
+STEADY_COLOR = "#2a9d8f"
+
+
+def steady_span(summary: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """(start, end, rows/s) of a populate run's steady part (see iolab.analysis.steady), or
+    None when it has none."""
+    rate = summary.get("steady_rows_per_second")
+    found = summary.get("steady_state")
+    if not isinstance(rate, int | float) or not isinstance(found, dict):
+        return None
+    start, end = found.get("start_s"), found.get("end_s")
+    if not isinstance(start, int | float) or not isinstance(end, int | float):
+        return None
+    return float(start), float(end), float(rate)
+
+
+def plots(
+    data: ProbeData,
+    marks: Sequence[Mark] = (),
+    steady: tuple[float, float, float] | None = None,
+) -> list[Plot]:
+    """The panels of a run's timeline, those that have data; ``marks`` on every panel;
+    ``steady`` (see :func:`steady_span`) as a line at the steady rate over the steady part."""
     bands = [
         Band(c.start_s, c.end_s, "checkpoint")
         for c in data.checkpoints
@@ -55,9 +77,12 @@ def plots(data: ProbeData, marks: Sequence[Mark] = ()) -> list[Plot]:
     out: list[Plot] = []
     rows = data.find("workload", "rows_per_s")
     if rows:
-        out.append(
-            Plot("throughput", "rows/s", [_line(rows[0], "rows committed/s")], bands, marks=marks)
-        )
+        lines = [_line(rows[0], "rows committed/s")]
+        if steady is not None:
+            start, end, rate = steady
+            label = f"steady {rate:,.0f} rows/s"
+            lines.append(Line(label, [start, end], [rate, rate], STEADY_COLOR, dashed=True))
+        out.append(Plot("throughput", "rows/s", lines, bands, marks=marks))
     allocated = [
         s for s in data.series if s.key.probe in ENGINES and s.key.name == "pages_allocated_per_s"
     ]
@@ -111,16 +136,26 @@ def _operation_latency(data: ProbeData) -> tuple[str, list[Line]] | None:
     return None
 
 
-def svg(data: ProbeData, title: str, marks: Sequence[Mark] = ()) -> str:
-    return stack(plots(data, marks), x_max=data.duration, title=title)
+def svg(
+    data: ProbeData,
+    title: str,
+    marks: Sequence[Mark] = (),
+    steady: tuple[float, float, float] | None = None,
+) -> str:
+    return stack(plots(data, marks, steady), x_max=data.duration, title=title)
 
 
 def interactive(
-    data: ProbeData, title: str, marks: Sequence[Mark] = (), max_points: int = MAX_POINTS
+    data: ProbeData,
+    title: str,
+    marks: Sequence[Mark] = (),
+    max_points: int = MAX_POINTS,
+    steady: tuple[float, float, float] | None = None,
 ) -> str:
     """The timeline as an interactive Plotly chart (:mod:`iolab.report.interactive`): a box
     and its figure; the page carries :func:`~iolab.report.interactive.head` and its script."""
-    return block(f"timeline-{next(_ids)}", plots(data, marks), data.duration, title, max_points)
+    panels = plots(data, marks, steady)
+    return block(f"timeline-{next(_ids)}", panels, data.duration, title, max_points)
 
 
 _ids = itertools.count(1)  # each figure's id: unique within any page this process writes
@@ -191,13 +226,15 @@ def html_page(
     lines: Sequence[str],
     run_id: int | None = None,
     marks: Sequence[Mark] = (),
+    steady: tuple[float, float, float] | None = None,
 ) -> str:
     """One self-contained HTML file: the interactive timeline, checkpoints and the top wait
     events."""
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    chart = interactive(data, title, marks, SINGLE_RUN_POINTS, steady)
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"{intro}{interactive(data, title, marks, SINGLE_RUN_POINTS)}{sections(data, run_id)}"
+        f"{intro}{chart}{sections(data, run_id)}"
         f"{head()}{SCRIPT}</body></html>\n"
     )

@@ -32,6 +32,7 @@ class RunView:
     run_id: int
     probes: ProbeData
     marks: Sequence[Mark] = ()  # where each query began (TPC-H)
+    steady: tuple[float, float, float] | None = None  # a populate run's steady part and rate
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from iolab.config.experiment import DEVICE_PREFIX
-from iolab.config.workloads import DiskWorkload, PopulateWorkload, Section, TpchWorkload
+from iolab.config.workloads import OFF, DiskWorkload, PopulateWorkload, Section, TpchWorkload
 from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.events import EventSink
@@ -145,7 +145,22 @@ def populate_options(params: Mapping[str, Any], layout: Layout) -> PopulateOptio
         warmup_seconds=w.warmup_split()[0],
         warmup_rows=w.warmup_split()[1],
         rate=w.rate,
+        **_variations(w),
     )
+
+
+def _variations(w: PopulateWorkload) -> dict[str, Any]:
+    """Seed 003's variation options of a cell (see PopulateWorkload), as PopulateOptions has
+    them."""
+    from iolab.analysis.steady import SteadyCriterion
+
+    return {
+        "checkpoint_every": None if w.checkpoint_every in (None, OFF) else w.checkpoint_every,
+        "presize_wal": parse_size(w.presize_wal, "--presize-wal")
+        if w.presize_wal not in (None, OFF)
+        else None,
+        "steady": SteadyCriterion(w.steady_window, w.steady_tolerance),
+    }
 
 
 def _on_device(params: Mapping[str, Any]) -> bool:
@@ -163,7 +178,7 @@ def _engine_check(engine: str, layout: Layout, pg_bin: str | None, checked: Chec
 
 
 def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
-    from iolab.workloads.populate import check_layout, check_space
+    from iolab.workloads.populate import check_layout, check_presize_space, check_space
 
     layout, on_device = checked.layout(params)
     options = populate_options(params, layout)
@@ -172,6 +187,7 @@ def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
         check_space(options, checked.free_space)
+        check_presize_space(options, checked.free_space)
 
 
 def _populate(

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from iolab.analysis.steady import SteadyCriterion, steady_state
+from iolab.config.workloads import VARIATION_DEFAULTS
 from iolab.engines import catalog, external
 from iolab.engines.connection import Connection, cancel_statements
 from iolab.engines.external import ExternalTarget, check_external_layout
@@ -39,12 +41,16 @@ from iolab.engines.loading import (
     MultiplexedLoad,
     PopulateDialect,
 )
+from iolab.engines.log_control import allocated_bytes, log_control, settings_control
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase, Step, Warning
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
 from iolab.latency.data import summary as latency_summary
 from iolab.latency.recording import LatencyRecording, Pacing
+from iolab.probes.checkpoints import merge_requested
+from iolab.probes.data import ProbeData
+from iolab.probes.interface import Checkpoint
 from iolab.probes.recorder import recording
 from iolab.probes.serverlog import read_log
 from iolab.probes.standard import device_deltas, populate_recorder, role_devices
@@ -52,6 +58,7 @@ from iolab.results import RunOutcome
 from iolab.system import diskstats
 from iolab.units import format_bytes
 from iolab.workers import Worker, wait_all
+from iolab.workloads.checkpoint_schedule import CheckpointSchedule
 
 PROGRESS_EVERY = 0.5  # seconds between progress events
 UNLIMITED = 1 << 62  # a loader's share under --duration: it stops when time is up
@@ -88,6 +95,12 @@ class PopulateOptions:
     @property
     def warmup(self) -> bool:
         return bool(self.warmup_seconds) or bool(self.warmup_rows)
+
+    # seed 003's variations: a requested checkpoint every so many seconds (None: the engine's
+    # own only), the log grown to this many bytes before the load, the steady-state criterion
+    checkpoint_every: float | None = None
+    presize_wal: int | None = None
+    steady: SteadyCriterion = field(default_factory=SteadyCriterion)
 
     def validate(self) -> None:
         """Refuse what cannot run, before any server starts."""
@@ -141,6 +154,11 @@ class PopulateOptions:
             raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
         if self.mode is LoadMode.SERVER and self.method is LoadMethod.COPY:
             raise BadInput("--method", "copy", "COPY is a client path; use --mode client")
+        if self.checkpoint_every is not None and not self.checkpoint_every > 0:
+            raise BadInput("--checkpoint-every", self.checkpoint_every, "give more than 0 s")
+        self.steady.validate()
+        if self.presize_wal is not None:
+            check_presize_options(self)
 
     def params(self) -> dict[str, Any]:
         return {
@@ -160,11 +178,22 @@ class PopulateOptions:
             "batch": self.batch,
             "pg_bin": str(self.pg_bin) if self.pg_bin else None,
             "dsn": self.dsn.redacted if self.dsn else None,  # never the password
+            **self._variations(),
             **({"duration": self.duration} if self.duration is not None else {}),
             **({"warmup_seconds": self.warmup_seconds} if self.warmup_seconds else {}),
             **({"warmup_rows": self.warmup_rows} if self.warmup_rows else {}),
             **({"rate": self.rate} if self.rate is not None else {}),
         }
+
+    def _variations(self) -> dict[str, Any]:
+        """Seed 003's variation options, where not at their defaults (as a cell leaves them)."""
+        given = {
+            "checkpoint_every": self.checkpoint_every,
+            "presize_wal": self.presize_wal,
+            "steady_window": self.steady.window,
+            "steady_tolerance": self.steady.tolerance_pct,
+        }
+        return {k: v for k, v in given.items() if VARIATION_DEFAULTS.get(k, ...) != v}
 
 
 IGNORED_ENTRIES = frozenset({"lost+found", ".gitkeep"})  # a fresh filesystem; a kept empty dir
@@ -282,6 +311,52 @@ def preflight(options: PopulateOptions) -> None:
     check_layout(options.layout)
     catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
     check_space(options)
+    check_presize_space(options)
+
+
+def check_presize_options(options: PopulateOptions) -> None:
+    """``--presize-wal`` needs an instance iolab starts, an engine that can grow its log, and
+    none of the settings it makes given otherwise."""
+    size = options.presize_wal
+    assert size is not None
+    if options.dsn is not None:
+        raise BadInput(
+            "--presize-wal",
+            format_bytes(size),
+            "leave it out with --dsn: the log's size is set when iolab starts the server",
+        )
+    control = settings_control(options.engine)
+    if control is None:
+        raise BadInput(
+            "--presize-wal", format_bytes(size), "give it with postgres, mariadb or sqlite"
+        )
+    control.settings(size, options.layout.settings)
+
+
+def check_presize_space(
+    options: PopulateOptions,
+    free_of: Callable[[Path], tuple[int, int] | None] = free_space,
+) -> None:
+    """Refuse a ``--presize-wal`` larger than the free space of the directory the log goes to."""
+    if options.presize_wal is None or options.dsn is not None or not options.layout.data_dirs:
+        return
+    control = settings_control(options.engine)
+    if control is None:
+        return
+    by_fs: dict[int, int] = {}
+    for path, nbytes in control.log_dirs(options.layout, options.presize_wal).items():
+        found = free_of(path)
+        if found is None:
+            continue
+        dev, free = found
+        by_fs[dev] = by_fs.get(dev, 0) + nbytes
+        if by_fs[dev] > free:
+            raise BadInput(
+                "--presize-wal",
+                format_bytes(options.presize_wal),
+                f"the log's directory {path} has {format_bytes(free)} free; "
+                "give a size that fits in it",
+            )
 
 
 def split(rows: int, parts: int) -> list[int]:
@@ -429,6 +504,10 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
         settings = dict(layout.settings)
         settings["max_connections"] = str(max(100, options.connections + 10))
         layout = replace(layout, settings=settings)
+    control = settings_control(options.engine) if options.presize_wal is not None else None
+    if control is not None and options.presize_wal is not None:
+        extra = control.settings(options.presize_wal, layout.settings)
+        layout = replace(layout, settings={**layout.settings, **extra})
     engine = catalog.create_populate(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the load") as placement:
@@ -481,6 +560,7 @@ def load_and_measure(
     latency = LatencyRecording(options.connections, pacing, timed=timed)
     admin = engine.connect()
     loaders: list[_Loader] = []
+    extra: list[Connection] = []  # the requested checkpoints' connection
     warm: _Mark | None = None
     try:
         dialect.create_table(admin, spec)
@@ -490,6 +570,8 @@ def load_and_measure(
         for i, n in enumerate(shares):
             loaders.append(_Loader(i, n, engine.connect()))
         dialect.checkpoint(admin)
+        log_presized = _presize(options, dialect, admin, placement, events)
+        schedule = _schedule(options, dialect, engine, extra)
         shared = _Shared(latency, options.warmup_rows)
         if isinstance(dialect, MultiplexedLoad) and dialect.multiplexes(spec):
             barrier = threading.Barrier(2)  # one driver thread for every loader's connection
@@ -523,6 +605,8 @@ def load_and_measure(
                 warm_due = (
                     t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
                 )
+                if schedule is not None:
+                    schedule.start(recorder.t0 if recorder is not None else t0)
                 while not all(w.ended.is_set() for w in workers):
                     if warm is None and options.warmup:  # wake when the warm-up ends
                         pause = PROGRESS_EVERY
@@ -541,17 +625,23 @@ def load_and_measure(
                     warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
                 wall = time.perf_counter() - t0
                 intervals = latency.finish(time.perf_counter_ns())
+                requested = schedule.stop() if schedule is not None else []
         except BaseException:
+            if schedule is not None:  # the requests made so far are kept with the run too
+                _keep_requested(outcome, schedule.stop(cancel=True))
             _stop_loaders(loaders, workers, barrier, shared)
             raise
+        _keep_requested(outcome, requested)
+        if schedule is not None and schedule.error is not None:
+            raise RunFailed(f"a requested checkpoint failed: {_first_line(schedule.error)}")
         disk_after = diskstats.read()
         log_after = dialect.log_bytes(admin)
         if any(ld.error is not None for ld in loaders):
             raise RunFailed(_failure(loaders))
         stats = dialect.table_stats(admin)
     finally:
-        for ld in loaders:
-            _close(ld.conn)
+        for conn in [*(ld.conn for ld in loaders), *extra]:
+            _close(conn)
         _close(admin)
     if not fixed:
         rows = shared.committed
@@ -643,6 +733,7 @@ def load_and_measure(
             series=outcome.probes.series + tuple(latency_series(outcome.latency)),
             warmup_end_s=outcome.latency.probe_offset_s + warm.seconds if warm else None,
         )
+    outcome.summary.update(_variations_summary(options, requested, log_presized, outcome.probes))
     if stats.rows != rows or stats.distinct_keys != rows:
         raise RunFailed(
             f"correctness check failed: expected {rows:,} rows with distinct keys, the table "
@@ -655,6 +746,88 @@ def load_and_measure(
                 f"expected {target_ppr:.2f}; this run does not measure the seeds' table"
             )
         )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _presize(
+    options: PopulateOptions,
+    dialect: PopulateDialect,
+    admin: Connection,
+    placement: Placement,
+    events: EventSink,
+) -> int | None:
+    """Grow the log to ``--presize-wal`` before the first row; the bytes its files then take
+    on disk (None without the option)."""
+    if options.presize_wal is None:
+        return None
+    control = log_control(options.engine, dialect)
+    if control is None:
+        return None
+    events(Phase(f"growing the log to {format_bytes(options.presize_wal)}"))
+    control.presize(admin, options.presize_wal)
+    return allocated_bytes(control.log_files(placement.wal, placement.data))
+
+
+def _keep_requested(outcome: RunOutcome, requested: list[Checkpoint]) -> None:
+    """The requested checkpoints among the probes' intervals (none without probes)."""
+    if outcome.probes is not None and requested:
+        merged = merge_requested(outcome.probes.checkpoints, requested)
+        outcome.probes = replace(outcome.probes, checkpoints=merged)
+
+
+def _schedule(
+    options: PopulateOptions,
+    dialect: PopulateDialect,
+    engine: PopulateEngine,
+    conns: list[Connection],
+) -> CheckpointSchedule | None:
+    """The ``--checkpoint-every`` schedule on a connection of its own (added to ``conns``,
+    which the caller closes), or None."""
+    if options.checkpoint_every is None:
+        return None
+    control = log_control(options.engine, dialect)
+    if control is None:
+        return None
+    conn = engine.connect()
+    conns.append(conn)
+    return CheckpointSchedule(
+        control, conn, options.checkpoint_every, keep_size=options.presize_wal is not None
+    )
+
+
+def _variations_summary(
+    options: PopulateOptions,
+    requested: list[Checkpoint],
+    log_presized: int | None,
+    probes: ProbeData | None,
+) -> dict[str, Any]:
+    """Seed 003's variations in a run's summary: the requested checkpoints, the log's size
+    before the first row, and the steady state of the rows/s series."""
+    out: dict[str, Any] = {}
+    if options.checkpoint_every is not None:
+        out["checkpoint_every_seconds"] = options.checkpoint_every
+        out["requested_checkpoints"] = len(requested)
+    if options.presize_wal is not None:
+        out["presize_wal_bytes"] = options.presize_wal
+        out["log_bytes_before_load"] = log_presized
+    rows = probes.find("workload", "rows_per_s") if probes is not None else []
+    series = rows[0] if rows else None
+    found = steady_state(list(series.values), series.times(), options.steady) if series else None
+    out["steady_rows_per_second"] = found.rate if found is not None else None
+    out["steady_state"] = (
+        found.as_summary()
+        if found is not None
+        else {
+            "window": options.steady.window,
+            "tolerance_pct": options.steady.tolerance_pct,
+            "reason": "no rows/s series: the probes were off",
+        }
+    )
+    return out
 
 
 @dataclass(frozen=True)
