@@ -75,6 +75,10 @@ def _regular(xs: Sequence[float]) -> float | None:
     return None
 
 
+WARMUP = "warm-up"  # the band the timeline gives a run's warm-up (iolab.report.timeline)
+WARMUP_COLOUR = "#4c78a8"
+
+
 def _merged(bands: Sequence[Band], x_max: float) -> list[tuple[float, float]]:
     """Bands as (start, end), merged where they touch on a 2,000-column axis."""
     close = x_max / 2000.0
@@ -171,8 +175,10 @@ def figure(
             else:
                 trace["x"] = [round(float(x), 2) for x in xs]
             data.append(trace)
-    bands = _merged([b for p in plots[:1] for b in p.bands], x_max)
-    for x0, x1 in bands:
+    first = [b for p in plots[:1] for b in p.bands]
+    bands = _merged([b for b in first if b.label != WARMUP], x_max)
+    warmup = _merged([b for b in first if b.label == WARMUP], x_max)
+    for (x0, x1), colour in [*((b, "#999") for b in bands), *((b, WARMUP_COLOUR) for b in warmup)]:
         shapes.append(
             {
                 "type": "rect",
@@ -182,7 +188,7 @@ def figure(
                 "x1": x1,
                 "y0": 0,
                 "y1": 1,
-                "fillcolor": "#999",
+                "fillcolor": colour,
                 "opacity": 0.22,
                 "line": {"width": 0},
                 "layer": "below",
@@ -218,6 +224,8 @@ def figure(
     )
     if bands:
         subtitle += "; grey: checkpoints"
+    if warmup:
+        subtitle += "; blue: warm-up (left out of the results)"
     layout["title"] = {
         "text": f"<b>{html.escape(title)}</b>",
         "xref": "paper",

@@ -13,7 +13,7 @@ from typing import Any
 from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.report.charts import Band, Line, Mark, Plot, stack
-from iolab.report.interactive import MAX_POINTS, SCRIPT, block, head
+from iolab.report.interactive import MAX_POINTS, SCRIPT, WARMUP, block, head
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
 from iolab.results import QueryResult
 
@@ -73,7 +73,7 @@ def plots(
         if c.start_s <= data.duration
     ]
     if data.warmup_end_s is not None:
-        bands.insert(0, Band(0.0, data.warmup_end_s, "warm-up"))
+        bands.insert(0, Band(0.0, data.warmup_end_s, WARMUP))
     out: list[Plot] = []
     rows = data.find("workload", "rows_per_s")
     if rows:
