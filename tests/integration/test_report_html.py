@@ -103,6 +103,22 @@ connections = [2, 4]
     assert len(drift["values"]) >= 3 and drift["hours"][0] == 0.0
     baseline_runs = next(c for c in report["cells"] if c["label"] == drift["cell"])["runs"]
     assert sorted(drift["values"]) == sorted(baseline_runs)
+    # the disk profile as CrystalDiskMark shows it; every chart as PNG and SVG for slides
+    slides, with_disk = open_tmp / "slides", open_tmp / "with-disk.html"
+    done = iolab("report", str(exp), "--with-disk", "1", "--html", str(with_disk), "--png",
+                 str(slides))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = with_disk.read_text()
+    assert "<table class='cdm'>" in text and "<th class='test'>SEQ1M Q1T1</th>" in text
+    assert "XMLSerializer" in text  # each static chart gets its save: SVG / PNG links
+    pngs = sorted(slides.glob("*.png"))
+    static = text.count('<svg xmlns="http://www.w3.org/2000/svg"')
+    assert len(pngs) == static + 4  # the page's charts, then the four cells' timelines
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert sorted(p.stem for p in slides.glob("*.svg")) == [p.stem for p in pngs]
+    assert pngs[0].name.startswith("01-elapsed-seconds")
+    again = iolab("report", str(exp), "--png", str(slides))
+    assert again.returncode == 2 and "give an empty or new directory" in again.stderr
     by = open_tmp / "by.html"
     assert iolab("report", str(exp), "--html", str(by), "--chart-by", "connections").returncode == 0
     assert ">elapsed_seconds by connections and layout</text>" in by.read_text()

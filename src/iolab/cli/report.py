@@ -71,6 +71,15 @@ def report(
             "(all; the file grows with the runs)."
         ),
     ] = "median",
+    png: Annotated[
+        Path | None,
+        typer.Option(
+            "--png",
+            help="Write every chart of the HTML report into this directory as PNG (drawn by a "
+            "headless Chromium) and SVG, numbered in page order, for slides.",
+            show_default=False,
+        ),
+    ] = None,
     chart_by: Annotated[
         str | None,
         typer.Option(
@@ -91,6 +100,8 @@ def report(
         raise BadInput("--timelines", timelines, "give median or all")
     if html is not None:
         check_output(html, "--html")
+    if png is not None:
+        check_chart_dir(png)
     for run_id in with_disk or []:
         check_id(run_id, "--with-disk", "the number of an `iolab disk` run")
     with open_store(results, create=False) as store:
@@ -99,12 +110,19 @@ def report(
             target,
             metric,
             with_disk=with_disk or (),
-            timelines=None if html is None else ("all" if timelines == "all" else "median"),
+            timelines=None
+            if html is None and png is None
+            else ("all" if timelines == "all" else "median"),
         )
+    generated = datetime.now().isoformat(timespec="seconds")
+    by = [k.strip() for k in chart_by.split(",")] if chart_by else []
+    page = html_report.report_page(built, generated, by) if html or png else ""
     if html is not None:
-        generated = datetime.now().isoformat(timespec="seconds")
-        by = [k.strip() for k in chart_by.split(",")] if chart_by else []
-        write_output(html, html_report.report_page(built, generated, by), "--html")
+        write_output(html, page, "--html")
+    if png is not None:
+        files = html_report.chart_files(page, built.timelines)
+        write_charts(png, files)
+        out.print(f"[dim]wrote {len(files)} charts (PNG and SVG) to {escape(str(png))}[/]")
     if as_json:
         print(document.report_json(built))
         return
@@ -177,6 +195,31 @@ def export(
     else:
         write_output(output, text, "--output")
         out.print(f"wrote {len(table.rows)} runs to {escape(str(output))}")
+
+
+def check_chart_dir(directory: Path) -> None:
+    """--png: a directory (made when missing) with no chart file of iolab's in it already."""
+    if directory.exists() and not directory.is_dir():
+        raise BadInput("--png", str(directory), "give a directory")
+    taken = sorted(p.name for p in directory.glob("[0-9][0-9]-*.png")) if directory.exists() else []
+    if taken:
+        raise BadInput(
+            "--png", str(directory), f"it already holds {taken[0]}; give an empty or new directory"
+        )
+
+
+def write_charts(directory: Path, files: list[tuple[str, str]]) -> None:
+    """Each chart as STEM.svg and STEM.png (a headless Chromium draws the SVG)."""
+    from iolab.report.raster import browser, svg_to_png
+
+    browser()  # missing: say so before writing anything
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for stem, svg in files:
+            (directory / f"{stem}.svg").write_text(svg)
+            svg_to_png(svg, directory / f"{stem}.png")
+    except OSError as exc:
+        raise BadInput("--png", str(directory), f"cannot write there: {exc.strerror}") from None
 
 
 def _export_histograms(target: str, directory: Path, results: Path | None) -> None:

@@ -566,8 +566,11 @@ class PostgresPopulate:
                 poller.register(fd, select.POLLIN)
         while by_fd:
             timeout = None
-            if waiting:
-                timeout = max(0, -(-(waiting[0][0] - time.perf_counter_ns()) // 1_000_000))
+            if waiting:  # poll counts whole ms: wake early, then sleep the rest exactly
+                until = waiting[0][0] - time.perf_counter_ns()
+                if 0 < until < 1_000_000:
+                    time.sleep(until / 1e9)
+                timeout = max(0, until // 1_000_000)
             for fd, _ in poller.poll(timeout):
                 i = by_fd[fd]
                 pgconn = pgconns[i]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -231,7 +232,44 @@ def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
         if bars
         else ""
     )
-    return f"<h3>{_e(title)}</h3>{chart}{table}"
+    return f"<h3>{_e(title)}</h3>{tiles(summaries)}{chart}{table}"
+
+
+def tiles(summaries: Sequence[DiskTestSummary]) -> str:
+    """CrystalDiskMark's grid: a row per test, a tile per direction, the best pass large and
+    the median beneath (MB/s; commits/s for the commit test)."""
+    directions: list[str] = []
+    rows: dict[str, dict[str, DiskTestSummary]] = {}
+    for s in summaries:
+        d = _direction(s.test)
+        if d not in directions:
+            directions.append(d)
+        rows.setdefault(_group(s.test), {})[d] = s
+    if not rows:
+        return ""
+
+    def tile(s: DiskTestSummary | None) -> str:
+        if s is None:
+            return "<td class='tile none'>-</td>"
+        commits = s.commits_per_second
+        best, median = (
+            (s.best.iops, commits) if commits is not None else (s.best.mbps, s.median.mbps)
+        )
+        unit = "commits/s" if commits is not None else "MB/s"
+        return f"<td class='tile'><b>{best:,.2f}</b><small>median {median:,.2f} {unit}</small></td>"
+
+    head = "".join(f"<th>{_e(d)}</th>" for d in directions)
+    body = "".join(
+        f"<tr><th class='test'>{_e(group)}</th>"
+        + "".join(tile(cells.get(d)) for d in directions)
+        + "</tr>"
+        for group, cells in rows.items()
+    )
+    return (
+        f"<table class='cdm'><tr><th></th>{head}</tr>{body}</table>"
+        "<p class='caption'>As CrystalDiskMark shows it: the best measured pass of each test "
+        "(MB/s; commits/s for the commit test), the median of the passes beneath.</p>"
+    )
 
 
 def _flat(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
@@ -252,6 +290,50 @@ def key_values(title: str, data: Mapping[str, Any]) -> str:
     return f"<details><summary>{_e(title)}</summary><table class='kv'>{rows}</table></details>"
 
 
+TILE_STYLE = (
+    "table.cdm{border-collapse:separate;border-spacing:4px;margin:8px 0}"
+    "table.cdm th.test{background:#2f7d32;color:#fff;padding:6px 12px;text-align:left}"
+    "td.tile{background:#e8f3e8;border:1px solid #9cc59e;min-width:150px;padding:6px 12px;"
+    "text-align:right}td.tile b{display:block;font-size:22px}td.tile small{color:#555}"
+)
+SAVE_STYLE = "div.save{font-size:12px;color:#555;margin:-4px 0 8px}div.save a{margin-left:6px}"
+# Under each static chart, links that save it as SVG or PNG (drawn on a canvas in the page: no
+# network); the interactive timelines have their own buttons in Plotly's mode bar.
+SAVE_SCRIPT = (
+    "<script>(function(){var n=0;document.querySelectorAll('svg[role=img]').forEach("
+    "function(svg){n+=1;var name='chart-'+n;var t=svg.querySelector('title');"
+    "if(t){name=t.textContent.replace(/[^A-Za-z0-9]+/g,'-').replace(/^-|-$/g,'').slice(0,60)"
+    "||name;}var text=new XMLSerializer().serializeToString(svg);"
+    "var url=URL.createObjectURL(new Blob([text],{type:'image/svg+xml'}));"
+    "var box=document.createElement('div');box.className='save';box.textContent='save:';"
+    "var a=document.createElement('a');a.href=url;a.download=name+'.svg';a.textContent='SVG';"
+    "var p=document.createElement('a');p.href='#';p.textContent='PNG';"
+    "p.onclick=function(e){e.preventDefault();var img=new Image();img.onload=function(){"
+    "var c=document.createElement('canvas');c.width=img.width*2;c.height=img.height*2;"
+    "var g=c.getContext('2d');g.scale(2,2);g.drawImage(img,0,0);c.toBlob(function(b){"
+    "var d=document.createElement('a');d.href=URL.createObjectURL(b);d.download=name+'.png';"
+    "d.click();});};img.src=url;};"
+    "box.appendChild(a);box.appendChild(p);svg.parentNode.insertBefore(box,svg.nextSibling);"
+    "});})();</script>"
+)
+CHART = re.compile(r'<svg xmlns="http://www.w3.org/2000/svg".*?</svg>', re.S)
+_TITLE = re.compile(r"<title>(.*?)</title>", re.S)
+
+
+def chart_files(html_page: str, timelines: Sequence[RunView] = ()) -> list[tuple[str, str]]:
+    """Every chart of a report page as ``(file stem, SVG)``, numbered in page order: the
+    static charts as drawn in the page, then each timeline as its plain SVG (``iolab report
+    --png DIR``)."""
+    svgs = CHART.findall(html_page)
+    svgs += [timeline.svg(r.probes, f"{r.cell} · run {r.run_id}", r.marks) for r in timelines]
+    out = []
+    for i, svg in enumerate(svgs, 1):
+        found = _TITLE.search(svg)
+        words = re.sub(r"[^A-Za-z0-9]+", "-", html.unescape(found.group(1)) if found else "")
+        out.append((f"{i:02d}-{words.strip('-')[:60] or 'chart'}", svg))
+    return out
+
+
 def page(
     title: str,
     subtitle: str,
@@ -270,7 +352,7 @@ def page(
         f"<title>{_e(title)}</title><style>{timeline.STYLE}"
         ".best{color:#1a7f37}.warn{color:#9a6700}td.v{text-align:left;font-family:monospace}"
         "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}li.note{color:#555}"
-        "</style></head><body>",
+        f"{TILE_STYLE}{SAVE_STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1><p>{_e(subtitle)}</p>",
         findings_html(findings),
         "<section id='charts'><h2>Charts</h2>",
@@ -310,6 +392,7 @@ def page(
     parts.append("</section>")
     if runs:  # Plotly's JavaScript once, before the script that draws the timelines
         parts += [interactive.head(), interactive.SCRIPT]
+    parts.append(SAVE_SCRIPT)
     parts.append("</body></html>\n")
     return "".join(parts)
 
