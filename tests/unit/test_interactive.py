@@ -82,10 +82,14 @@ def test_a_block_is_a_box_of_its_height_and_its_figure() -> None:
 
 def test_the_warmup_is_shaded_apart_from_checkpoints() -> None:
     plots = _plots()
-    warm = [Plot(p.title, p.y_label, p.lines, [Band(0.0, 0.8, WARMUP), *p.bands]) for p in plots]
+    warm = [
+        Plot(p.title, p.y_label, p.lines, [Band(0.0, 0.8, WARMUP, WARMUP_COLOUR), *p.bands])
+        for p in plots
+    ]
     layout = figure(warm, 5.0, "run 3")["layout"]
     assert isinstance(layout, dict)
     rects = [(s["x0"], s["x1"], s["fillcolor"]) for s in layout["shapes"] if s["type"] == "rect"]
     assert (0.0, 0.8, WARMUP_COLOUR) in rects  # not merged into a checkpoint's grey
     assert all(c == "#999" for x0, _, c in rects if x0 >= 1.0)
     assert "blue: warm-up" in json.dumps(layout["annotations"])
+    assert "grey: checkpoints" in json.dumps(layout["annotations"])

@@ -74,11 +74,13 @@ class Line:
 
 @dataclass(frozen=True)
 class Band:
-    """A shaded interval of x (a checkpoint); ``x1`` None runs to the end of the axis."""
+    """A shaded interval of x (a checkpoint, a warm-up, a steady part); ``x1`` None runs to the
+    end of the axis; ``color`` None is checkpoints' grey."""
 
     x0: float
     x1: float | None
     label: str = ""
+    color: str | None = None
 
 
 @dataclass(frozen=True)
@@ -315,12 +317,13 @@ def _draw_plot(
         return top + height - (y - lo) / (hi - lo) * height
 
     svg.text(left, top - 8, plot.title, size=13, weight="bold")
-    bands = [
-        f"M{num(x0)} {num(top)}h{num(x1 - x0)}v{num(height)}h{num(x0 - x1)}z"
-        for x0, x1 in _band_pixels(plot.bands, x_lo, x_hi, sx)
-    ]
-    if bands:
-        svg.add(f'<path d="{_path(bands)}" fill="{BAND_COLOR}" fill-opacity="0.25"/>')
+    for color, group in _band_groups(plot.bands):
+        bands = [
+            f"M{num(x0)} {num(top)}h{num(x1 - x0)}v{num(height)}h{num(x0 - x1)}z"
+            for x0, x1 in _band_pixels(group, x_lo, x_hi, sx)
+        ]
+        if bands:
+            svg.add(f'<path d="{_path(bands)}" fill="{color}" fill-opacity="0.25"/>')
     bottom, right = num(top + height), num(left + width)
     _draw_marks(svg, plot.marks, x_lo, x_hi, sx, top, height)
     svg.strokes(_path(f"M{num(left)} {num(sy(t))}H{right}" for t in ticks), "#e6e6e6")
@@ -354,10 +357,20 @@ def _draw_plot(
         svg.line(lx, legend_y + 4, lx + 18, legend_y + 4, color, 2.5)
         svg.text(lx + 24, legend_y + 8, line.label, size=11)
         legend_y += 16
-    if plot.bands and any(b.label for b in plot.bands):
-        lx = left + width + 14
-        svg.rect(lx, legend_y, 18, 9, BAND_COLOR, 0.35)
-        svg.text(lx + 24, legend_y + 8, plot.bands[0].label, size=11)
+    for color, group in _band_groups(plot.bands):
+        if group[0].label:
+            lx = left + width + 14
+            svg.rect(lx, legend_y, 18, 9, color, 0.35)
+            svg.text(lx + 24, legend_y + 8, group[0].label, size=11)
+            legend_y += 16
+
+
+def _band_groups(bands: Sequence[Band]) -> list[tuple[str, list[Band]]]:
+    """Bands by colour, in order of first appearance (one path and one legend entry each)."""
+    groups: dict[str, list[Band]] = {}
+    for b in bands:
+        groups.setdefault(b.color or BAND_COLOR, []).append(b)
+    return list(groups.items())
 
 
 MARK_COLOR = "#7a5195"

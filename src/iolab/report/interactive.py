@@ -75,8 +75,11 @@ def _regular(xs: Sequence[float]) -> float | None:
     return None
 
 
-WARMUP = "warm-up"  # the band the timeline gives a run's warm-up (iolab.report.timeline)
+WARMUP = "warm-up (left out of the results)"  # the band of a run's warm-up
 WARMUP_COLOUR = "#4c78a8"
+STEADY = "steady part"  # the band of a populate run's steady state (iolab.analysis.steady)
+STEADY_COLOUR = "#2a9d8f"
+COLOUR_NAMES = {"#999": "grey", WARMUP_COLOUR: "blue", STEADY_COLOUR: "green"}
 
 
 def _merged(bands: Sequence[Band], x_max: float) -> list[tuple[float, float]]:
@@ -176,9 +179,11 @@ def figure(
                 trace["x"] = [round(float(x), 2) for x in xs]
             data.append(trace)
     first = [b for p in plots[:1] for b in p.bands]
-    bands = _merged([b for b in first if b.label != WARMUP], x_max)
-    warmup = _merged([b for b in first if b.label == WARMUP], x_max)
-    for (x0, x1), colour in [*((b, "#999") for b in bands), *((b, WARMUP_COLOUR) for b in warmup)]:
+    groups: dict[str, list[Band]] = {}
+    for b in first:
+        groups.setdefault(b.color or "#999", []).append(b)
+    spans = [(span, colour) for colour, g in groups.items() for span in _merged(g, x_max)]
+    for (x0, x1), colour in spans:
         shapes.append(
             {
                 "type": "rect",
@@ -222,10 +227,9 @@ def figure(
     subtitle = (
         "drag to zoom (all panels follow), double-click to reset; click a legend entry to hide it"
     )
-    if bands:
-        subtitle += "; grey: checkpoints"
-    if warmup:
-        subtitle += "; blue: warm-up (left out of the results)"
+    for colour, group in groups.items():
+        what = "checkpoints" if colour == "#999" else group[0].label
+        subtitle += f"; {COLOUR_NAMES.get(colour, 'shaded')}: {what}"
     layout["title"] = {
         "text": f"<b>{html.escape(title)}</b>",
         "xref": "paper",

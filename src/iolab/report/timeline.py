@@ -13,7 +13,16 @@ from typing import Any
 from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.report.charts import Band, Line, Mark, Plot, stack
-from iolab.report.interactive import MAX_POINTS, SCRIPT, WARMUP, block, head
+from iolab.report.interactive import (
+    MAX_POINTS,
+    SCRIPT,
+    STEADY,
+    STEADY_COLOUR,
+    WARMUP,
+    WARMUP_COLOUR,
+    block,
+    head,
+)
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
 from iolab.results import QueryResult
 
@@ -44,9 +53,6 @@ def query_marks(results: Sequence[QueryResult]) -> list[Mark]:
     return [Mark(r.start_s, f"Q{r.query}") for r in results if r.start_s is not None]
 
 
-STEADY_COLOR = "#2a9d8f"
-
-
 def steady_span(summary: Mapping[str, Any]) -> tuple[float, float, float] | None:
     """(start, end, rows/s) of a populate run's steady part (see iolab.analysis.steady), or
     None when it has none."""
@@ -73,7 +79,9 @@ def plots(
         if c.start_s <= data.duration
     ]
     if data.warmup_end_s is not None:
-        bands.insert(0, Band(0.0, data.warmup_end_s, WARMUP))
+        bands.insert(0, Band(0.0, data.warmup_end_s, WARMUP, WARMUP_COLOUR))
+    if steady is not None:
+        bands.append(Band(steady[0], steady[1], STEADY, STEADY_COLOUR))
     out: list[Plot] = []
     rows = data.find("workload", "rows_per_s")
     if rows:
@@ -81,7 +89,7 @@ def plots(
         if steady is not None:
             start, end, rate = steady
             label = f"steady {rate:,.0f} rows/s"
-            lines.append(Line(label, [start, end], [rate, rate], STEADY_COLOR, dashed=True))
+            lines.append(Line(label, [start, end], [rate, rate], STEADY_COLOUR, dashed=True))
         out.append(Plot("throughput", "rows/s", lines, bands, marks=marks))
     allocated = [
         s for s in data.series if s.key.probe in ENGINES and s.key.name == "pages_allocated_per_s"
