@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -21,8 +22,11 @@ def group_of(test: str) -> str:
     return test.rsplit(" ", 1)[0]
 
 
-def grid(summaries: list[DiskTestSummary], title: str) -> Table:
-    """Rows of test groups, a column per direction, best MB/s with the median beneath."""
+def by_group(
+    summaries: Sequence[DiskTestSummary],
+) -> tuple[list[str], dict[str, dict[str, DiskTestSummary]]]:
+    """CrystalDiskMark's layout: the directions in order of appearance (the columns) and, per
+    test group (a row), its test of each direction."""
     directions: list[str] = []
     rows: dict[str, dict[str, DiskTestSummary]] = {}
     for s in summaries:
@@ -30,6 +34,12 @@ def grid(summaries: list[DiskTestSummary], title: str) -> Table:
         if d not in directions:
             directions.append(d)
         rows.setdefault(group_of(s.test), {})[d] = s
+    return directions, rows
+
+
+def grid(summaries: list[DiskTestSummary], title: str) -> Table:
+    """Rows of test groups, a column per direction, best MB/s with the median beneath."""
+    directions, rows = by_group(summaries)
     table = Table(title=title, title_justify="left", show_lines=True)
     table.add_column("test", style="bold")
     for d in directions:

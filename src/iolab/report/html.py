@@ -24,6 +24,7 @@ from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentenc
 from iolab.analysis.queries import fastest
 from iolab.report import interactive, spectrum, timeline
 from iolab.report.charts import GroupedBar, Line, Plot, grouped_bar_chart, stack
+from iolab.report.disk import by_group
 from iolab.report.disk import direction_of as _direction
 from iolab.report.disk import group_of as _group
 from iolab.report.grouped import charts as grouped_charts
@@ -238,13 +239,7 @@ def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
 def tiles(summaries: Sequence[DiskTestSummary]) -> str:
     """CrystalDiskMark's grid: a row per test, a tile per direction, the best pass large and
     the median beneath (MB/s; commits/s for the commit test)."""
-    directions: list[str] = []
-    rows: dict[str, dict[str, DiskTestSummary]] = {}
-    for s in summaries:
-        d = _direction(s.test)
-        if d not in directions:
-            directions.append(d)
-        rows.setdefault(_group(s.test), {})[d] = s
+    directions, rows = by_group(summaries)
     if not rows:
         return ""
 

@@ -15,7 +15,7 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -282,23 +282,39 @@ def check_space(
     what :func:`space_needed` puts on it (directories on one filesystem share it)."""
     if options.dsn is not None or not options.layout.data_dirs:
         return
+    needs = [(name, path, n) for (name, path), n in space_needed(options).items()]
+    found = overfull(needs, free_of)
+    if found is not None:
+        field_name, path, need, free = found
+        per_row = row_bytes(options.layout.settings)
+        rows = rows_offered(options)
+        raise BadInput(
+            field_name,
+            str(path),
+            f"the load needs at least {format_bytes(need)} on its filesystem "
+            f"({rows:,} rows of {format_bytes(per_row)} each) and it has "
+            f"{format_bytes(free)} free; load fewer rows or give a larger directory",
+        )
+
+
+def overfull(
+    needs: Sequence[tuple[str, Path, int]],
+    free_of: Callable[[Path], tuple[int, int] | None],
+) -> tuple[str, Path, int, int] | None:
+    """The first ``(what, directory, bytes)`` whose filesystem, with what the earlier ones put
+    on it, has less free space than they need: ``(what, directory, bytes needed on that
+    filesystem, bytes free)``; None when everything fits (an unreadable directory counts as
+    fitting: the directory checks say what is wrong with it)."""
     by_fs: dict[int, int] = {}
-    for (field_name, path), nbytes in space_needed(options).items():
+    for what, path, nbytes in needs:
         found = free_of(path)
         if found is None:
             continue
         dev, free = found
         by_fs[dev] = by_fs.get(dev, 0) + nbytes
         if by_fs[dev] > free:
-            per_row = row_bytes(options.layout.settings)
-            rows = rows_offered(options)
-            raise BadInput(
-                field_name,
-                str(path),
-                f"the load needs at least {format_bytes(by_fs[dev])} on its filesystem "
-                f"({rows:,} rows of {format_bytes(per_row)} each) and it has "
-                f"{format_bytes(free)} free; load fewer rows or give a larger directory",
-            )
+            return what, path, by_fs[dev], free
+    return None
 
 
 def preflight(options: PopulateOptions) -> None:
@@ -343,20 +359,19 @@ def check_presize_space(
     control = settings_control(options.engine)
     if control is None:
         return
-    by_fs: dict[int, int] = {}
-    for path, nbytes in control.log_dirs(options.layout, options.presize_wal).items():
-        found = free_of(path)
-        if found is None:
-            continue
-        dev, free = found
-        by_fs[dev] = by_fs.get(dev, 0) + nbytes
-        if by_fs[dev] > free:
-            raise BadInput(
-                "--presize-wal",
-                format_bytes(options.presize_wal),
-                f"the log's directory {path} has {format_bytes(free)} free; "
-                "give a size that fits in it",
-            )
+    needs = [
+        ("--presize-wal", path, n)
+        for path, n in control.log_dirs(options.layout, options.presize_wal).items()
+    ]
+    found = overfull(needs, free_of)
+    if found is not None:
+        _, path, _, free = found
+        raise BadInput(
+            "--presize-wal",
+            format_bytes(options.presize_wal),
+            f"the log's directory {path} has {format_bytes(free)} free; "
+            "give a size that fits in it",
+        )
 
 
 def split(rows: int, parts: int) -> list[int]:
