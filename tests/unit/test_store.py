@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +116,16 @@ def test_runs_of_a_dead_process_are_reaped(tmp_path: Path) -> None:
         assert statuses[1].status is RunStatus.RUNNING and statuses[1].id == mine
         assert statuses[2].status is RunStatus.ABORTED
         assert "interrupted" in (statuses[2].error or "")
+
+
+def test_an_interrupt_waits_until_a_run_is_stored(tmp_path: Path) -> None:
+    """A Ctrl-C that lands while a run's results are written ends iolab after the commit: the
+    run is finished, never left 'running'."""
+    from iolab.store.database import signals_held
+
+    reached = False
+    with pytest.raises(KeyboardInterrupt), signals_held():  # noqa: PT012 - runs to its end
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the signal is pending, not delivered
+        reached = True
+    assert reached

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -142,8 +144,9 @@ class Store:
         return RunId(int(cur.lastrowid or 0))
 
     def finish_run(self, run: RunId, outcome: RunOutcome) -> None:
-        """Store a run's results and final status in one transaction."""
-        with self.transaction() as c:
+        """Store a run's results and final status in one transaction, which a Ctrl-C or
+        SIGTERM does not cut: they wait until it is committed (:func:`signals_held`)."""
+        with signals_held(), self.transaction() as c:
             c.executemany(
                 "INSERT INTO disk_passes (run_id, test, rw, bs, qd, threads, pass, seconds, mbps,"
                 " iops, lat_mean_us, lat_p50_us, lat_p99_us, lat_p999_us, sync_mean_us,"
@@ -302,6 +305,21 @@ class Store:
     def logs(self, run_id: RunId) -> dict[str, str]:
         """The logs kept with a run (``server``: the engine's server log), by name."""
         return probe_store.logs(self.conn, run_id)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait while the block runs (in the main thread; elsewhere nothing
+    changes): a run's results are written whole, and the interrupt then ends iolab as usual."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _abort_stale(conn: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
