@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from iolab.errors import BadInput, RunFailed
@@ -310,16 +311,29 @@ class Store:
 @contextmanager
 def signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait while the block runs (in the main thread; elsewhere nothing
-    changes): a run's results are written whole, and the interrupt then ends iolab as usual."""
+    changes): a run's results are written whole, and the signal's own handler then ends iolab
+    as usual. Python runs signal handlers in the main thread whichever thread the kernel
+    delivered to, so the handlers are swapped, not the signal mask."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+
+    def hold(signum: int, _frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    before = {int(s): signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    if caught:  # now, as it would have been
+        handler = before[caught[0]]
+        if callable(handler):
+            handler(caught[0], None)
+        else:
+            os.kill(os.getpid(), caught[0])
 
 
 def _abort_stale(conn: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
