@@ -177,11 +177,11 @@ def test_time_warmup_is_a_boundary() -> None:
 
 def test_summary_and_series() -> None:
     intervals = _intervals()
-    block = summary(intervals, True, "client")
+    block = summary(intervals, True)
     assert block is not None
     assert list(block) == ["transaction"]
     assert block["transaction"]["count"] == 300  # the warm-up's 100 left out
-    assert summary(intervals, False, "server") is None
+    assert summary(intervals, False) is None
     data = LatencyData(tuple(intervals), 1.0, 1_700_000_000.0, probe_offset_s=0.25)
     found = {s.key.name: s for s in series(data)}
     assert set(found) == {"p50_ms", "p99_ms", "max_ms"}

@@ -35,7 +35,7 @@ class LatencyData:
         return merged_by_kind(self.intervals, warmup=warmup)
 
 
-def summary(intervals: Sequence[Interval], timed: bool, mode: object) -> dict[str, Any] | None:
+def summary(intervals: Sequence[Interval], timed: bool) -> dict[str, Any] | None:
     """The run summary's ``latency`` block: per operation kind, count, mean, p50 .. p99.99 and
     max in microseconds, over the measured part; None when operations were not timed."""
     if not timed:
@@ -50,7 +50,7 @@ def series(data: LatencyData) -> list[Series]:
     kinds = sorted({i.kind.value for i in data.intervals})
     step = data.interval_s
     for kind in kinds:
-        points = series_points(data.intervals, kind, step)
+        points = series_points(data.intervals, kind)
         if not points:
             continue
         last = points[-1][0]

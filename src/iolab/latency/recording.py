@@ -102,31 +102,29 @@ class LoaderClock:
         time under a rate (sleeping until then). None when ``can_stop`` and the duration is up:
         the loader stops there (at a transaction boundary: it passes ``can_stop`` False inside
         a transaction, which then ends whatever the clock says)."""
-        if self._ns_per_row:
-            due = self._t0 + int(self._phase + self._rows * self._ns_per_row)
-            self._rows += rows
-            now = time.perf_counter_ns()
-            if can_stop and (due >= self._deadline or now >= self._deadline):
-                return None  # a loader behind its schedule stops at the deadline too
-            if due > now:
-                time.sleep((due - now) / 1e9)
-            return due
-        now = time.perf_counter_ns()
-        if can_stop and now >= self._deadline:
-            return None
-        return now
+        due = self._next(rows, can_stop)
+        if due is not None and self._ns_per_row:
+            ahead = due - time.perf_counter_ns()
+            if ahead > 0:
+                time.sleep(ahead / 1e9)
+        return due
 
     def due(self, rows: int) -> int | None:
         """:meth:`begin` without sleeping: when the next operation is due (None: duration is
         up), for a loop that drives many loaders and waits on them itself."""
-        if self._ns_per_row:
-            due = self._t0 + int(self._phase + self._rows * self._ns_per_row)
-            self._rows += rows
-            if due >= self._deadline or time.perf_counter_ns() >= self._deadline:
-                return None
-            return due
+        return self._next(rows, True)
+
+    def _next(self, rows: int, can_stop: bool) -> int | None:
+        """The next operation's start (its place on the rate's schedule, or now); None when
+        ``can_stop`` and the duration is up, also for a loader behind its schedule."""
         now = time.perf_counter_ns()
-        return None if now >= self._deadline else now
+        start = now
+        if self._ns_per_row:
+            start = self._t0 + int(self._phase + self._rows * self._ns_per_row)
+            self._rows += rows
+        if can_stop and (start >= self._deadline or now >= self._deadline):
+            return None
+        return start
 
     def record(self, kind: OpKind, started: int) -> None:
         """An operation of ``kind`` that began at ``started`` (from :meth:`begin`) ended now."""
@@ -239,9 +237,7 @@ def merged_by_kind(intervals: Iterable[Interval], *, warmup: bool = False) -> di
     return {k.value: out[k.value] for k in KIND_ORDER if k.value in out}
 
 
-def series_points(
-    intervals: Sequence[Interval], kind: str, interval_s: float
-) -> list[tuple[int, Histogram]]:
+def series_points(intervals: Sequence[Interval], kind: str) -> list[tuple[int, Histogram]]:
     """(grid interval number, histogram of every loader) of one kind, warm-up included, for
     the per-interval p50 / p99 / max series."""
     by_seq: dict[int, Histogram] = {}

@@ -713,7 +713,7 @@ def load_and_measure(
                 "temp": str(placement.temp) if placement.temp else None,
             },
             "settings": engine.effective_settings(),
-            "latency": latency_summary(intervals, timed, options.mode),
+            "latency": latency_summary(intervals, timed),
         }
     )
     if warm is not None:
