@@ -67,7 +67,6 @@ baseline_every = 2
 kind = "populate"
 engine = "sqlite"
 rows = 3000
-sample_interval = "100ms"
 [layouts.one]
 data_dirs = ["a"]
 [layouts.two]

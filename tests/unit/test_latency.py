@@ -172,7 +172,29 @@ def test_time_warmup_is_a_boundary() -> None:
     rec.clocks[0].record(OpKind.TRANSACTION, time.perf_counter_ns())
     (only,) = rec.finish(time.perf_counter_ns())
     assert not only.warmup
-    assert only.seq == 3
+    assert only.seq == 30  # a 3-s load keeps the fine start's grid: 0.1 s
+    assert rec.interval_s == pytest.approx(0.1)
+
+
+def test_a_load_past_the_fine_start_lands_on_whole_intervals() -> None:
+    from iolab.latency.recording import Interval, _widen
+
+    t0 = time.perf_counter_ns() - 45 * 10**9  # 45 s ago; the fine start ended at 30 s
+    rec = LatencyRecording(1, Pacing(1.0))
+    rec.begin(t0)
+    rec.clocks[0].record(OpKind.COMMIT, time.perf_counter_ns())
+    (only,) = rec.finish(time.perf_counter_ns())
+    assert only.seq == 45 and rec.interval_s == 1.0
+    # the fine start's histograms merge bucket by bucket into whole intervals
+    fine = []
+    for seq in range(20):
+        h = Histogram()
+        h.add_values([100 + seq] * (seq + 1))
+        fine.append(Interval(0, OpKind.COMMIT, seq, False, seq / 10, (seq + 1) / 10, h))
+    wide = sorted(_widen(fine, 300, 10), key=lambda i: i.seq)
+    assert [(i.seq, i.histogram.total) for i in wide] == [(0, 55), (1, 155)]
+    assert (wide[1].start_s, wide[1].end_s) == (1.0, 2.0)
+    assert wide[0].histogram.max_us == 109 and wide[1].histogram.min_us == 110
 
 
 def test_summary_and_series() -> None:

@@ -286,3 +286,95 @@ def test_a_requested_checkpoint_takes_the_pages_of_the_engines_record_of_it() ->
         (30.0, None, None, "wal"),
     ]
     assert merged[1].detail == "CHECKPOINT; wrote 3202 buffers"
+
+
+class Scripted:
+    """A probe whose readings follow its sample times: a rate of ``t`` per second (so each
+    interval's count is known exactly), a gauge equal to ``t``, and a ratio that has nothing to
+    say (0 / 0) in the second half of each second."""
+
+    fast = False
+    drop_idle = False
+    name = "scripted"
+    rate = SeriesKey("scripted", "rate", "1/s", Kind.RATE)
+    gauge = SeriesKey("scripted", "gauge", "s", Kind.GAUGE)
+    ratio = SeriesKey("scripted", "ratio", "ms", Kind.RATIO)
+
+    def open(self, warn: Warn) -> None:
+        pass
+
+    def start(self, t0_wall: float) -> None:
+        pass
+
+    def sample(self, t: float, dt: float) -> Sequence[Reading]:
+        busy = (t % 1.0) <= 0.5 + 1e-9 and t % 1.0 > 1e-9
+        return [
+            Reading(self.rate, t * dt, dt),  # rate t over dt seconds
+            Reading(self.gauge, t),
+            Reading(self.ratio, 2.0 * dt if busy else 0.0, dt if busy else 0.0),
+        ]
+
+    def finish(self, t: float) -> Findings:
+        return Findings()
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_sampling_grid_is_fine_at_first_and_divides_the_interval() -> None:
+    from iolab.sampling import Grid
+
+    g = Grid.adaptive(1.0)
+    assert (g.fine, g.ratio, g.fine_until, g.fine_steps) == (pytest.approx(0.1), 10, 30.0, 300)
+    assert g.step_for(1.0) == pytest.approx(0.1) and g.step_for(31.0) == 1.0
+    g7 = Grid.adaptive(7.0)  # the fine start ends on an interval boundary: 35 s
+    assert (g7.ratio, g7.fine_until) == (70, 35.0)
+    g25 = Grid.adaptive(0.25)  # the fine step divides the interval: 0.125 s, not 0.1
+    assert (g25.ratio, g25.fine) == (3, pytest.approx(0.25 / 3))
+    assert Grid.adaptive(0.1).fine_steps == 0  # no finer than 10 Hz
+    assert Grid.adaptive(0.1).step_for(100.0) == 0.1
+
+
+def test_a_run_longer_than_the_fine_start_keeps_exact_totals_on_the_set_interval() -> None:
+    from iolab.probes.recorder import _Group, _Notes
+    from iolab.sampling import Grid
+
+    group = _Group(Grid.adaptive(1.0), [Scripted()])
+    notes = _Notes()
+    # the thread's ticks, driven by hand: 300 fine ticks, one late by half a step (t = 12.35)
+    # and one missed (12.4 and 12.5 read at once at 12.5), then whole seconds
+    ticks = [round(0.1 * k, 10) for k in range(1, 301) if k not in (123, 124)]
+    ticks.insert(122, 12.35)
+    tick = 1
+    for t in ticks:
+        passed = min(max(tick, math.floor(t / 0.1 + 1e-9)), 300)
+        group.sample(t, passed - tick + 1, notes)
+        tick = passed + 1
+    assert group.fine and group.slots == 300
+    fine_rate = group.tracks[Scripted.rate]
+    fine_total = fine_rate.total_num
+    assert fine_total == pytest.approx(30.0**2 / 2, rel=0.01)  # integral of t dt
+    assert group._coarsen() == 30 and not group.fine and group.interval == 1.0
+    assert fine_rate.peak == pytest.approx(29.55, abs=1e-3)  # the merged values' peak
+    for t in (31.0, 32.0, 32.5):
+        group.sample(t, 1, notes)
+    series = {s.key.name: s for s in group.series(32.5)}
+    rate, gauge, ratio = series["rate"], series["gauge"], series["ratio"]
+    assert (rate.t0, rate.interval, rate.n) == (1.0, 1.0, 33)
+    assert rate.total_num == pytest.approx(fine_total + 31.0 + 32.0 + 32.5 * 0.5)
+    # second k's rate is the mean of t over it: about k - 0.5 (the fine samples' right ends)
+    assert rate.values[9] == pytest.approx(9.55, abs=1e-3)
+    assert gauge.values[9] == pytest.approx(10.0) and gauge.values[29] == pytest.approx(30.0)
+    assert gauge.mean == pytest.approx(sum(gauge.values) / 33, rel=1e-6)
+    # a ratio: sum(num) / sum(den) over the busy half of each second, never a mean of means
+    assert ratio.values[3] == pytest.approx(2.0) and ratio.mean == pytest.approx(2.0)
+    assert rate.peak == pytest.approx(32.5)  # the last, half-interval reading
+
+
+def test_a_short_run_keeps_ten_points_a_second() -> None:
+    with Recorder([Ticker("t", 100.0)], interval=1.0) as rec:
+        time.sleep(1.05)
+    series = rec.data.one("t", "ticks_per_s")
+    assert series is not None and series.interval == pytest.approx(0.1)
+    assert rec.data.interval == pytest.approx(0.1)
+    assert series.n >= 10 and series.total == pytest.approx(100.0 * rec.data.duration, rel=0.02)

@@ -28,8 +28,8 @@ SampleIntervalOption = Annotated[
     str,
     typer.Option(
         "--sample-interval",
-        help="How often the probes sample devices, CPU and engine counters (wait events: 10 "
-        "times a second), e.g. 1s, 500ms, 5s.",
+        help="How often the probes sample devices, CPU and engine counters, e.g. 1s, 500ms, "
+        "5s; each run's first 30 s are sampled 10 times a second (wait events: always).",
     ),
 ]
 NoProbesOption = Annotated[

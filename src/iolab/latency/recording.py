@@ -21,10 +21,11 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from iolab.latency.histogram import Histogram
+from iolab.sampling import Grid
 
 _NEVER = sys.maxsize
 
@@ -44,7 +45,7 @@ KIND_ORDER = (OpKind.TRANSACTION, OpKind.STATEMENT, OpKind.COMMIT)
 class Pacing:
     """The shared schedule of one load."""
 
-    interval_s: float  # histogram interval: the probe interval
+    interval_s: float  # histogram interval: the probe interval (finer at first: Grid)
     warmup_s: float | None = None  # a time warm-up
     warmup_rows: int | None = None  # a warm-up of rows: it ends by count (end_warmup)
     duration_s: float | None = None  # --duration: no new operation starts after it
@@ -73,7 +74,8 @@ class LoaderClock:
         self.index = index
         self.timed = timed
         self._t0 = t0_ns
-        self._step = max(1, round(pacing.interval_s * 1e9))
+        self._step, self._fine_steps, self._ratio = _grid_ns(pacing.interval_s)
+        self._fine_end = t0_ns + self._fine_steps * self._step  # where the step widens
         self._deadline = (
             t0_ns + round(pacing.duration_s * 1e9) if pacing.duration_s is not None else _NEVER
         )
@@ -144,11 +146,22 @@ class LoaderClock:
             self._warm = False
             self._start = end
             self._warm_end = _NEVER
-        seq = (now - self._t0) // self._step
+        seq, start, end = self._slot(now)
         if seq != self._seq:
             self._seq = seq
-            self._start = self._t0 + seq * self._step
-        self._roll_at = self._t0 + (seq + 1) * self._step
+            self._start = start
+        self._roll_at = end
+
+    def _slot(self, now: int) -> tuple[int, int, int]:
+        """The grid interval ``now`` is in: its number, start and end (ns). Numbers count fine
+        steps through the fine start, whole intervals after it."""
+        if now < self._fine_end:
+            seq = (now - self._t0) // self._step
+            return seq, self._t0 + seq * self._step, self._t0 + (seq + 1) * self._step
+        wide = self._step * self._ratio
+        k = (now - self._fine_end) // wide
+        start = self._fine_end + k * wide
+        return self._fine_steps + k, start, start + wide
 
     def _close(self, end: int) -> None:
         values = self._values
@@ -180,6 +193,7 @@ class LatencyRecording:
         self.t0_ns = 0
         self.clocks: list[LoaderClock] = []
         self._intervals: dict[tuple[int, OpKind, int, bool], Interval] = {}
+        self.interval_s = pacing.interval_s  # the grid step of the intervals finish returns
 
     def begin(self, t0_ns: int) -> None:
         """The load starts at ``t0_ns`` (perf_counter ns): make each loader's clock."""
@@ -220,11 +234,46 @@ class LatencyRecording:
         found.histogram.add_values(raw)
 
     def finish(self, end_ns: int) -> list[Interval]:
-        """Close every loader's last interval and return all intervals, in time order."""
+        """Close every loader's last interval and return all intervals, in time order: on the
+        fine grid for a load that ended within the fine start, else on whole intervals (the
+        fine start's histograms merged, bucket by bucket; see :class:`iolab.sampling.Grid`)."""
         for c in self.clocks:
             c.finish(end_ns)
         self.collect()
-        return sorted(self._intervals.values(), key=lambda i: (i.seq, i.warmup is False, i.loader))
+        intervals = list(self._intervals.values())
+        step_ns, fine_steps, ratio = _grid_ns(self.pacing.interval_s)
+        if end_ns - self.t0_ns <= fine_steps * step_ns:
+            self.interval_s = step_ns / 1e9 if fine_steps else self.pacing.interval_s
+        else:
+            intervals = _widen(intervals, fine_steps, ratio)
+        return sorted(intervals, key=lambda i: (i.seq, i.warmup is False, i.loader))
+
+
+def _grid_ns(interval_s: float) -> tuple[int, int, int]:
+    """The loaders' grid in ns: the fine step, the fine steps of the fine start, and fine
+    steps per interval (a whole interval is exactly ``ratio`` steps)."""
+    grid = Grid.adaptive(interval_s)
+    return max(1, round(grid.fine * 1e9)), grid.fine_steps, grid.ratio
+
+
+def _widen(intervals: Iterable[Interval], fine_steps: int, ratio: int) -> list[Interval]:
+    """Renumber intervals onto whole intervals, merging the fine start's ``ratio`` steps."""
+    wide: dict[tuple[int, OpKind, int, bool], Interval] = {}
+    for i in intervals:
+        seq = i.seq // ratio if i.seq < fine_steps else i.seq - fine_steps + fine_steps // ratio
+        key = (i.loader, i.kind, seq, i.warmup)
+        found = wide.get(key)
+        if found is None:
+            wide[key] = replace(i, seq=seq)
+        else:
+            histogram = Histogram.merged([found.histogram, i.histogram])
+            wide[key] = replace(
+                found,
+                start_s=min(found.start_s, i.start_s),
+                end_s=max(found.end_s, i.end_s),
+                histogram=histogram,
+            )
+    return list(wide.values())
 
 
 def merged_by_kind(intervals: Iterable[Interval], *, warmup: bool = False) -> dict[str, Histogram]:

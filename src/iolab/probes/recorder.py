@@ -6,7 +6,9 @@
 
 Slow probes (devices, host, engine counters, checkpoints, the workload's progress) are sampled
 every ``interval`` seconds on one thread, fast ones (wait events) every ``wait_interval`` on
-another. Ticks are on a fixed grid (t0 + k * interval), so a late wake-up does not drift the
+another. The slow probes' first seconds are sampled at 10 Hz (:class:`iolab.sampling.Grid`): a
+short run keeps that fine grid, a longer one has it merged into whole intervals when the fine
+start ends. Ticks are on a fixed grid (t0 + k * step), so a late wake-up does not drift the
 series; a tick missed altogether repeats the next reading, whose rate covers both. When the block
 ends the probes take a last sample (folded into the previous value when it came less than a
 quarter interval after it) and hand over their findings.
@@ -32,6 +34,7 @@ from iolab.events import EventSink, Warning, discard
 from iolab.probes.data import ProbeData, Series
 from iolab.probes.interface import Findings, Kind, Probe, ProbeUnavailable, Reading, SeriesKey
 from iolab.results import RunOutcome
+from iolab.sampling import Grid
 
 DEFAULT_INTERVAL = 1.0
 WAIT_INTERVAL = 0.1  # 10 Hz
@@ -50,10 +53,16 @@ class _Track:
     drop_idle: bool = False  # dropped at the end if it never moved
     moved: bool = False
     last: tuple[float, float] = (math.nan, math.nan)
+    # each value's fraction, kept while the grid is fine so that it can be merged (coarsen)
+    nums: array[float] | None = None
+    dens: array[float] | None = None
 
     def add(self, reading: Reading, slots: int) -> None:
         value = reading.value
         self.values.extend([value] * slots)
+        if self.nums is not None and self.dens is not None:
+            self.nums.extend([reading.num / slots] * slots)
+            self.dens.extend([reading.den / slots] * slots)
         self.total_num += reading.num
         self.total_den += reading.den
         self.last = (reading.num, reading.den)
@@ -84,16 +93,63 @@ class _Track:
         if num != 0 and not math.isnan(num):
             self.moved = True
 
+    def missing(self, slots: int) -> None:
+        """``slots`` values the probe had nothing for."""
+        self.values.extend([math.nan] * slots)
+        if self.nums is not None and self.dens is not None:
+            self.nums.extend([math.nan] * slots)
+            self.dens.extend([math.nan] * slots)
+
+    def coarsen(self, ratio: int) -> None:
+        """Merge every ``ratio`` values into one: a rate or a ratio adds its fractions, a gauge
+        keeps its last value. The run's totals of rates and ratios do not change; a gauge's
+        mean becomes the mean of the merged values, each now standing for the same time."""
+        nums, dens = self.nums, self.dens
+        assert nums is not None
+        assert dens is not None
+        merged: array[float] = array("f")
+        peak = -math.inf
+        num = den = math.nan
+        for start in range(0, len(self.values), ratio):
+            end = start + ratio
+            if self.key.kind is Kind.GAUGE:
+                finite = [v for v in self.values[start:end] if not math.isnan(v)]
+                value = finite[-1] if finite else math.nan
+                num, den = value, 1.0
+            else:
+                both = zip(nums[start:end], dens[start:end], strict=True)
+                pairs = [(n, d) for n, d in both if not math.isnan(n)]
+                num = sum(n for n, _ in pairs) if pairs else math.nan
+                den = sum(d for _, d in pairs) if pairs else math.nan
+                value = num / den if pairs and den else math.nan
+            merged.append(value)
+            if not math.isnan(value) and value > peak:
+                peak = value
+        if self.key.kind is Kind.GAUGE:
+            finite = [v for v in merged if not math.isnan(v)]
+            self.total_num, self.total_den = float(sum(finite)), float(len(finite))
+        self.values, self.peak, self.last = merged, peak, (num, den)
+        self.nums = self.dens = None
+
 
 @dataclass
 class _Group:
-    """Probes sampled on one thread at one interval."""
+    """Probes sampled on one thread on one grid."""
 
-    interval: float
+    grid: Grid
     probes: list[Probe]
     tracks: dict[SeriesKey, _Track] = field(default_factory=dict)
     slots: int = 0
     last_t: float = 0.0
+    fine: bool = field(init=False)  # still on the grid's fine start
+
+    def __post_init__(self) -> None:
+        self.fine = self.grid.fine_steps > 0
+
+    @property
+    def interval(self) -> float:
+        """The step of the grid now."""
+        return self.grid.fine if self.fine else self.grid.interval
 
     def sample(self, t: float, slots: int, note: _Notes, *, fold: bool = False) -> None:
         dt = t - self.last_t
@@ -111,6 +167,9 @@ class _Group:
                     track = _Track(
                         reading.key, array("f", [math.nan] * self.slots), drop_idle=probe.drop_idle
                     )
+                    if self.fine:
+                        track.nums = array("d", [math.nan] * self.slots)
+                        track.dens = array("d", [math.nan] * self.slots)
                     self.tracks[reading.key] = track
                 if fold:
                     track.fold(reading)
@@ -120,7 +179,7 @@ class _Group:
         if not fold:
             for key, track in self.tracks.items():
                 if key not in touched:
-                    track.values.extend([math.nan] * slots)
+                    track.missing(slots)
             self.slots += slots
         self.last_t = t
 
@@ -129,8 +188,21 @@ class _Group:
         while not stop.wait(max(0.0, t0 + tick * self.interval - time.perf_counter())):
             t = time.perf_counter() - t0
             passed = max(tick, math.floor(t / self.interval))
+            if self.fine:  # a late tick at the end of the fine start still ends it
+                passed = min(passed, self.grid.fine_steps)
             self.sample(t, passed - tick + 1, note)
             tick = passed + 1
+            if self.fine and tick > self.grid.fine_steps:
+                tick = self._coarsen() + 1
+
+    def _coarsen(self) -> int:
+        """End the fine start: merge its values into whole intervals; returns their number."""
+        ratio = self.grid.ratio
+        for track in self.tracks.values():
+            track.coarsen(ratio)
+        self.fine = False
+        self.slots = math.ceil(self.slots / ratio)
+        return self.slots
 
     def finish(self, t: float, note: _Notes) -> None:
         short = self.slots > 0 and t - self.last_t < MERGE_FRACTION * self.interval
@@ -199,8 +271,8 @@ class Recorder:
         self._probes = list(probes)
         self._events = events
         self._notes = _Notes()
-        self._slow = _Group(interval, [])
-        self._fast = _Group(wait_interval, [])
+        self._slow = _Group(Grid.adaptive(interval), [])
+        self._fast = _Group(Grid.fixed(wait_interval), [])
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._opened: list[Probe] = []

@@ -737,7 +737,7 @@ def load_and_measure(
             )
     outcome.latency = LatencyData(
         intervals=tuple(intervals),
-        interval_s=pacing.interval_s,
+        interval_s=latency.interval_s,
         start_unix=time.time() - (time.perf_counter() - t0),
         probe_offset_s=t0 - recorder.t0 if recorder is not None else 0.0,
         warmup_s=warm.seconds if warm else None,
