@@ -1,6 +1,6 @@
 """The time grid that probes and latency histograms share: fine at first, then the set interval.
 
-A run's first seconds are sampled at 10 Hz (:data:`FINE_S`) and the rest at the interval the
+A run's first 10 s are sampled at 10 Hz (:data:`FINE_S`) and the rest at the interval the
 user set, so a one-second run has ten points on its timeline and a ten-hour run keeps one point
 per interval. A run that ends within :attr:`Grid.fine_until` keeps the fine grid; a longer one
 has its fine start merged into whole intervals when the fine part ends, so every run's series sit
@@ -15,7 +15,8 @@ import math
 from dataclasses import dataclass
 
 FINE_S = 0.1  # seconds between samples at the start of a run
-FINE_FOR_S = 30.0  # how long the start is sampled finely (rounded up to whole intervals)
+FINE_FOR_S = 10.0  # how long the start is sampled finely (rounded up to whole intervals): a
+# run this long has ten values at the default 1 s without it
 
 
 @dataclass(frozen=True)

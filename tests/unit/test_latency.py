@@ -179,7 +179,7 @@ def test_time_warmup_is_a_boundary() -> None:
 def test_a_load_past_the_fine_start_lands_on_whole_intervals() -> None:
     from iolab.latency.recording import Interval, _widen
 
-    t0 = time.perf_counter_ns() - 45 * 10**9  # 45 s ago; the fine start ended at 30 s
+    t0 = time.perf_counter_ns() - 45 * 10**9  # 45 s ago; the fine start ended at 10 s
     rec = LatencyRecording(1, Pacing(1.0))
     rec.begin(t0)
     rec.clocks[0].record(OpKind.COMMIT, time.perf_counter_ns())

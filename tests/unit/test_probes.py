@@ -325,10 +325,10 @@ def test_the_sampling_grid_is_fine_at_first_and_divides_the_interval() -> None:
     from iolab.sampling import Grid
 
     g = Grid.adaptive(1.0)
-    assert (g.fine, g.ratio, g.fine_until, g.fine_steps) == (pytest.approx(0.1), 10, 30.0, 300)
-    assert g.step_for(1.0) == pytest.approx(0.1) and g.step_for(31.0) == 1.0
-    g7 = Grid.adaptive(7.0)  # the fine start ends on an interval boundary: 35 s
-    assert (g7.ratio, g7.fine_until) == (70, 35.0)
+    assert (g.fine, g.ratio, g.fine_until, g.fine_steps) == (pytest.approx(0.1), 10, 10.0, 100)
+    assert g.step_for(1.0) == pytest.approx(0.1) and g.step_for(11.0) == 1.0
+    g7 = Grid.adaptive(7.0)  # the fine start ends on an interval boundary: 14 s
+    assert (g7.ratio, g7.fine_until) == (70, 14.0)
     g25 = Grid.adaptive(0.25)  # the fine step divides the interval: 0.125 s, not 0.1
     assert (g25.ratio, g25.fine) == (3, pytest.approx(0.25 / 3))
     assert Grid.adaptive(0.1).fine_steps == 0  # no finer than 10 Hz
@@ -339,7 +339,7 @@ def test_a_run_longer_than_the_fine_start_keeps_exact_totals_on_the_set_interval
     from iolab.probes.recorder import _Group, _Notes
     from iolab.sampling import Grid
 
-    group = _Group(Grid.adaptive(1.0), [Scripted()])
+    group = _Group(Grid(1.0, 0.1, 30.0), [Scripted()])  # a 30-s fine start
     notes = _Notes()
     # the thread's ticks, driven by hand: 300 fine ticks, one late by half a step (t = 12.35)
     # and one missed (12.4 and 12.5 read at once at 12.5), then whole seconds

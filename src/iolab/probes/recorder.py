@@ -58,15 +58,26 @@ class _Track:
     dens: array[float] | None = None
 
     def add(self, reading: Reading, slots: int) -> None:
-        value = reading.value
-        self.values.extend([value] * slots)
-        if self.nums is not None and self.dens is not None:
-            self.nums.extend([reading.num / slots] * slots)
-            self.dens.extend([reading.den / slots] * slots)
-        self.total_num += reading.num
-        self.total_den += reading.den
-        self.last = (reading.num, reading.den)
-        self._seen(value, reading.num)
+        # the hot path: hundreds of series per sample, ten samples a second at a run's start
+        _, num, den = reading
+        value = num / den if den else math.nan
+        nums, dens = self.nums, self.dens
+        if slots == 1:
+            self.values.append(value)
+            if nums is not None and dens is not None:
+                nums.append(num)
+                dens.append(den)
+        else:
+            self.values.extend([value] * slots)
+            if nums is not None and dens is not None:
+                nums.extend([num / slots] * slots)
+                dens.extend([den / slots] * slots)
+        self.total_num += num
+        self.total_den += den
+        self.last = (num, den)
+        self.peak = max(self.peak, value)  # a NaN value never wins: NaN > x is False
+        if num and not self.moved and not math.isnan(num):
+            self.moved = True
 
     def fold(self, reading: Reading) -> None:
         """Fold a short last reading into the previous value."""
