@@ -52,6 +52,16 @@ def parse_duration(text: str | float, field: str) -> float:
     return seconds
 
 
+def format_seconds(seconds: float) -> str:
+    """A duration as it would be written in a file: ``500ms``, ``5s``, ``2m``, ``1h``, ``90s``."""
+    for unit, scale in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if seconds >= scale and (seconds / scale).is_integer():
+            return f"{seconds / scale:g}{unit}"
+    if 0 < seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    return f"{seconds:g}s"
+
+
 def parse_int_list(text: str, field: str, *, minimum: int = 1) -> list[int]:
     """``1,8,32`` -> [1, 8, 32]; every item at least ``minimum``."""
     items = [t.strip() for t in text.split(",") if t.strip()]

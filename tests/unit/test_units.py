@@ -52,3 +52,18 @@ def test_labels() -> None:
     assert block_label(1 << 20) == "1M"
     assert block_label(128 * 1024) == "128K"
     assert format_bytes(1 << 30) == "1.0 GiB"
+
+
+def test_seconds_are_written_as_a_file_writes_them() -> None:
+    from iolab.units import format_seconds
+
+    got = [format_seconds(x) for x in (5.0, 0.5, 120.0, 90.0, 3600.0, 5.5, 0.1, 0.0)]
+    assert got == ["5s", "500ms", "2m", "90s", "1h", "5.5s", "100ms", "0s"]
+
+
+def test_cell_labels_show_durations_in_their_units() -> None:
+    from iolab.analysis.findings import label_of
+
+    values = {"checkpoint_every": 5.0, "connections": 16, "presize_wal": "off", "duration": 600}
+    assert label_of(values) == "checkpoint_every=5s connections=16 presize_wal=off duration=10m"
+    assert label_of({"data_dirs": ["a", "b"]}) == "data_dirs=a+b"

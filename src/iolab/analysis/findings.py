@@ -24,6 +24,7 @@ from iolab.analysis.stats import (
     p_value,
     summarize,
 )
+from iolab.units import format_seconds
 
 # A value of a matrix key as the stored params hold it (a JSON scalar, or a list: data dirs)
 MatrixValue: TypeAlias = str | int | float | bool | list[str | int | float | bool | None] | None
@@ -392,7 +393,7 @@ def gain_sentence(d: DimensionGain) -> str:
     significant = sum(1 for p in d.pairs if p.significant)
     gain = (d.mean_better - 1.0) * 100.0
     return (
-        f"{d.key}={d.a} vs {d.key}={d.b}: average gain {gain:+.1f}% across {len(d.pairs)} "
+        f"{d.key}={show_value(d.key, d.a)} vs {d.key}={show_value(d.key, d.b)}: average gain {gain:+.1f}% across {len(d.pairs)} "
         f"paired cell(s), {significant} of them significant"
     )
 
@@ -408,10 +409,21 @@ def matrix_values(params: Mapping[str, Any], keys: Sequence[str]) -> dict[str, M
     return out
 
 
+# matrix keys whose values are seconds: labels write them as the file does (5s, not 5.0)
+SECONDS_KEYS = frozenset({"duration", "sample_interval", "checkpoint_every", "interval", "timeout"})
+
+
+def show_value(key: str, value: MatrixValue) -> str:
+    """A matrix value as a label shows it."""
+    if isinstance(value, list):
+        return "+".join(map(str, value))
+    if key in SECONDS_KEYS and isinstance(value, int | float) and not isinstance(value, bool):
+        return format_seconds(value)
+    return str(value)
+
+
 def label_of(values: Mapping[str, MatrixValue]) -> str:
-    return " ".join(
-        f"{k}={'+'.join(map(str, v)) if isinstance(v, list) else v}" for k, v in values.items()
-    )
+    return " ".join(f"{k}={show_value(k, v)}" for k, v in values.items())
 
 
 def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
