@@ -393,8 +393,8 @@ def gain_sentence(d: DimensionGain) -> str:
     significant = sum(1 for p in d.pairs if p.significant)
     gain = (d.mean_better - 1.0) * 100.0
     return (
-        f"{d.key}={show_value(d.key, d.a)} vs {d.key}={show_value(d.key, d.b)}: average gain {gain:+.1f}% across {len(d.pairs)} "
-        f"paired cell(s), {significant} of them significant"
+        f"{d.key}={show_value(d.key, d.a)} vs {d.key}={show_value(d.key, d.b)}: average gain "
+        f"{gain:+.1f}% across {len(d.pairs)} paired cell(s), {significant} of them significant"
     )
 
 
