@@ -378,3 +378,18 @@ def test_a_short_run_keeps_ten_points_a_second() -> None:
     assert series is not None and series.interval == pytest.approx(0.1)
     assert rec.data.interval == pytest.approx(0.1)
     assert series.n >= 10 and series.total == pytest.approx(100.0 * rec.data.duration, rel=0.02)
+
+
+def test_a_run_that_ends_past_the_fine_start_before_its_last_fine_tick_is_merged_too() -> None:
+    from iolab.probes.recorder import _Group, _Notes
+    from iolab.sampling import Grid
+
+    group = _Group(Grid(1.0, 0.1, 2.0), [Scripted()])  # a 2-s fine start
+    notes = _Notes()
+    for k in range(1, 19):  # ticks up to 1.8 s; the thread is late for 1.9 and 2.0
+        group.sample(round(0.1 * k, 10), 1, notes)
+    group.finish(2.05, notes)
+    assert not group.fine and group.interval == 1.0
+    rate = next(s for s in group.series(2.05) if s.key.name == "rate")
+    assert rate.n == 2 and rate.values[0] == pytest.approx(0.55, abs=1e-3)
+    assert rate.total_num == pytest.approx(sum(0.1 * k * 0.1 for k in range(1, 19)) + 2.05 * 0.25)

@@ -218,6 +218,8 @@ class _Group:
     def finish(self, t: float, note: _Notes) -> None:
         short = self.slots > 0 and t - self.last_t < MERGE_FRACTION * self.interval
         self.sample(t, 1, note, fold=short)
+        if self.fine and t > self.grid.fine_until:  # its last fine tick came too late, or never
+            self._coarsen()  # a run longer than the fine start has whole intervals, always
 
     def series(self, end: float) -> list[Series]:
         out = []
