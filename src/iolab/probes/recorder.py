@@ -13,6 +13,12 @@ series; a tick missed altogether repeats the next reading, whose rate covers bot
 ends the probes take a last sample (folded into the previous value when it came less than a
 quarter interval after it) and hand over their findings.
 
+Live: inside :func:`publishing`, a third thread hands each series' new values to a
+:class:`LiveSink` every ``flush_interval`` seconds (the results database's chunks, see
+:mod:`iolab.store.live`), so a run can be watched while it records and a crash loses at most
+the last chunk. It only reads what the sampling threads appended; a sink that fails is tried
+again at the next flush, and never stops the recording or the workload.
+
 The recorder never raises because of a probe: a probe that cannot open, or fails later, is
 dropped with one warning, and the workload goes on. Warnings are emitted as events from the
 thread that entered and left the block, never from the sampling threads.
@@ -22,16 +28,19 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sqlite3
 import threading
 import time
 from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Protocol
 
 from iolab.events import EventSink, Warning, discard
-from iolab.probes.data import ProbeData, Series
+from iolab.probes.data import Chunk, ProbeData, Series
 from iolab.probes.interface import Findings, Kind, Probe, ProbeUnavailable, Reading, SeriesKey
 from iolab.results import RunOutcome
 from iolab.sampling import Grid
@@ -39,6 +48,29 @@ from iolab.sampling import Grid
 DEFAULT_INTERVAL = 1.0
 WAIT_INTERVAL = 0.1  # 10 Hz
 MERGE_FRACTION = 0.25  # a last sample closer than this to the previous tick is folded into it
+FLUSH_INTERVAL = 1.0  # seconds between two live flushes
+
+
+class LiveSink(Protocol):
+    """Where the series' new values go while a run records; called from one thread."""
+
+    def write(self, chunks: Sequence[Chunk]) -> None:
+        """Keep ``chunks``, or raise: they are handed again, with what came since, next time."""
+
+    def close(self) -> None: ...
+
+
+_live: ContextVar[LiveSink | None] = ContextVar("iolab_live_sink", default=None)
+
+
+@contextmanager
+def publishing(sink: LiveSink) -> Iterator[None]:
+    """Recorders entered inside the block flush their series to ``sink`` as they record."""
+    token = _live.set(sink)
+    try:
+        yield
+    finally:
+        _live.reset(token)
 
 
 @dataclass
@@ -266,6 +298,57 @@ def _reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+class _Flusher:
+    """Hands what the sampling threads appended since the last flush to a sink."""
+
+    def __init__(self, sink: LiveSink, groups: Sequence[_Group], note: _Notes) -> None:
+        self.sink = sink
+        self.groups = groups
+        self.note = note
+        self.numbers: dict[SeriesKey, int] = {}
+        self.sent: dict[SeriesKey, int] = {}
+        self.broken = False
+
+    def flush(self) -> None:
+        if self.broken:
+            return
+        chunks = []
+        for group in self.groups:
+            for key, track in list(group.tracks.items()):  # a copy: a sampler may add one
+                sent = self.sent.get(key, 0)
+                values = track.values[sent:]  # one slice: the sampler only appends
+                if values:
+                    number = self.numbers.setdefault(key, len(self.numbers))
+                    chunks.append(Chunk(number, key, group.interval, sent, values.tolist()))
+        try:
+            self.sink.write(chunks)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                return  # the runner is writing: these values go with the next flush
+            self._give_up(exc)
+            return
+        except Exception as exc:
+            self._give_up(exc)
+            return
+        for c in chunks:
+            self.sent[c.key] = c.start + len(c.values)
+
+    def _give_up(self, exc: BaseException) -> None:
+        self.broken = True
+        self.note.add(
+            f"the live view stopped getting this run's series ({_reason(exc)}); "
+            "they are all stored when the run ends"
+        )
+
+    def run(self, interval: float, stop: threading.Event) -> None:
+        try:
+            while not stop.wait(interval):
+                self.flush()
+        finally:
+            with contextlib.suppress(Exception):
+                self.sink.close()
+
+
 class Recorder:
     """Samples ``probes`` while the ``with`` block runs; the result is in :attr:`data`."""
 
@@ -276,9 +359,11 @@ class Recorder:
         interval: float = DEFAULT_INTERVAL,
         wait_interval: float = WAIT_INTERVAL,
         events: EventSink = discard,
+        flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
-        if not interval > 0 or not wait_interval > 0:
-            raise ValueError("sampling intervals must be positive")
+        if not interval > 0 or not wait_interval > 0 or not flush_interval > 0:
+            raise ValueError("sampling and flushing intervals must be positive")
+        self._flush_interval = flush_interval
         self._probes = list(probes)
         self._events = events
         self._notes = _Notes()
@@ -340,6 +425,17 @@ class Recorder:
                 )
                 thread.start()
                 self._threads.append(thread)
+        sink = _live.get()
+        if sink is not None and self._threads:
+            flusher = _Flusher(sink, (self._slow, self._fast), self._notes)
+            thread = threading.Thread(
+                target=flusher.run,
+                args=(self._flush_interval, self._stop),
+                name="iolab-live",
+                daemon=True,
+            )
+            thread.start()
+            self._threads.append(thread)
         return self
 
     def __exit__(
