@@ -260,6 +260,12 @@ def figure(
     return {"data": data, "layout": layout}
 
 
+def figure_json(fig: dict[str, object]) -> str:
+    """A figure as compact JSON (what :func:`block` embeds; ``iolab serve``'s live timeline
+    sends it), its series in the short form :data:`SCRIPT` expands."""
+    return _dump(fig)
+
+
 def block(
     ident: str, plots: Sequence[Plot], x_max: float, title: str, max_points: int = MAX_POINTS
 ) -> str:
