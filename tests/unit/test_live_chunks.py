@@ -1,0 +1,181 @@
+"""Probe series flushed in chunks while a run records (iolab.store.live, the recorder's
+flusher): the chunks are a prefix of what was sampled, the final record replaces them (no
+sample twice), a killed process keeps what it flushed, and a read-only opening reads them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from iolab.probes.interface import Findings, Kind, Reading, SeriesKey, Warn
+from iolab.probes.recorder import Recorder, publishing
+from iolab.results import CellId, RunOutcome, RunStatus
+from iolab.store import live as live_store
+from iolab.store import open_readonly, open_store
+from iolab.store.live import ChunkWriter
+
+KEY = SeriesKey("count", "n", "", Kind.GAUGE)
+
+
+class Counter:
+    """A probe whose k-th sample is k; it stops answering (blocks) after ``last`` samples."""
+
+    name = "count"
+    fast = False
+    drop_idle = False
+
+    def __init__(self, last: int | None = None) -> None:
+        self.k = 0
+        self.last = last
+        self.held = threading.Event()
+
+    def open(self, warn: Warn) -> None:
+        pass
+
+    def start(self, t0_wall: float) -> None:
+        pass
+
+    def sample(self, t: float, dt: float) -> Sequence[Reading]:
+        if self.last is not None and self.k >= self.last:
+            self.held.wait()  # the sampler waits here: nothing more is sampled
+        self.k += 1
+        return [Reading(KEY, float(self.k))]
+
+    def finish(self, t: float) -> Findings:
+        return Findings()
+
+    def close(self) -> None:
+        self.held.set()
+
+
+def _run(db: Path) -> int:
+    with open_store(db) as store:
+        exp = store.create_experiment("live", "command", {})
+        store.ensure_cell(exp, CellId("c"), "populate", {})
+        return int(store.start_run(exp, CellId("c"), 1, None))
+
+
+def _chunk_values(db: Path, run: int) -> list[float]:
+    conn = sqlite3.connect(db)
+    try:
+        data = live_store.load(conn, run)
+    finally:
+        conn.close()
+    if data is None:
+        return []
+    (series,) = data.series
+    return list(series.values)
+
+
+def _wait_for(check: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what} never came"
+        time.sleep(0.02)
+
+
+def test_chunks_are_a_prefix_and_the_final_record_replaces_them(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    run = _run(db)
+    probe = Counter(last=12)
+    recorder = Recorder([probe], interval=0.02, flush_interval=0.05)
+    with publishing(ChunkWriter(db, run)), recorder:
+        _wait_for(lambda: len(_chunk_values(db, run)) >= 12, "12 flushed values")
+        during = _chunk_values(db, run)
+        with open_readonly(db) as reader:  # what `iolab serve` opens
+            live = live_store.load(reader.conn, run)
+        assert live is not None
+        assert [s.key for s in live.series] == [KEY]
+        probe.held.set()  # sampling goes on, so the recorder can stop
+    assert during == [float(k) for k in range(1, 13)]  # in order, none missing, none twice
+    assert list(live.series[0].values)[:12] == during
+    data = recorder.data
+    outcome = RunOutcome(RunStatus.DONE, probes=data)
+    with open_store(db) as store:
+        assert live_store.count(store.conn, run) > 0
+        store.finish_run(store.run(run).id, outcome)
+        assert live_store.count(store.conn, run) == 0  # the chunks went with the final record
+        stored = store.probes(store.run(run).id)
+    assert stored is not None
+    (series,) = stored.series
+    assert list(series.values) == list(data.series[0].values)
+    assert list(series.values)[:12] == during
+    assert len(series.values) == len(data.series[0].values)  # no sample twice
+
+
+def test_without_a_sink_nothing_is_flushed(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    run = _run(db)
+    with Recorder([Counter()], interval=0.02, flush_interval=0.02):
+        time.sleep(0.2)
+    assert _chunk_values(db, run) == []
+
+
+def test_a_busy_database_keeps_the_values_for_the_next_flush(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    run = _run(db)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock for a while
+    probe = Counter(last=8)
+    with publishing(ChunkWriter(db, run)), Recorder([probe], interval=0.02, flush_interval=0.05):
+        time.sleep(0.6)  # several flushes find the database locked
+        assert _chunk_values(db, run) == []
+        holder.execute("ROLLBACK")
+        _wait_for(lambda: len(_chunk_values(db, run)) >= 8, "8 flushed values")
+        assert _chunk_values(db, run) == [float(k) for k in range(1, 9)]
+        probe.held.set()
+    holder.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, threading
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[3])
+    from test_live_chunks import Counter
+    from iolab.probes.recorder import Recorder, publishing
+    from iolab.results import RunId
+    from iolab.store.live import ChunkWriter
+    probe = Counter(last=int(sys.argv[2]))
+    with publishing(ChunkWriter(Path(sys.argv[1]), RunId(1))), Recorder(
+        [probe], interval=0.02, flush_interval=0.05
+    ):
+        threading.Event().wait()  # until killed
+    """
+)
+
+
+def test_a_killed_run_keeps_every_value_flushed_before(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    run = _run(db)
+    assert run == 1
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db), "10", str(Path(__file__).parent)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        _wait_for(lambda: len(_chunk_values(db, run)) >= 10, "10 flushed values")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert _chunk_values(db, run) == [float(k) for k in range(1, 11)]
+    with open_readonly(db) as reader:  # what a live view reads after the crash
+        live = live_store.load(reader.conn, run)
+    assert live is not None
+    assert list(live.series[0].values) == [float(k) for k in range(1, 11)]
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_the_flush_interval_must_be_positive(bad: float) -> None:
+    with pytest.raises(ValueError, match="intervals must be positive"):
+        Recorder([], flush_interval=bad)
