@@ -19,7 +19,7 @@ import pytest
 
 from iolab.probes.interface import Findings, Kind, Reading, SeriesKey, Warn
 from iolab.probes.recorder import Recorder, publishing
-from iolab.results import CellId, RunOutcome, RunStatus
+from iolab.results import CellId, RunId, RunOutcome, RunStatus
 from iolab.store import live as live_store
 from iolab.store import open_readonly, open_store
 from iolab.store.live import ChunkWriter
@@ -58,14 +58,14 @@ class Counter:
         self.held.set()
 
 
-def _run(db: Path) -> int:
+def _run(db: Path) -> RunId:
     with open_store(db) as store:
         exp = store.create_experiment("live", "command", {})
         store.ensure_cell(exp, CellId("c"), "populate", {})
-        return int(store.start_run(exp, CellId("c"), 1, None))
+        return store.start_run(exp, CellId("c"), 1, None)
 
 
-def _chunk_values(db: Path, run: int) -> list[float]:
+def _chunk_values(db: Path, run: RunId) -> list[float]:
     conn = sqlite3.connect(db)
     try:
         data = live_store.load(conn, run)
@@ -103,9 +103,9 @@ def test_chunks_are_a_prefix_and_the_final_record_replaces_them(tmp_path: Path) 
     outcome = RunOutcome(RunStatus.DONE, probes=data)
     with open_store(db) as store:
         assert live_store.count(store.conn, run) > 0
-        store.finish_run(store.run(run).id, outcome)
+        store.finish_run(run, outcome)
         assert live_store.count(store.conn, run) == 0  # the chunks went with the final record
-        stored = store.probes(store.run(run).id)
+        stored = store.probes(run)
     assert stored is not None
     (series,) = stored.series
     assert list(series.values) == list(data.series[0].values)
