@@ -85,5 +85,7 @@ def serve(
     )
     try:
         uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, after the server shut down
+        out.print("stopped")
     finally:
         sock.close()

@@ -253,7 +253,7 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
     r = found.ratio
     c = r.comparison
     ci = (
-        f"{r.better_low:.3g} to {r.better_high:.3g}"
+        f"{r.better_low:.4g} to {r.better_high:.4g}"
         if r.better_low is not None and r.better_high is not None
         else "-"
     )
@@ -270,7 +270,7 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
         [
             (
                 _e(found.metric),
-                f"<b id='ratio'>{r.better:.3g}</b>",
+                f"<b id='ratio'>{r.better:.4g}</b>",
                 f"<span id='ci'>{ci}</span>",
                 "-" if c.p_value is None else f"{c.p_value:.3g}",
                 f"{c.ratio:.3g}",
