@@ -17,6 +17,8 @@ plain functions; Starlette runs them in its thread pool.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +51,39 @@ POLICY = (
 HEADERS = {"content-security-policy": POLICY, "x-content-type-options": "nosniff"}
 
 
+class PageCache:
+    """The last few experiment pages, each kept while the store's runs are as they were when
+    it was built (a page of 1,000 runs with 50 timelines takes about a second to build; the
+    same page again comes from here). Any run added, started, finished or removed anywhere
+    in the store changes the key, as a new disk run changes a report's efficiency section."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self.pages: OrderedDict[tuple[object, ...], str] = OrderedDict()
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def key(store: Store, experiment: int) -> tuple[object, ...]:
+        row = store.conn.execute(
+            "SELECT COUNT(*), MAX(id), MAX(ended_at), SUM(status = 'running'),"
+            " SUM(status = 'done') FROM runs"
+        ).fetchone()
+        return (experiment, *row)
+
+    def get(self, key: tuple[object, ...]) -> str | None:
+        with self.lock:
+            page = self.pages.get(key)
+            if page is not None:
+                self.pages.move_to_end(key)
+            return page
+
+    def put(self, key: tuple[object, ...], page: str) -> None:
+        with self.lock:
+            self.pages[key] = page
+            while len(self.pages) > self.size:
+                self.pages.popitem(last=False)
+
+
 def create_app(results: Path, token: str | None = None) -> Starlette:
     """The application over the results database at ``results``; with ``token``, every
     request must carry it (see :mod:`iolab.serve.access`)."""
@@ -65,9 +100,20 @@ def create_app(results: Path, token: str | None = None) -> Starlette:
 
         return endpoint
 
+    cache = PageCache()
+
+    def experiment(store: Store, request: Request) -> Response:
+        exp = ExperimentId(int(request.path_params["id"]))
+        key = cache.key(store, exp)
+        page = cache.get(key)
+        if page is None:
+            page = _experiment_page(store, exp)
+            cache.put(key, page)
+        return _html(page)
+
     routes = [
         Route("/", reading(_experiments)),
-        Route("/experiments/{id:int}", reading(_experiment)),
+        Route("/experiments/{id:int}", reading(experiment)),
         Route("/runs/{id:int}", reading(_run)),
         Route("/runs/{id:int}/timeline.json", reading(_timeline_json)),
         Route("/compare", reading(_compare)),
@@ -94,12 +140,11 @@ def _experiments(store: Store, request: Request) -> Response:
     return _html(pages.experiments_page(browse_store.experiments(store, filters), filters))
 
 
-def _experiment(store: Store, request: Request) -> Response:
-    exp = ExperimentId(int(request.path_params["id"]))
+def _experiment_page(store: Store, exp: ExperimentId) -> str:
     built = report_lib.build(store, exp, timelines="median")
     page = html_report.report_page(built, datetime.now().isoformat(timespec="seconds"))
     labels = {str(c.id): c.label for c in built.cells}
-    return _html(pages.experiment_page(page, browse_store.runs_of(store, exp), labels))
+    return pages.experiment_page(page, browse_store.runs_of(store, exp), labels)
 
 
 def _probes(store: Store, run: RunId) -> ProbeData | None:
