@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab.probes import recorder as recorder_module
 from iolab.probes.interface import Findings, Kind, Reading, SeriesKey, Warn
 from iolab.probes.recorder import Recorder, publishing
 from iolab.results import CellId, RunId, RunOutcome, RunStatus
@@ -179,3 +180,26 @@ def test_a_killed_run_keeps_every_value_flushed_before(tmp_path: Path) -> None:
 def test_the_flush_interval_must_be_positive(bad: float) -> None:
     with pytest.raises(ValueError, match="intervals must be positive"):
         Recorder([], flush_interval=bad)
+
+
+def test_flushes_rewrite_a_block_until_it_is_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recorder_module._Flusher, "BLOCK", 4)
+    db = tmp_path / "r.db"
+    run = _run(db)
+    probe = Counter(last=10)
+    with publishing(ChunkWriter(db, run)), Recorder([probe], interval=0.02, flush_interval=0.03):
+        _wait_for(lambda: len(_chunk_values(db, run)) >= 10, "10 flushed values")
+        probe.held.set()
+    assert _chunk_values(db, run)[:10] == [float(k) for k in range(1, 11)]
+    with sqlite3.connect(db) as conn:
+        blocks = conn.execute(
+            "SELECT start, n FROM series_chunks WHERE run_id = ? ORDER BY start", (run,)
+        ).fetchall()
+    starts = [start for start, _ in blocks]
+    assert starts[0] == 0
+    for (start, n), following in zip(blocks, starts[1:], strict=False):
+        assert following == start + n  # closed blocks, each where the previous ended
+        assert n >= 4  # a block is closed only once it holds a whole block
+    assert len(blocks) <= 1 + len(_chunk_values(db, run)) // 4  # not one row per flush

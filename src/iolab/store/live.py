@@ -1,6 +1,10 @@
 """Probe series in chunks while a run records, for live views (``iolab serve``).
 
-:class:`ChunkWriter` is what the recorder hands each second's new values to; it writes them on
+A chunk is a block of one series' values from index ``start``; the recorder rewrites a series'
+open block at each flush with the values it has so far (the row is replaced: same run, series
+and start) and opens the next block once one holds 300 values.
+
+:class:`ChunkWriter` is what the recorder hands each second's values to; it writes them on
 its own connection (the recorder's flushing thread owns it), in WAL mode beside the runner's
 connection, and never waits long for a lock: a busy database makes it keep the values for the
 next flush. :func:`load` reads a run's chunks back as :class:`~iolab.probes.data.ProbeData`
