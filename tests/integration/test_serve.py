@@ -205,13 +205,19 @@ def test_an_experiment_page_is_the_report_with_its_runs(
 def test_a_compare_page_gives_the_ratio_and_interval_of_iolab_compare(
     server: str, browser: Any, seeded: tuple[Path, Path]
 ) -> None:
-    a, b = "serve-seed:connections=1", "serve-seed:connections=2"
-    cli = json.loads(run_iolab(seeded[1], "compare", a, b, "--json").stdout)
     tab, asked, errors = open_tab(browser, server)
-    tab.goto(server + "compare")
-    tab.fill("input[name=a]", a)
-    tab.fill("input[name=b]", b)
-    tab.get_by_role("button", name="compare").click()
+    tab.goto(server)
+    tab.get_by_role("link", name="serve-seed").click()  # two cells picked on its page
+    tab.wait_for_load_state("load")
+    specs = tab.locator("#compare-cells select[name=a] option").evaluate_all(
+        "options => options.map(o => o.value)"
+    )
+    assert len(specs) == 2 and all(v.startswith("serve-seed:") for v in specs), specs
+    a, b = sorted(specs, key=lambda v: "connections=2" in v)  # 1 connection against 2
+    cli = json.loads(run_iolab(seeded[1], "compare", a, b, "--json").stdout)
+    tab.select_option("#compare-cells select[name=a]", a)
+    tab.select_option("#compare-cells select[name=b]", b)
+    tab.locator("#compare-cells button").click()
     tab.wait_for_load_state("load")
     tab.wait_for_selector("#ratio")
     assert float(tab.locator("#ratio").inner_text()) == pytest.approx(cli["speedup"], rel=2e-3)
@@ -221,6 +227,13 @@ def test_a_compare_page_gives_the_ratio_and_interval_of_iolab_compare(
     assert low <= float(tab.locator("#ratio").inner_text()) <= high
     assert tab.locator("#sentence").inner_text() == cli["sentence"]
     assert tab.locator("svg[role=img]").count() == 2  # the means and the ratio, as charts
+    tab.goto(server + "compare")  # two runs typed in the form
+    tab.fill("input[name=a]", "1,2,3")
+    tab.fill("input[name=b]", "4-6")
+    tab.get_by_role("button", name="compare").click()
+    tab.wait_for_load_state("load")
+    by_runs = json.loads(run_iolab(seeded[1], "compare", "1,2,3", "4-6", "--json").stdout)
+    assert tab.locator("#sentence").inner_text() == by_runs["sentence"]
     tab.goto(server + "compare?a=1&b=9999")
     assert "give run ids from 1 to" in tab.locator("#error").inner_text()
     assert errors == []

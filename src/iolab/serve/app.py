@@ -144,7 +144,7 @@ def _experiment_page(store: Store, exp: ExperimentId) -> str:
     built = report_lib.build(store, exp, timelines="median")
     page = html_report.report_page(built, datetime.now().isoformat(timespec="seconds"))
     labels = {str(c.id): c.label for c in built.cells}
-    return pages.experiment_page(page, browse_store.runs_of(store, exp), labels)
+    return pages.experiment_page(page, built.name, browse_store.runs_of(store, exp), labels)
 
 
 def _probes(store: Store, run: RunId) -> ProbeData | None:

@@ -123,11 +123,13 @@ def experiments_page(rows: Sequence[ExperimentRow], filters: Filters) -> str:
 
 def experiment_page(
     report_html: str,
+    name: str,
     runs: Sequence[tuple[int, str, int, str, str | None]],
     labels: Mapping[str, str],
 ) -> str:
     """``iolab report --html``'s page of the experiment (the same library call), with links:
-    the navigation on top and the experiment's runs, each to its page, at the end."""
+    the navigation on top; at the end, two cells to compare and the experiment's runs, each
+    to its page."""
     rows = (
         (
             f"<a href='/runs/{rid}'>{rid}</a>",
@@ -142,6 +144,18 @@ def experiment_page(
         ("run", "cell", "repetition", "status", "started"), rows
     )
     listing += "</section>"
+    if len(labels) > 1:
+        options = "".join(
+            f"<option value='{_e(f'{name}:{label}')}'>{_e(label)}</option>"
+            for label in labels.values()
+        )
+        listing = (
+            "<section id='compare-cells'><h2>Compare two cells</h2>"
+            "<form class='filters' method='get' action='/compare'>"
+            f"<label>A <select name='a'>{options}</select></label> "
+            f"<label>B <select name='b'>{options}</select></label> "
+            "<button>compare</button></form></section>" + listing
+        )
     page = report_html.replace(interactive.head(), PLOTLY_TAG, 1)
     page = page.replace("<body>", "<body>" + NAV, 1)
     head, _, tail = page.rpartition("</body>")
