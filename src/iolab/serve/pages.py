@@ -280,7 +280,14 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
         ],
     )
     answer = _table(
-        ("metric", "A over B (times better)", "95% CI", "p", "A / B (geometric means)", "its 95% CI"),
+        (
+            "metric",
+            "A over B (times better)",
+            "95% CI",
+            "p",
+            "A / B (geometric means)",
+            "its 95% CI",
+        ),
         [
             (
                 _e(found.metric),
