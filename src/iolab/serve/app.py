@@ -64,11 +64,7 @@ class PageCache:
 
     @staticmethod
     def key(store: Store, experiment: int) -> tuple[object, ...]:
-        row = store.conn.execute(
-            "SELECT COUNT(*), MAX(id), MAX(ended_at), SUM(status = 'running'),"
-            " SUM(status = 'done') FROM runs"
-        ).fetchone()
-        return (experiment, *row)
+        return (experiment, *browse_store.fingerprint(store))
 
     def get(self, key: tuple[object, ...]) -> str | None:
         with self.lock:

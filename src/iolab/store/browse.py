@@ -131,3 +131,13 @@ def runs_of(store: Store, experiment: ExperimentId) -> list[tuple[int, str, int,
             (experiment,),
         )
     ]
+
+
+def fingerprint(store: Store) -> tuple[object, ...]:
+    """What changes whenever a run is added, started, finished or removed anywhere in the
+    store: the runs' count, newest id, last end time, and how many are running and done."""
+    row = store.conn.execute(
+        "SELECT COUNT(*), MAX(id), MAX(ended_at), SUM(status = 'running'),"
+        " SUM(status = 'done') FROM runs"
+    ).fetchone()
+    return tuple(row)
