@@ -146,7 +146,9 @@ def open_tab(browser: Any, url: str) -> tuple[Any, list[str], list[str]]:
 
 
 @needs_chromium
-def test_the_list_shows_the_seeded_experiments_and_filters_them(server: str, browser: Any) -> None:
+def test_the_list_shows_the_seeded_experiments_and_filters_them(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
     tab, asked, errors = open_tab(browser, server)
     tab.goto(server)
     rows = tab.locator("#experiments tr").all_inner_texts()[1:]
@@ -165,6 +167,20 @@ def test_the_list_shows_the_seeded_experiments_and_filters_them(server: str, bro
     assert tab.locator("#experiments tr").count() == 1  # the header only
     tab.goto(server + "?engine=sqlite&workload=populate")
     assert tab.locator("#experiments tr").count() == 3
+    with sqlite3.connect(f"file:{seeded[1]}?mode=ro", uri=True) as conn:
+        (env,) = conn.execute("SELECT data FROM environments LIMIT 1").fetchone()
+    snapshot = json.loads(env)
+    (storage,) = list(snapshot["storage"].values())[:1]
+    for query, count in (
+        (f"?host={snapshot['hostname']}", 3),
+        ("?host=no-such-host", 1),
+        (f"?device={storage['filesystem']}", 3),
+        ("?device=no-such-device", 1),
+        ("?since=2000-01-01&until=2000-12-31", 1),
+        ("?since=2000-01-01", 3),
+    ):
+        tab.goto(server + query)
+        assert tab.locator("#experiments tr").count() == count, query
     tab.goto(server + "?since=yesterday")
     assert "since: 'yesterday' is not allowed; give a day as YYYY-MM-DD" in tab.content()
     assert errors == []
