@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from iolab.probes import recorder as recorder_module
-from iolab.probes.interface import Findings, Kind, Reading, SeriesKey, Warn
+from iolab.probes.interface import Checkpoint, Findings, Kind, Reading, SeriesKey, WaitStat, Warn
 from iolab.probes.recorder import Recorder, publishing
 from iolab.results import CellId, RunId, RunOutcome, RunStatus
 from iolab.store import live as live_store
@@ -203,3 +203,39 @@ def test_flushes_rewrite_a_block_until_it_is_full(
         assert following == start + n  # closed blocks, each where the previous ended
         assert n >= 4  # a block is closed only once it holds a whole block
     assert len(blocks) <= 1 + len(_chunk_values(db, run)) // 4  # not one row per flush
+
+
+class Waiting(Counter):
+    """A Counter that also tells, while it runs, a wait event seen at each sample and a
+    checkpoint still running since its first sample (as PostgreSQL's probes do)."""
+
+    def so_far(self) -> Findings:
+        k = self.k
+        return Findings(
+            waits=(WaitStat("pg_stat_activity", "IO", "WalSync", k, 1.0, k * 0.02),),
+            checkpoints=(Checkpoint(0.02, None, None, "time", "still running"),),
+        )
+
+
+def test_waits_and_checkpoints_so_far_go_with_the_chunks(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    run = _run(db)
+    probe = Waiting(last=6)
+    with publishing(ChunkWriter(db, run)), Recorder([probe], interval=0.02, flush_interval=0.05):
+        _wait_for(lambda: len(_chunk_values(db, run)) >= 6, "6 flushed values")
+        time.sleep(0.15)  # one more flush after the sixth sample
+        with open_readonly(db) as reader:
+            live = live_store.load(reader.conn, run)
+        probe.held.set()
+    assert live is not None
+    (wait,) = live.waits
+    assert (wait.wait_class, wait.event, wait.samples) == ("IO", "WalSync", 6)
+    (checkpoint,) = live.checkpoints
+    assert (checkpoint.start_s, checkpoint.end_s, checkpoint.detail) == (
+        0.02,
+        None,
+        "still running",
+    )
+    with open_store(db) as store:
+        store.finish_run(run, RunOutcome(RunStatus.DONE))
+        assert live_store.load(store.conn, run) is None  # chunks and findings went together

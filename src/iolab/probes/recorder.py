@@ -41,7 +41,17 @@ from typing import Protocol
 
 from iolab.events import EventSink, Warning, discard
 from iolab.probes.data import Chunk, ProbeData, Series
-from iolab.probes.interface import Findings, Kind, Probe, ProbeUnavailable, Reading, SeriesKey
+from iolab.probes.interface import (
+    Checkpoint,
+    Findings,
+    Kind,
+    Probe,
+    ProbeUnavailable,
+    Reading,
+    SeriesKey,
+    SoFar,
+    WaitStat,
+)
 from iolab.results import RunOutcome
 from iolab.sampling import Grid
 
@@ -54,8 +64,9 @@ FLUSH_INTERVAL = 1.0  # seconds between two live flushes
 class LiveSink(Protocol):
     """Where the series' new values go while a run records; called from one thread."""
 
-    def write(self, chunks: Sequence[Chunk]) -> None:
-        """Keep ``chunks``, or raise: they are handed again, with what came since, next time."""
+    def write(self, chunks: Sequence[Chunk], found: Findings) -> None:
+        """Keep ``chunks`` and the waits and checkpoints ``found`` so far (replacing those of
+        the last write), or raise: they are handed again, with what came since, next time."""
 
     def close(self) -> None: ...
 
@@ -306,9 +317,12 @@ class _Flusher:
 
     BLOCK = 300
 
-    def __init__(self, sink: LiveSink, groups: Sequence[_Group], note: _Notes) -> None:
+    def __init__(
+        self, sink: LiveSink, groups: Sequence[_Group], probes: Sequence[Probe], note: _Notes
+    ) -> None:
         self.sink = sink
         self.groups = groups
+        self.reporting = [p for p in probes if isinstance(p, SoFar)]
         self.note = note
         self.numbers: dict[SeriesKey, int] = {}
         self.sent: dict[SeriesKey, int] = {}  # values handed over
@@ -326,8 +340,18 @@ class _Flusher:
                 if len(values) > self.sent.get(key, 0) - start:
                     number = self.numbers.setdefault(key, len(self.numbers))
                     chunks.append(Chunk(number, key, group.interval, start, values.tolist()))
+        waits: list[WaitStat] = []
+        checkpoints: list[Checkpoint] = []
+        for probe in self.reporting:
+            try:
+                found = probe.so_far()
+            except Exception:
+                continue  # its sampling thread will say what went wrong
+            waits += found.waits
+            checkpoints += found.checkpoints
+        checkpoints.sort(key=lambda c: c.start_s)
         try:
-            self.sink.write(chunks)
+            self.sink.write(chunks, Findings(waits=waits, checkpoints=checkpoints))
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 return  # the runner is writing: these values go with the next flush
@@ -436,7 +460,7 @@ class Recorder:
                 self._threads.append(thread)
         sink = _live.get()
         if sink is not None and self._threads:
-            flusher = _Flusher(sink, (self._slow, self._fast), self._notes)
+            flusher = _Flusher(sink, (self._slow, self._fast), self._opened, self._notes)
             thread = threading.Thread(
                 target=flusher.run,
                 args=(self._flush_interval, self._stop),

@@ -5,7 +5,8 @@
     /experiments/ID          the experiment's report (``iolab report --html``'s page) + its runs
     /runs/ID                 a run: parameters, environment, devices, counters, timeline,
                              waits, checkpoints, server log; live while it runs
-    /runs/ID/timeline.json   the run's timeline figure so far and its number of points
+    /runs/ID/timeline.json   the run's timeline figure so far, its number of points, and its
+                             waits and checkpoints so far (HTML)
     /compare?a=&b=&metric=   ``iolab compare``'s answer with charts
     /static/plotly.min.js    Plotly's JavaScript from the installed package
 
@@ -171,9 +172,12 @@ def _timeline_json(store: Store, request: Request) -> Response:
         figure = interactive.figure_json(
             interactive.figure(plots, data.duration, title, timeline_report.SINGLE_RUN_POINTS)
         )
+    sections = timeline_report.sections(data, run.id) if data is not None else ""
     body = (
         f'{{"run":{run.id},"status":{json.dumps(run.status.value)},"points":{points},'
-        f'"series":{len(data.series) if data else 0},"figure":{figure}}}'
+        f'"series":{len(data.series) if data else 0},"waits":{len(data.waits) if data else 0},'
+        f'"checkpoints":{len(data.checkpoints) if data else 0},'
+        f'"sections":{json.dumps(sections)},"figure":{figure}}}'
     )
     return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
 

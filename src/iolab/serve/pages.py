@@ -171,8 +171,8 @@ def run_page(
     steady: tuple[float, float, float] | None,
 ) -> str:
     """A run: parameters, environment, devices, counters (its summary), the timeline, waits,
-    checkpoints and the server log (escaped). A running run's timeline is drawn from the
-    chunks its recorder flushes and redrawn every second."""
+    checkpoints and the server log (escaped). A running run's timeline, waits and checkpoints
+    are drawn from what its recorder flushes, and redrawn every second."""
     title = f"run {run.id} · {run.experiment}"
     head = (
         f"<p>status <b class='{run.status.value}' id='state'>{_e(run.status.value)}</b>;"
@@ -202,7 +202,10 @@ def run_page(
         scripts = PLOTLY_TAG + interactive.SCRIPT
     else:
         parts.append("<p>No probe series (recorded with --no-probes, or none yet).</p>")
-    if data is not None:
+    if run.status.value == "running":  # redrawn with the timeline: waits and checkpoints so far
+        so_far = timeline.sections(data, run.id) if data is not None else ""
+        parts.append(f"<div id='live-sections'>{so_far}</div>")
+    elif data is not None:
         parts.append(timeline.sections(data, run.id))
     parts.append("<h2>Parameters</h2>" + _kv(run.params))
     parts.append("<h2>Devices</h2>" + _devices(environment, data))
@@ -334,7 +337,8 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
 
 
 # Redraws the live timeline every second from /runs/ID/timeline.json (the same figure as the
-# report's timelines, series in their short form: first time, step and last time).
+# report's timelines, series in their short form: first time, step and last time), and the
+# waits and checkpoints so far (HTML the server escaped).
 LIVE_SCRIPT = """<script>(function(){
 var box=document.getElementById('live'),pts=document.getElementById('points'),
 state=document.getElementById('state'),config={responsive:true,displaylogo:false};
@@ -344,6 +348,7 @@ delete t.x0;delete t.dx;delete t.xlast;});return f;}
 function tick(){fetch(box.dataset.src,{credentials:'same-origin',cache:'no-store'})
 .then(function(r){return r.json();}).then(function(j){
 pts.textContent=j.points;box.dataset.points=j.points;
+document.getElementById('live-sections').innerHTML=j.sections;
 if(j.figure){var f=expand(j.figure);Plotly.react(box,f.data,f.layout,config);}
 if(j.status!=='running'){state.textContent=j.status+' (reload for waits and checkpoints)';
 state.className=j.status;return;}

@@ -15,16 +15,19 @@ transaction, so no sample is ever counted twice.
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import astuple
 from pathlib import Path
 
 from iolab.probes.data import Chunk, ProbeData, Series
-from iolab.probes.interface import Kind, SeriesKey
+from iolab.probes.interface import Checkpoint, Findings, Kind, SeriesKey, WaitStat
 from iolab.results import RunId
 from iolab.store.probes import ENCODING, pack, unpack
 
+NOTHING = Findings()
 BUSY_MS = 200  # a flush waits at most this long for the runner's write lock, then tries later
 
 
@@ -39,10 +42,10 @@ class ChunkWriter:
         self.run = run
         self._conn: sqlite3.Connection | None = None
 
-    def write(self, chunks: Sequence[Chunk]) -> None:
-        """Store ``chunks`` in one transaction; raises sqlite3.Error when it could not (the
-        caller keeps the values and tries again)."""
-        if not chunks:
+    def write(self, chunks: Sequence[Chunk], found: Findings = NOTHING) -> None:
+        """Store ``chunks`` and the waits and checkpoints ``found`` so far in one transaction;
+        raises sqlite3.Error when it could not (the caller keeps the values and tries again)."""
+        if not chunks and not found.waits and not found.checkpoints:
             return
         if self._conn is None:
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_MS / 1000)
@@ -73,6 +76,16 @@ class ChunkWriter:
                     for c in chunks
                 ],
             )
+            if found.waits or found.checkpoints:
+                conn.execute(
+                    "INSERT OR REPLACE INTO live_findings (run_id, waits, checkpoints)"
+                    " VALUES (?, ?, ?)",
+                    (
+                        self.run,
+                        json.dumps([list(astuple(w)) for w in found.waits]),
+                        json.dumps([list(astuple(c)) for c in found.checkpoints]),
+                    ),
+                )
 
     def close(self) -> None:
         if self._conn is not None:
@@ -83,6 +96,7 @@ class ChunkWriter:
 def delete(conn: sqlite3.Connection, run: RunId) -> None:
     """Inside the transaction that stores a run's whole series: its chunks go."""
     conn.execute("DELETE FROM series_chunks WHERE run_id = ?", (run,))
+    conn.execute("DELETE FROM live_findings WHERE run_id = ?", (run,))
 
 
 def count(conn: sqlite3.Connection, run: int) -> int:
@@ -92,15 +106,21 @@ def count(conn: sqlite3.Connection, run: int) -> int:
 
 
 def load(conn: sqlite3.Connection, run: int) -> ProbeData | None:
-    """The series a run has flushed so far, or None when it has no chunk. A series' chunks are
-    joined in order; a gap (a chunk that never came) ends the series there."""
+    """The series a run has flushed so far, with the waits and checkpoints found so far, or
+    None when it has flushed nothing. A series' chunks are joined in order; a gap (a chunk
+    that never came) ends the series there."""
     rows = conn.execute(
         "SELECT series, start, probe, name, subject, role, unit, kind, interval, n, encoding,"
         " data FROM series_chunks WHERE run_id = ? ORDER BY series, start",
         (run,),
     ).fetchall()
-    if not rows:
+    found = conn.execute(
+        "SELECT waits, checkpoints FROM live_findings WHERE run_id = ?", (run,)
+    ).fetchone()
+    if not rows and found is None:
         return None
+    waits = tuple(WaitStat(*w) for w in json.loads(found[0])) if found else ()
+    checkpoints = tuple(Checkpoint(*c) for c in json.loads(found[1])) if found else ()
     values: dict[int, list[float]] = {}
     meta: dict[int, tuple[SeriesKey, float]] = {}
     for series, start, probe, name, subject, role, unit, kind, interval, n, enc, data in rows:
@@ -129,10 +149,12 @@ def load(conn: sqlite3.Connection, run: int) -> ProbeData | None:
                 values=tuple(got),
             )
         )
-    steps = [s.interval for s in out]
+    steps = [s.interval for s in out] or [1.0]
     return ProbeData(
         interval=max(steps),  # the slow probes' step; the wait probes' is the shorter one
         wait_interval=min(steps),
-        duration=max(s.end_s for s in out),
+        duration=max([s.end_s for s in out] + [c.end_s or c.start_s for c in checkpoints] + [0.0]),
         series=tuple(out),
+        waits=waits,
+        checkpoints=checkpoints,
     )

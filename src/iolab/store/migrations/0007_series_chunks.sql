@@ -20,3 +20,11 @@ CREATE TABLE series_chunks (
     data     BLOB NOT NULL,
     PRIMARY KEY (run_id, series, start)
 );
+
+-- The waits and checkpoints the probes that can tell them have found so far (PostgreSQL's
+-- wait sampler and checkpoint log), rewritten at each flush; deleted with the chunks.
+CREATE TABLE live_findings (
+    run_id      INTEGER PRIMARY KEY REFERENCES runs(id),
+    waits       TEXT NOT NULL,             -- JSON list of [source, class, event, samples, share, est_seconds]
+    checkpoints TEXT NOT NULL              -- JSON list of [start_s, end_s, pages, kind, detail]
+);
