@@ -446,3 +446,56 @@ def test_bad_input_and_a_missing_framework_are_one_line(seeded: tuple[Path, Path
     )
     assert done.returncode == 2
     assert "not an iolab results database" in done.stderr
+
+
+@needs_chromium
+def test_a_running_postgres_runs_waits_and_checkpoints_show_as_they_happen(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
+    base, db = seeded
+    (top,) = sqlite3.connect(db).execute("SELECT MAX(id) FROM runs").fetchone()
+    (data,) = make_dirs(base, "pg")
+    populate = subprocess.Popen(
+        [
+            *IOLAB,
+            *["populate", "--engine", "postgres", "--data-dir", str(data)],
+            *["--duration", "8s", "--connections", "2", "--checkpoint-every", "1s"],
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "IOLAB_RESULTS": str(db)},
+    )
+    tab, asked, errors = open_tab(browser, server)
+    seen: list[tuple[int, int, int]] = []  # (points, wait rows, checkpoint rows) while running
+    try:
+        deadline = time.monotonic() + 180
+        row = None
+        while row is None:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                row = conn.execute("SELECT id FROM runs WHERE id > ?", (top,)).fetchone()
+            assert populate.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        tab.goto(f"{server}runs/{row[0]}")
+        while tab.locator("#state").inner_text() == "running":
+            assert time.monotonic() < deadline, "the run never ended"
+            seen.append(
+                (
+                    int(tab.locator("#points").inner_text()),
+                    tab.locator("#live-sections h3:text('Wait statistics') + table tr").count(),
+                    tab.locator("#live-sections h3:text('Checkpoints') + table tr").count(),
+                )
+            )
+            tab.wait_for_timeout(300)
+        assert populate.wait(timeout=120) == 0, populate.stderr.read() if populate.stderr else ""
+    finally:
+        if populate.poll() is None:
+            populate.kill()
+            populate.wait()
+    live = [s for s in seen if s[0] > 0]
+    assert live, seen
+    assert max(w for _, w, _ in live) > 1, seen  # a header and at least one wait event
+    assert max(c for _, _, c in live) > 1, seen  # at least one checkpoint while it ran
+    assert errors == []
+    assert all(u.startswith(server) for u in asked), asked
+    tab.close()
