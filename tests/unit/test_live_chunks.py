@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab import sampling
 from iolab.probes import recorder as recorder_module
 from iolab.probes.interface import Checkpoint, Findings, Kind, Reading, SeriesKey, WaitStat, Warn
 from iolab.probes.recorder import Recorder, publishing
@@ -239,3 +240,30 @@ def test_waits_and_checkpoints_so_far_go_with_the_chunks(tmp_path: Path) -> None
     with open_store(db) as store:
         store.finish_run(run, RunOutcome(RunStatus.DONE))
         assert live_store.load(store.conn, run) is None  # chunks and findings went together
+
+
+def test_a_merged_fine_start_is_sent_again_on_the_new_grid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sampling, "FINE_FOR_S", 0.5)  # 10 Hz for 0.6 s, then every 0.2 s
+    db = tmp_path / "r.db"
+    run = _run(db)
+    probe = Counter(last=14)  # 6 fine samples, then 8 at 0.2 s
+    recorder = Recorder([probe], interval=0.2, flush_interval=0.05)
+    with publishing(ChunkWriter(db, run)), recorder:
+        _wait_for(lambda: len(_chunk_values(db, run)) >= 11, "the merged start and 8 values")
+        conn = sqlite3.connect(db)
+        live = live_store.load(conn, run)
+        rows = conn.execute(
+            "SELECT start, n, interval FROM series_chunks WHERE run_id = ?", (run,)
+        ).fetchall()
+        conn.close()
+        probe.held.set()
+    assert live is not None
+    (series,) = live.series
+    assert series.interval == pytest.approx(0.2)
+    # a gauge keeps the last of each pair of fine values: 2, 4, 6; then 7 to 14 at 0.2 s
+    assert list(series.values)[:11] == [2.0, 4.0, 6.0, *(float(k) for k in range(7, 15))]
+    assert [(start, interval) for start, _, interval in rows] == [(0, pytest.approx(0.2))]
+    final = recorder.data.series[0]  # its last value may take the closing sample (a fold)
+    assert list(final.values)[:10] == list(series.values)[:10]

@@ -313,7 +313,9 @@ class _Flusher:
     """Hands what the sampling threads appended to a sink, as blocks of up to ``BLOCK`` values
     per series: each flush rewrites a series' open block with every value it has so far (the
     sink replaces a block by its start), so a 10-hour run leaves ~120 blocks a series, not
-    36,000 chunks, and a crash still loses only what came since the last flush."""
+    36,000 chunks, and a crash still loses only what came since the last flush. When the fine
+    start is merged into whole intervals, each series of the group is sent again from its
+    first value (a block at 0 replaces all of a series' blocks)."""
 
     BLOCK = 300
 
@@ -327,19 +329,26 @@ class _Flusher:
         self.numbers: dict[SeriesKey, int] = {}
         self.sent: dict[SeriesKey, int] = {}  # values handed over
         self.block: dict[SeriesKey, int] = {}  # where the open block starts
+        self.fine = [g.fine for g in groups]  # each group's grid at the last flush
         self.broken = False
 
     def flush(self) -> None:
         if self.broken:
             return
         chunks = []
-        for group in self.groups:
+        for i, group in enumerate(self.groups):
+            fine, interval = group.fine, group.interval
+            if self.fine[i] and not fine:  # the fine start was merged: send it all again
+                for key in list(group.tracks):
+                    self.sent.pop(key, None)
+                    self.block.pop(key, None)
+            self.fine[i] = fine
             for key, track in list(group.tracks.items()):  # a copy: a sampler may add one
                 start = self.block.get(key, 0)
-                values = track.values[start:]  # one slice: the sampler only appends
+                values = track.values[start:]  # one slice: the sampler only appends to it
                 if len(values) > self.sent.get(key, 0) - start:
                     number = self.numbers.setdefault(key, len(self.numbers))
-                    chunks.append(Chunk(number, key, group.interval, start, values.tolist()))
+                    chunks.append(Chunk(number, key, interval, start, values.tolist()))
         waits: list[WaitStat] = []
         checkpoints: list[Checkpoint] = []
         for probe in self.reporting:

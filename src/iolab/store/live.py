@@ -2,7 +2,9 @@
 
 A chunk is a block of one series' values from index ``start``; the recorder rewrites a series'
 open block at each flush with the values it has so far (the row is replaced: same run, series
-and start) and opens the next block once one holds 300 values.
+and start) and opens the next block once one holds 300 values. A block at 0 replaces every
+block of its series: when a run's fine start (10 Hz) is merged into whole intervals, the
+recorder sends each series again from its start, on the new grid.
 
 :class:`ChunkWriter` is what the recorder hands each second's values to; it writes them on
 its own connection (the recorder's flushing thread owns it), in WAL mode beside the runner's
@@ -53,6 +55,10 @@ class ChunkWriter:
         conn = self._conn
         with conn:
             conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(  # a series sent from its start again (its grid changed)
+                "DELETE FROM series_chunks WHERE run_id = ? AND series = ?",
+                [(self.run, c.series) for c in chunks if c.start == 0],
+            )
             conn.executemany(
                 "INSERT OR REPLACE INTO series_chunks (run_id, series, start, probe, name,"
                 " subject, role, unit, kind, interval, n, encoding, data)"
