@@ -267,3 +267,14 @@ def test_a_merged_fine_start_is_sent_again_on_the_new_grid(
     assert [(start, interval) for start, _, interval in rows] == [(0, pytest.approx(0.2))]
     final = recorder.data.series[0]  # its last value may take the closing sample (a fold)
     assert list(final.values)[:10] == list(series.values)[:10]
+
+
+def test_a_missing_database_is_never_made_and_the_recording_goes_on(tmp_path: Path) -> None:
+    gone = tmp_path / "r.db"  # e.g. the store's path, on another host where it is not
+    probe = Counter()
+    recorder = Recorder([probe], interval=0.02, flush_interval=0.02)
+    with publishing(ChunkWriter(gone, RunId(1))), recorder:
+        time.sleep(0.2)
+    assert list(tmp_path.iterdir()) == []
+    assert len(recorder.data.series[0].values) >= 3  # the recording itself is whole
+    assert any("live view stopped" in n for n in recorder.data.notes), recorder.data.notes

@@ -23,6 +23,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import astuple
 from pathlib import Path
+from urllib.parse import quote
 
 from iolab.probes.data import Chunk, ProbeData, Series
 from iolab.probes.interface import Checkpoint, Findings, Kind, SeriesKey, WaitStat
@@ -50,7 +51,12 @@ class ChunkWriter:
         if not chunks and not found.waits and not found.checkpoints:
             return
         if self._conn is None:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_MS / 1000)
+            self._conn = sqlite3.connect(  # mode=rw: never makes a file that is not there
+                f"file:{quote(str(self.path.absolute()))}?mode=rw",
+                uri=True,
+                isolation_level=None,
+                timeout=BUSY_MS / 1000,
+            )
             self._conn.execute("PRAGMA synchronous=NORMAL")
         conn = self._conn
         with conn:
