@@ -312,12 +312,12 @@ def _reason(exc: BaseException) -> str:
 class _Flusher:
     """Hands what the sampling threads appended to a sink, as blocks of up to ``BLOCK`` values
     per series: each flush rewrites a series' open block with every value it has so far (the
-    sink replaces a block by its start), so a 10-hour run leaves ~120 blocks a series, not
+    sink replaces a block by its start), so a 10-hour run leaves ~300 blocks a series, not
     36,000 chunks, and a crash still loses only what came since the last flush. When the fine
     start is merged into whole intervals, each series of the group is sent again from its
     first value (a block at 0 replaces all of a series' blocks)."""
 
-    BLOCK = 300
+    BLOCK = 120  # 2 minutes at 1 s: ~2 ms of CPU a flush for 70 series
 
     def __init__(
         self, sink: LiveSink, groups: Sequence[_Group], probes: Sequence[Probe], note: _Notes

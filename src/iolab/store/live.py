@@ -2,7 +2,7 @@
 
 A chunk is a block of one series' values from index ``start``; the recorder rewrites a series'
 open block at each flush with the values it has so far (the row is replaced: same run, series
-and start) and opens the next block once one holds 300 values. A block at 0 replaces every
+and start) and opens the next block once one holds 120 values. A block at 0 replaces every
 block of its series: when a run's fine start (10 Hz) is merged into whole intervals, the
 recorder sends each series again from its start, on the new grid.
 
