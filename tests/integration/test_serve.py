@@ -276,8 +276,8 @@ def test_a_running_runs_timeline_grows_while_it_runs(
             "6s",
             "--connections",
             "1",
-            "--sample-interval",
-            "250ms",
+            "--sample-interval",  # 10 Hz from the start: no fine start to merge later,
+            "100ms",  # so the number of points only grows
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
