@@ -252,6 +252,9 @@ def test_a_compare_page_gives_the_ratio_and_interval_of_iolab_compare(
     assert tab.locator("#sentence").inner_text() == by_runs["sentence"]
     tab.goto(server + "compare?a=1&b=9999")
     assert "give run ids from 1 to" in tab.locator("#error").inner_text()
+    missing = tab.goto(server + "runs/9999")
+    assert missing is not None and missing.status == 404
+    assert "runs are numbered 1 to" in tab.locator("body").inner_text()
     assert errors == []
     assert all(u.startswith(server) for u in asked), asked
     tab.close()

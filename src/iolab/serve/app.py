@@ -90,8 +90,9 @@ def create_app(results: Path, token: str | None = None) -> Starlette:
             try:
                 with open_readonly(results) as store:
                     return render(store, request)
-            except BadInput as exc:
-                return HTMLResponse(pages.error_page(str(exc)), 400, HEADERS)
+            except BadInput as exc:  # an id the store lacks is not found; the rest is bad input
+                status = 404 if exc.field in ("RUN", "EXPERIMENT") else 400
+                return HTMLResponse(pages.error_page(str(exc)), status, HEADERS)
             except IolabError as exc:
                 return HTMLResponse(pages.error_page(str(exc)), 500, HEADERS)
 
