@@ -5,7 +5,10 @@ temporary directory under ``/var/tmp`` serves the whole benchmark. It loads seed
 (one row per page, one row per implicit transaction, C connections, R rows) with
 ``populate.load_and_measure`` -- the very path ``iolab populate`` measures -- twice per round:
 once with the probes recording (``sample_interval`` given: devices, host, engine counters, wait
-events at 10 Hz, checkpoints, the rows/s series) and once without (``sample_interval=None``).
+events at 10 Hz, checkpoints, the rows/s series), their series flushed every second into a
+results database beside it (as every run of iolab's does, for ``iolab serve``'s live view; the
+run is then stored whole, as ``iolab populate`` does, outside the timed part), and once without
+(``sample_interval=None``).
 The order flips every round (on, off, off, on, ...) so that drift hits both sides alike, and
 one discarded run comes first (the first load on a fresh server creates the WAL segments later
 loads recycle). Every load makes the table afresh, starts from a CHECKPOINT and is checked for
@@ -38,7 +41,10 @@ from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
 from iolab.errors import BadInput, IolabError
 from iolab.events import discard
-from iolab.results import RunOutcome, RunStatus
+from iolab.probes.recorder import publishing
+from iolab.results import CellId, ExperimentId, RunOutcome, RunStatus
+from iolab.store import Store, open_store
+from iolab.store.live import ChunkWriter
 from iolab.workloads.populate import PopulateOptions, load_and_measure
 
 RATIO_TARGET = 0.99  # rows/s with probes at least this fraction of rows/s without
@@ -105,6 +111,15 @@ class Result:
         }
 
 
+@dataclass
+class Live:
+    """A results database whose runs get the probes' series flushed while they record."""
+
+    store: Store
+    experiment: ExperimentId
+    cell: CellId
+
+
 def load(
     engine: Any,
     placement: Any,
@@ -114,6 +129,7 @@ def load(
     conns: int,
     every: float | None,
     timed: bool = True,
+    live: Live | None = None,
 ) -> RunOutcome:
     options = PopulateOptions(
         engine=name,
@@ -125,7 +141,14 @@ def load(
     )
     options.validate()
     outcome = RunOutcome(RunStatus.RUNNING)
-    load_and_measure(engine, placement, options, outcome, discard)
+    if live is None or every is None:
+        load_and_measure(engine, placement, options, outcome, discard)
+        return outcome
+    run = live.store.start_run(live.experiment, live.cell, 1, None)
+    with publishing(ChunkWriter(live.store.path, run)):
+        load_and_measure(engine, placement, options, outcome, discard)
+    outcome.status = RunStatus.DONE
+    live.store.finish_run(run, outcome)  # the whole series replace the chunks, as in iolab
     return outcome
 
 
@@ -138,7 +161,12 @@ def measure(
 ) -> tuple[Result, str]:
     """Paired rounds with ``switch`` (probes, or latency timing) on and off, alternately."""
     base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
+    results = Path(tempfile.mkdtemp(prefix="iolab-bench-results-", dir="/var/tmp"))
     try:
+        store = open_store(results / "results.db")
+        experiment = store.create_experiment("probe overhead", "command", {})
+        store.ensure_cell(experiment, CellId("bench"), "populate", {})
+        live = Live(store, experiment, CellId("bench"))
         base.chmod(0o755)  # the server user must reach its directories inside
         layout = Layout(data_dirs=(base,), settings={"max_connections": str(max(100, conns + 10))})
         engine = catalog.create(name, layout)
@@ -149,22 +177,26 @@ def measure(
         with running(engine) as placement:
             version = engine.version()
             progress(f"warm-up ({on}, discarded)")
-            load(engine, placement, layout, name, rows, conns, every)
+            load(engine, placement, layout, name, rows, conns, every, live=live)
             for round_no in range(1, rounds + 1):
                 order = (on, off) if round_no % 2 else (off, on)
                 for side in order:
                     probes = every if side == on or switch != "probes" else None
                     timed = side == on or switch != "latency"
-                    outcome = load(engine, placement, layout, name, rows, conns, probes, timed)
+                    outcome = load(
+                        engine, placement, layout, name, rows, conns, probes, timed, live
+                    )
                     rate = float(outcome.summary["rows_per_second"])
                     result.samples[side].append(rate)
                     if outcome.probes is not None:
                         result.series = len(outcome.probes.series)
                         result.waits = len(outcome.probes.waits)
                     progress(f"[round {round_no}/{rounds}] {side}: {rate:,.0f} rows/s")
+        store.close()
         return result, version
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(results, ignore_errors=True)
 
 
 def render(r: Result, version: str) -> str:

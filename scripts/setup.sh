@@ -43,6 +43,6 @@ digest=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [[ ! -f $stamp || $(cat "$stamp") != "$digest" ]]; then
     echo "setup: installing Python dependencies into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev]'
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev,serve]'
     echo "$digest" > "$stamp"
 fi

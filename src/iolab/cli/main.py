@@ -10,7 +10,18 @@ import typer
 from rich.markup import escape
 
 from iolab import __version__
-from iolab.cli import demo, disk, experiment, populate, report, results, testbed, timeline, tpch
+from iolab.cli import (
+    demo,
+    disk,
+    experiment,
+    populate,
+    report,
+    results,
+    serve,
+    testbed,
+    timeline,
+    tpch,
+)
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 from iolab.redaction import redact
@@ -35,6 +46,7 @@ app.command("export")(report.export)
 app.command("tpch")(tpch.tpch)
 app.add_typer(results.app, name="results")
 app.command("timeline")(timeline.timeline)
+app.command("serve")(serve.serve)
 app.add_typer(testbed.app, name="testbed")
 
 

@@ -50,6 +50,18 @@ class Series:
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """New values of one series, flushed while the run records (live views): ``values[0]`` is
+    value number ``start`` of the recording's series number ``series``."""
+
+    series: int
+    key: SeriesKey
+    interval: float
+    start: int
+    values: Sequence[float]
+
+
+@dataclass(frozen=True)
 class ProbeData:
     """Everything the probes recorded during one run."""
 

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 Warn = Callable[[str], None]  # how a probe tells the user something, once
 
@@ -119,6 +119,14 @@ class Findings:
     checkpoints: Sequence[Checkpoint] = ()
     roles: Sequence[RoleDevice] = ()
     notes: Sequence[str] = field(default_factory=tuple)
+
+
+@runtime_checkable
+class SoFar(Protocol):
+    """A probe that can tell its waits or checkpoints while the run goes on (for live views):
+    called from another thread than its sampling one, so it only reads copies of its state."""
+
+    def so_far(self) -> Findings: ...
 
 
 class ProbeUnavailable(Exception):

@@ -13,6 +13,12 @@ series; a tick missed altogether repeats the next reading, whose rate covers bot
 ends the probes take a last sample (folded into the previous value when it came less than a
 quarter interval after it) and hand over their findings.
 
+Live: inside :func:`publishing`, a third thread hands each series' new values to a
+:class:`LiveSink` every ``flush_interval`` seconds (the results database's chunks, see
+:mod:`iolab.store.live`), so a run can be watched while it records and a crash loses at most
+the last chunk. It only reads what the sampling threads appended; a sink that fails is tried
+again at the next flush, and never stops the recording or the workload.
+
 The recorder never raises because of a probe: a probe that cannot open, or fails later, is
 dropped with one warning, and the workload goes on. Warnings are emitted as events from the
 thread that entered and left the block, never from the sampling threads.
@@ -22,23 +28,60 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sqlite3
 import threading
 import time
 from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Protocol
 
 from iolab.events import EventSink, Warning, discard
-from iolab.probes.data import ProbeData, Series
-from iolab.probes.interface import Findings, Kind, Probe, ProbeUnavailable, Reading, SeriesKey
+from iolab.probes.data import Chunk, ProbeData, Series
+from iolab.probes.interface import (
+    Checkpoint,
+    Findings,
+    Kind,
+    Probe,
+    ProbeUnavailable,
+    Reading,
+    SeriesKey,
+    SoFar,
+    WaitStat,
+)
 from iolab.results import RunOutcome
 from iolab.sampling import Grid
 
 DEFAULT_INTERVAL = 1.0
 WAIT_INTERVAL = 0.1  # 10 Hz
 MERGE_FRACTION = 0.25  # a last sample closer than this to the previous tick is folded into it
+FLUSH_INTERVAL = 1.0  # seconds between two live flushes
+
+
+class LiveSink(Protocol):
+    """Where the series' new values go while a run records; called from one thread."""
+
+    def write(self, chunks: Sequence[Chunk], found: Findings) -> None:
+        """Keep ``chunks`` and the waits and checkpoints ``found`` so far (replacing those of
+        the last write), or raise: they are handed again, with what came since, next time."""
+
+    def close(self) -> None: ...
+
+
+_live: ContextVar[LiveSink | None] = ContextVar("iolab_live_sink", default=None)
+
+
+@contextmanager
+def publishing(sink: LiveSink) -> Iterator[None]:
+    """Recorders entered inside the block flush their series to ``sink`` as they record."""
+    token = _live.set(sink)
+    try:
+        yield
+    finally:
+        _live.reset(token)
 
 
 @dataclass
@@ -268,6 +311,88 @@ def _reason(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+class _Flusher:
+    """Hands what the sampling threads appended to a sink, as blocks of up to ``BLOCK`` values
+    per series: each flush rewrites a series' open block with every value it has so far (the
+    sink replaces a block by its start), so a 10-hour run leaves ~300 blocks a series, not
+    36,000 chunks, and a crash still loses only what came since the last flush. When the fine
+    start is merged into whole intervals, each series of the group is sent again from its
+    first value (a block at 0 replaces all of a series' blocks)."""
+
+    BLOCK = 120  # 2 minutes at 1 s: ~2 ms of CPU a flush for 70 series
+
+    def __init__(
+        self, sink: LiveSink, groups: Sequence[_Group], probes: Sequence[Probe], note: _Notes
+    ) -> None:
+        self.sink = sink
+        self.groups = groups
+        self.reporting = [p for p in probes if isinstance(p, SoFar)]
+        self.note = note
+        self.numbers: dict[SeriesKey, int] = {}
+        self.sent: dict[SeriesKey, int] = {}  # values handed over
+        self.block: dict[SeriesKey, int] = {}  # where the open block starts
+        self.fine = [g.fine for g in groups]  # each group's grid at the last flush
+        self.broken = False
+
+    def flush(self) -> None:
+        if self.broken:
+            return
+        chunks = []
+        for i, group in enumerate(self.groups):
+            fine, interval = group.fine, group.interval
+            if self.fine[i] and not fine:  # the fine start was merged: send it all again
+                for key in list(group.tracks):
+                    self.sent.pop(key, None)
+                    self.block.pop(key, None)
+            self.fine[i] = fine
+            for key, track in list(group.tracks.items()):  # a copy: a sampler may add one
+                start = self.block.get(key, 0)
+                values = track.values[start:]  # one slice: the sampler only appends to it
+                if len(values) > self.sent.get(key, 0) - start:
+                    number = self.numbers.setdefault(key, len(self.numbers))
+                    chunks.append(Chunk(number, key, interval, start, values.tolist()))
+        waits: list[WaitStat] = []
+        checkpoints: list[Checkpoint] = []
+        for probe in self.reporting:
+            try:
+                found = probe.so_far()
+            except Exception:
+                continue  # its sampling thread will say what went wrong
+            waits += found.waits
+            checkpoints += found.checkpoints
+        checkpoints.sort(key=lambda c: c.start_s)
+        try:
+            self.sink.write(chunks, Findings(waits=waits, checkpoints=checkpoints))
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                return  # the runner is writing: these values go with the next flush
+            self._give_up(exc)
+            return
+        except Exception as exc:
+            self._give_up(exc)
+            return
+        for c in chunks:
+            end = c.start + len(c.values)
+            self.sent[c.key] = end
+            if end - c.start >= self.BLOCK:
+                self.block[c.key] = end  # closed: the next values open a new block
+
+    def _give_up(self, exc: BaseException) -> None:
+        self.broken = True
+        self.note.add(
+            f"the live view stopped getting this run's series ({_reason(exc)}); "
+            "they are all stored when the run ends"
+        )
+
+    def run(self, interval: float, stop: threading.Event) -> None:
+        try:
+            while not stop.wait(interval):
+                self.flush()
+        finally:
+            with contextlib.suppress(Exception):
+                self.sink.close()
+
+
 class Recorder:
     """Samples ``probes`` while the ``with`` block runs; the result is in :attr:`data`."""
 
@@ -278,9 +403,11 @@ class Recorder:
         interval: float = DEFAULT_INTERVAL,
         wait_interval: float = WAIT_INTERVAL,
         events: EventSink = discard,
+        flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
-        if not interval > 0 or not wait_interval > 0:
-            raise ValueError("sampling intervals must be positive")
+        if not interval > 0 or not wait_interval > 0 or not flush_interval > 0:
+            raise ValueError("sampling and flushing intervals must be positive")
+        self._flush_interval = flush_interval
         self._probes = list(probes)
         self._events = events
         self._notes = _Notes()
@@ -342,6 +469,17 @@ class Recorder:
                 )
                 thread.start()
                 self._threads.append(thread)
+        sink = _live.get()
+        if sink is not None and self._threads:
+            flusher = _Flusher(sink, (self._slow, self._fast), self._opened, self._notes)
+            thread = threading.Thread(
+                target=flusher.run,
+                args=(self._flush_interval, self._stop),
+                name="iolab-live",
+                daemon=True,
+            )
+            thread.start()
+            self._threads.append(thread)
         return self
 
     def __exit__(

@@ -65,10 +65,13 @@ class WaitTally:
             self.seconds[key] = self.seconds.get(key, 0.0) + dt
 
     def stats(self) -> list[WaitStat]:
-        total = sum(self.samples.values())
+        """The tally as wait statistics; safe beside :meth:`add` on another thread (it reads
+        copies, each made in one step)."""
+        samples, seconds = dict(self.samples), dict(self.seconds)
+        total = sum(samples.values())
         return [
-            WaitStat(self.source, cls, event, n, n / total, self.seconds[cls, event])
-            for (cls, event), n in self.samples.items()
+            WaitStat(self.source, cls, event, n, n / total, seconds.get((cls, event), 0.0))
+            for (cls, event), n in samples.items()
         ]
 
 
@@ -106,6 +109,9 @@ class PostgresWaits:
         return []
 
     def finish(self, t: float) -> Findings:
+        return Findings(waits=tuple(self.tally.stats()))
+
+    def so_far(self) -> Findings:
         return Findings(waits=tuple(self.tally.stats()))
 
     def close(self) -> None:

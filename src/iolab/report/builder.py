@@ -53,20 +53,25 @@ DISK_PROFILES = ("default", "nvme", "peak", "real", "db")  # sweeps: give --metr
 
 def build(
     store: Store,
-    target: str,
+    target: str | ExperimentId,
     metric: str | None = None,
     *,
     with_disk: Sequence[int] = (),
     timelines: Timelines | None = None,
 ) -> ExperimentReport:
-    """The report of the experiment ``target`` (a .toml file or an experiment's name).
+    """The report of the experiment ``target`` (a .toml file, an experiment's name, or its id
+    in the store: ``iolab serve``'s pages).
 
     ``metric``: a number of the runs' summaries (default: the workload's); ``with_disk``: `iolab
     disk` runs whose sequential write is the device's limit (default: the newest disk run of
     each device); ``timelines``: also read each cell's median run (or every done run: "all")
     with its probes, the disk grids and the environment, for the HTML report.
     """
-    exp = find_experiment(store, target)
+    if isinstance(target, int):
+        store_experiments.name_of(store, target)  # BadInput for an id the store lacks
+        exp = target
+    else:
+        exp = find_experiment(store, target)
     cfg = store_experiments.config_of(store, exp)
     cells = with_disk_tests(store, store_experiments.cells(store, exp))
     chosen, declaration = choose_metric(cfg, cells, metric)
@@ -99,7 +104,7 @@ def build(
         )
         for c, d, stats in zip(cells, data, found.cells, strict=True)
     )
-    name = (cfg.get("experiment") or {}).get("name", target)
+    name = (cfg.get("experiment") or {}).get("name") or store_experiments.name_of(store, exp)
     report = ExperimentReport(str(name), exp, chosen, declaration, found, report_cells)
     if timelines is None:
         return report

@@ -43,24 +43,32 @@ def _num(value: float) -> str:
     if not math.isfinite(value):
         return "null"
     text = f"{value:.6g}"
+    if "e" not in text:
+        return text
     return text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 
 def _dump(value: object) -> str:
     """JSON with short numbers; no ``</`` inside, so it can sit in a ``<script>`` block."""
+    return _json(value).replace("</", "<\\/")  # once: no "</" spans two JSON tokens
+
+
+def _json(value: object) -> str:
     if isinstance(value, bool) or value is None:
-        out = json.dumps(value)
-    elif isinstance(value, float | int):
-        out = _num(float(value)) if isinstance(value, float) else str(value)
-    elif isinstance(value, str):
-        out = json.dumps(value)
-    elif isinstance(value, dict):
-        out = "{" + ",".join(f"{json.dumps(str(k))}:{_dump(v)}" for k, v in value.items()) + "}"
-    elif isinstance(value, list | tuple):
-        out = "[" + ",".join(_dump(v) for v in value) + "]"
-    else:
-        raise TypeError(f"cannot write {type(value).__name__} into a figure")
-    return out.replace("</", "<\\/")
+        return json.dumps(value)
+    if isinstance(value, float):
+        return _num(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(str(k))}:{_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        if all(type(v) is float for v in value):  # a series' values: the bulk of a page
+            return "[" + ",".join(map(_num, value)) + "]"
+        return "[" + ",".join(_json(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} into a figure")
 
 
 def _regular(xs: Sequence[float]) -> float | None:
@@ -258,6 +266,12 @@ def figure(
     layout["annotations"] = annotations
     layout["shapes"] = shapes
     return {"data": data, "layout": layout}
+
+
+def figure_json(fig: dict[str, object]) -> str:
+    """A figure as compact JSON (what :func:`block` embeds; ``iolab serve``'s live timeline
+    sends it), its series in the short form :data:`SCRIPT` expands."""
+    return _dump(fig)
 
 
 def block(

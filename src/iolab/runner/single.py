@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import IolabError
+from iolab.probes.recorder import publishing
 from iolab.redaction import redact
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
 from iolab.store import Store
+from iolab.store.live import ChunkWriter
 from iolab.system.snapshot import capture
 from iolab.testbed import throttle_for
 
@@ -44,7 +46,8 @@ def record(
     ``claimed``: the run's row, already taken by :meth:`Store.claim_run` (an experiment's
     runs); without it the run is recorded as running now. When a path of the run is on a
     testbed device with limits, the body runs inside the testbed's cgroup (and so does every
-    process it starts).
+    process it starts). A recorder in the body flushes its series to the store as it records
+    (:mod:`iolab.store.live`), for ``iolab serve``.
     """
     if claimed is None:
         env_id = store.save_environment(capture(roles, versions))
@@ -55,7 +58,8 @@ def record(
     try:
         if claimed is not None:  # the row exists: whatever fails from here finishes it
             store.start_claimed(run_id, store.save_environment(capture(roles, versions)))
-        with throttle_for(roles.values()):  # a testbed device's limits apply to the run
+        # a testbed device's limits apply to the run; its probes' series are flushed live
+        with throttle_for(roles.values()), publishing(ChunkWriter(store.path, run_id)):
             body(outcome)
         outcome.status = RunStatus.DONE
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import quote
 
 from iolab.errors import BadInput, RunFailed
 from iolab.latency.data import LatencyData
@@ -37,6 +38,7 @@ from iolab.results import (
 )
 from iolab.store import disk_histograms, identify, migrate, query_results
 from iolab.store import latency as latency_store
+from iolab.store import live as live_store
 from iolab.store import probes as probe_store
 
 DEFAULT_PATH = Path("iolab.db")
@@ -158,6 +160,7 @@ class Store:
             disk_histograms.save(c, run, outcome.sync_histograms)
             query_results.insert(c, run, outcome.query_results)
             probe_store.save(c, run, outcome.probes, outcome.logs)
+            live_store.delete(c, run)  # the whole series replace what was flushed live
             latency_store.save(c, run, outcome.latency)
             c.execute(
                 "UPDATE runs SET status = ?, ended_at = ?, error = ?, summary = ? WHERE id = ?",
@@ -457,3 +460,38 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
             raise identify.explain(exc, path) from exc
         raise
     return store
+
+
+def open_readonly(path: Path) -> Store:
+    """Open the results database at ``path`` for reading only (SQLite's ``mode=ro``: nothing is
+    migrated, reaped or written; ``iolab serve``). Runs another process is writing are read as
+    far as it has committed. A database of an older schema is refused, naming the command
+    that upgrades it."""
+    identify.check_path(path, False, ENV_VAR)
+    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+        identify.identify(conn, path, False, migrate.known())
+        have, newest = migrate.current_version(conn), migrate.available()[-1].version
+        if have < newest:
+            raise BadInput(
+                "--results",
+                str(path),
+                f"it has schema version {have} and this iolab reads {newest}: upgrade it once "
+                f"with `iolab results list --results {path}`",
+            )
+        if have > newest:
+            raise BadInput(
+                "--results",
+                str(path),
+                f"it has schema version {have}, newer than this iolab knows ({newest}); "
+                "upgrade iolab to read it",
+            )
+    except BaseException as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise identify.explain(exc, path) from exc
+        raise
+    return Store(conn, path)

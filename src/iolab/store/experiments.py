@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from iolab.errors import BadInput
 from iolab.ownership import boot_id, process_alive
 from iolab.results import CellId, EnvId, ExperimentId, RunId, RunStatus, canonical_json
 from iolab.store.database import Store
@@ -121,6 +122,15 @@ def config_of(store: Store, experiment: ExperimentId) -> dict[str, Any]:
         "SELECT config FROM experiments WHERE id = ?", (experiment,)
     ).fetchone()
     return dict(json.loads(row[0])) if row else {}
+
+
+def name_of(store: Store, experiment: ExperimentId) -> str:
+    """An experiment's name; BadInput naming the range when the store has no such id."""
+    row = store.conn.execute("SELECT name FROM experiments WHERE id = ?", (experiment,)).fetchone()
+    if row is None:
+        (top,) = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM experiments").fetchone()
+        raise BadInput("EXPERIMENT", experiment, f"experiments are numbered 1 to {top}")
+    return str(row[0])
 
 
 def find_any(store: Store, name: str) -> ExperimentId | None:

@@ -1,0 +1,356 @@
+"""The pages of ``iolab serve``, written from the report library's values and HTML pieces.
+
+Statistics, charts and timelines come from :mod:`iolab.report` exactly as ``iolab report
+--html``, ``iolab timeline`` and ``iolab compare`` make them; this module only lays them out,
+adds links between pages, and escapes every text taken from the database (names, errors,
+parameters, server logs). Plotly's JavaScript is referenced at ``/static/plotly.min.js``,
+served from the installed ``plotly`` package: no page loads anything from the network.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+from iolab.analysis.findings import sentence
+from iolab.probes.data import ProbeData
+from iolab.report import interactive, timeline
+from iolab.report.charts import GroupedBar, Mark, grouped_bar_chart
+from iolab.report.comparison import Comparison
+from iolab.report.html import key_values
+from iolab.store.browse import ExperimentRow, Filters
+from iolab.store.database import RunRecord
+
+PLOTLY = "/static/plotly.min.js"
+PLOTLY_TAG = f"<script src='{PLOTLY}'></script>"
+STYLE = (
+    timeline.STYLE + "nav{margin:0 0 12px;font-size:13px}nav a{margin-right:14px}"
+    "form.filters input{width:120px;margin-right:8px}form.filters label{font-size:13px}"
+    "pre.log{background:#f6f8fa;border:1px solid #ddd;padding:8px;max-height:400px;"
+    "overflow:auto;font-size:12px;white-space:pre-wrap}td.v{text-align:left;font-family:monospace}"
+    ".running{color:#9a6700}.failed,.aborted{color:#b42318}.done{color:#1a7f37}"
+)
+NAV = "<nav><a href='/'>Experiments</a><a href='/compare'>Compare</a></nav>"
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _page(title: str, body: str, scripts: str = "") -> str:
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>{NAV}"
+        f"<h1>{_e(title)}</h1>{body}{scripts}</body></html>\n"
+    )
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[str]], ident: str = "") -> str:
+    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    id_attr = f" id='{ident}'" if ident else ""
+    return f"<table{id_attr}><tr>{th}</tr>{body}</table>"
+
+
+def _kv(data: Mapping[str, Any]) -> str:
+    """A flat table of a mapping (nested values as JSON), shown open."""
+    rows = [
+        (_e(k), f"<span class='v'>{_e(v if isinstance(v, str) else json.dumps(v))}</span>")
+        for k, v in data.items()
+    ]
+    return _table(("key", "value"), rows)
+
+
+def error_page(message: str) -> str:
+    return _page("iolab serve: cannot show this", f"<p class='failed'>{_e(message)}</p>")
+
+
+def experiments_page(rows: Sequence[ExperimentRow], filters: Filters) -> str:
+    """Every experiment (newest first) with its cells and runs done/failed, and the filters."""
+    inputs = "".join(
+        f"<label>{name} <input name='{name}' value='{_e(getattr(filters, name))}'"
+        f" placeholder='{hint}'></label>"
+        for name, hint in (
+            ("workload", "populate"),
+            ("engine", "sqlite"),
+            ("device", "nvme0n1"),
+            ("host", "host name"),
+            ("since", "YYYY-MM-DD"),
+            ("until", "YYYY-MM-DD"),
+        )
+    )
+    form = f"<form class='filters' method='get' action='/'>{inputs}<button>filter</button></form>"
+    table = _table(
+        (
+            "id",
+            "experiment",
+            "kind",
+            "workload",
+            "engine",
+            "host",
+            "cells",
+            "done",
+            "failed",
+            "running",
+            "created",
+            "last run",
+        ),
+        (
+            (
+                str(r.id),
+                f"<a href='/experiments/{r.id}'>{_e(r.name)}</a>",
+                _e(r.kind),
+                _e(r.workloads),
+                _e(r.engines),
+                _e(r.hosts),
+                str(r.cells),
+                str(r.done),
+                str(r.failed),
+                f"<span class='running'>{r.running}</span>" if r.running else "0",
+                _e(r.created_at),
+                _e(r.last or "-"),
+            )
+            for r in rows
+        ),
+        "experiments",
+    )
+    shown = f"<p>{len(rows)} experiments" + (" match the filters" if filters != Filters() else "")
+    return _page("iolab: experiments", form + shown + ".</p>" + table)
+
+
+def experiment_page(
+    report_html: str,
+    name: str,
+    runs: Sequence[tuple[int, str, int, str, str | None]],
+    labels: Mapping[str, str],
+) -> str:
+    """``iolab report --html``'s page of the experiment (the same library call), with links:
+    the navigation on top; at the end, two cells to compare and the experiment's runs, each
+    to its page."""
+    rows = (
+        (
+            f"<a href='/runs/{rid}'>{rid}</a>",
+            _e(labels.get(cell, cell)),
+            str(rep),
+            f"<span class='{_e(status)}'>{_e(status)}</span>",
+            _e(started or "-"),
+        )
+        for rid, cell, rep, status, started in runs
+    )
+    listing = "<section id='run-list'><h2>Runs</h2>" + _table(
+        ("run", "cell", "repetition", "status", "started"), rows
+    )
+    listing += "</section>"
+    if len(labels) > 1:
+        options = "".join(
+            f"<option value='{_e(f'{name}:{label}')}'>{_e(label)}</option>"
+            for label in labels.values()
+        )
+        listing = (
+            "<section id='compare-cells'><h2>Compare two cells</h2>"
+            "<form class='filters' method='get' action='/compare'>"
+            f"<label>A <select name='a'>{options}</select></label> "
+            f"<label>B <select name='b'>{options}</select></label> "
+            "<button>compare</button></form></section>" + listing
+        )
+    page = report_html.replace(interactive.head(), PLOTLY_TAG, 1)
+    page = page.replace("<body>", "<body>" + NAV, 1)
+    head, _, tail = page.rpartition("</body>")
+    return head + listing + "</body>" + tail
+
+
+def run_page(
+    run: RunRecord,
+    environment: Mapping[str, Any],
+    data: ProbeData | None,
+    logs: Mapping[str, str],
+    marks: Sequence[Mark],
+    steady: tuple[float, float, float] | None,
+) -> str:
+    """A run: parameters, environment, devices, counters (its summary), the timeline, waits,
+    checkpoints and the server log (escaped). A running run's timeline, waits and checkpoints
+    are drawn from what its recorder flushes, and redrawn every second."""
+    title = f"run {run.id} · {run.experiment}"
+    head = (
+        f"<p>status <b class='{run.status.value}' id='state'>{_e(run.status.value)}</b>;"
+        f" experiment <a href='/experiments/{run.experiment_id}'>{_e(run.experiment)}</a>,"
+        f" workload {_e(run.workload)}, repetition {run.repetition};"
+        f" started {_e(run.started_at or '-')}, ended {_e(run.ended_at or '-')}</p>"
+        + (f"<p class='failed'>{_e(run.error)}</p>" if run.error else "")
+        + f"<p><a href='/compare?{urlencode({'a': str(run.id)})}'>compare this run</a></p>"
+    )
+    parts = [head, "<h2>Timeline</h2>"]
+    scripts = ""
+    if run.status.value == "running":
+        parts.append(
+            "<p>live: <span id='points'>0</span> points per series so far, redrawn every "
+            "second as the run's probes flush them.</p>"
+            f"<div id='live' data-src='/runs/{run.id}/timeline.json' data-points='0'"
+            " style='min-height:300px'></div>"
+        )
+        scripts = PLOTLY_TAG + LIVE_SCRIPT
+    elif data is not None and data.series:
+        points = max(s.n for s in data.series)
+        parts.append(
+            f"<p><span id='points'>{points}</span> points per series, every "
+            f"{data.interval:g} s over {data.duration:.1f} s; shaded: checkpoints.</p>"
+        )
+        parts.append(timeline.interactive(data, title, marks, timeline.SINGLE_RUN_POINTS, steady))
+        scripts = PLOTLY_TAG + interactive.SCRIPT
+    else:
+        parts.append("<p>No probe series (recorded with --no-probes, or none yet).</p>")
+    if run.status.value == "running":  # redrawn with the timeline: waits and checkpoints so far
+        so_far = timeline.sections(data, run.id) if data is not None else ""
+        parts.append(f"<div id='live-sections'>{so_far}</div>")
+    elif data is not None:
+        parts.append(timeline.sections(data, run.id))
+    parts.append("<h2>Parameters</h2>" + _kv(run.params))
+    parts.append("<h2>Devices</h2>" + _devices(environment, data))
+    if run.summary:
+        parts.append("<h2>Counters</h2>" + _kv(run.summary))
+    if environment:
+        parts.append("<h2>Environment</h2>" + key_values("environment of the run", environment))
+    for name, text in logs.items():
+        parts.append(
+            f"<h2>{_e(name)} log</h2><pre class='log' id='log-{_e(name)}'>{_e(text)}</pre>"
+        )
+    return _page(title, "".join(parts), scripts)
+
+
+def _devices(environment: Mapping[str, Any], data: ProbeData | None) -> str:
+    storage = environment.get("storage") or {}
+    rows = []
+    for role, rec in storage.items() if isinstance(storage, Mapping) else ():
+        device = rec.get("device") or {}
+        rows.append(
+            (
+                _e(role),
+                _e(rec.get("path", "")),
+                _e(rec.get("filesystem", "")),
+                _e(device.get("name", "memory" if rec.get("memory_backed") else "")),
+                _e(device.get("model", "") or ""),
+                _e(rec.get("mount_options", "")),
+                _e((rec.get("testbed") or {}).get("limits_text", "")),
+            )
+        )
+    table = (
+        _table(("role", "path", "filesystem", "device", "model", "mount options", "testbed"), rows)
+        if rows
+        else ""
+    )
+    if data is not None and data.roles:
+        table += _table(
+            ("role", "path", "device", "kind", "disk"),
+            (
+                (_e(r.role), _e(r.path), _e(r.device or "-"), _e(r.kind), _e(r.disk or "-"))
+                for r in data.roles
+            ),
+        )
+    return table or "<p>No device recorded.</p>"
+
+
+def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: str = "") -> str:
+    """The form, and ``iolab compare``'s answer: each side's mean, the ratio with its 95%
+    interval and p, as a sentence, a table and two charts."""
+    form = (
+        "<form class='filters' method='get' action='/compare'>"
+        f"<label>A <input name='a' value='{_e(a)}' placeholder='3,4,9 or EXP:key=v'></label>"
+        f"<label>B <input name='b' value='{_e(b)}' placeholder='5-7 or EXP:key=w'></label>"
+        f"<label>metric <input name='metric' value='{_e(metric)}' placeholder='default'></label>"
+        "<button>compare</button></form><p>Each side: run ids (3, 3,4,9 or 3-7) or "
+        "EXPERIMENT:KEY=VALUE naming one cell, as for <code>iolab compare</code>.</p>"
+    )
+    if error:
+        return _page("iolab: compare", form + f"<p class='failed' id='error'>{_e(error)}</p>")
+    if found is None:
+        return _page("iolab: compare", form)
+    r = found.ratio
+    c = r.comparison
+    ci = (
+        f"{r.better_low:.4g} to {r.better_high:.4g}"
+        if r.better_low is not None and r.better_high is not None
+        else "-"
+    )
+    table = _table(
+        ("", "A", "B"),
+        [
+            ("side", _e(found.a.label), _e(found.b.label)),
+            ("runs", str(len(found.a.values)), str(len(found.b.values))),
+            (f"mean {_e(found.metric)}", f"{found.a.mean:,.4g}", f"{found.b.mean:,.4g}"),
+        ],
+    )
+    answer = _table(
+        (
+            "metric",
+            "A over B (times better)",
+            "95% CI",
+            "p",
+            "A / B (geometric means)",
+            "its 95% CI",
+        ),
+        [
+            (
+                _e(found.metric),
+                f"<b id='ratio'>{r.better:.4g}</b>",
+                f"<span id='ci'>{ci}</span>",
+                "-" if c.p_value is None else f"{c.p_value:.3g}",
+                f"{c.ratio:.3g}",
+                "-"
+                if c.ci_low is None or c.ci_high is None
+                else f"{c.ci_low:.3g} to {c.ci_high:.3g}",
+            )
+        ],
+        "answer",
+    )
+    unit = found.a.declaration.unit
+    means = grouped_bar_chart(
+        [
+            GroupedBar(found.a.label, "A", found.a.mean),
+            GroupedBar(found.b.label, "B", found.b.mean),
+        ],
+        title=f"mean {found.metric} of each side's done runs",
+        y_label=f"{found.metric} {unit}".strip(),
+    )
+    speedup = grouped_bar_chart(
+        [GroupedBar("A over B", "A over B", r.better, r.better_low, r.better_high)],
+        title="how many times better A is than B, with its 95% interval",
+        y_label="times better",
+        reference=1.0,
+    )
+    body = (
+        form
+        + f"<p id='sentence'>{_e(sentence(r))}</p>"
+        + answer
+        + table
+        + means
+        + speedup
+        + "".join(
+            f"<p>{_e(kind)} latency: both sides timed it; `iolab compare` prints its "
+            "percentiles.</p>"
+            for kind in found.latency
+        )
+    )
+    return _page("iolab: compare", body)
+
+
+# Redraws the live timeline every second from /runs/ID/timeline.json (the same figure as the
+# report's timelines, series in their short form: first time, step and last time), and the
+# waits and checkpoints so far (HTML the server escaped).
+LIVE_SCRIPT = """<script>(function(){
+var box=document.getElementById('live'),pts=document.getElementById('points'),
+state=document.getElementById('state'),config={responsive:true,displaylogo:false};
+function expand(f){f.data.forEach(function(t){if(t.xlast===undefined)return;
+var n=t.y.length,x=new Array(n);for(var i=0;i<n-1;i++)x[i]=t.x0+i*t.dx;x[n-1]=t.xlast;t.x=x;
+delete t.x0;delete t.dx;delete t.xlast;});return f;}
+function tick(){fetch(box.dataset.src,{credentials:'same-origin',cache:'no-store'})
+.then(function(r){return r.json();}).then(function(j){
+pts.textContent=j.points;box.dataset.points=j.points;
+document.getElementById('live-sections').innerHTML=j.sections;
+if(j.figure){var f=expand(j.figure);Plotly.react(box,f.data,f.layout,config);}
+if(j.status!=='running'){state.textContent=j.status+' (reload for waits and checkpoints)';
+state.className=j.status;return;}
+setTimeout(tick,1000);}).catch(function(){setTimeout(tick,2000);});}
+tick();})();</script>"""

@@ -1,0 +1,505 @@
+"""`iolab serve` in a real browser (Playwright driving Debian's Chromium) against a results
+database seeded by real runs: the experiments list, an experiment's report page, a run's
+timeline growing while a populate run writes to the same database, a compare page with the
+ratio and interval of `iolab compare`; and, inside a network namespace of the test's own, a
+server bound beyond loopback that refuses every request without its token."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_dirs
+from tests.integration.test_populate_cli import IOLAB
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = next(
+    (shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None
+)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"
+)
+
+EXPERIMENT = """
+[experiment]
+name = "serve-seed"
+repetitions = 3
+[workload]
+kind = "populate"
+rows = 300
+[layouts.one]
+data_dirs = ["a"]
+[isolation]
+settle_seconds = 0
+[matrix]
+engine = ["sqlite"]
+connections = [1, 2]
+"""
+
+
+def run_iolab(db: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [*IOLAB, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        check=False,
+        env={**os.environ, "IOLAB_RESULTS": str(db)},
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def seeded() -> Iterator[tuple[Path, Path]]:
+    """(directory, results database): an experiment of 2 cells x 3 runs and one populate
+    command, all on SQLite."""
+    base = Path(tempfile.mkdtemp(prefix="iolab-test-serve-", dir="/var/tmp"))
+    base.chmod(0o755)
+    try:
+        make_dirs(base, "a", "b")
+        (base / "exp.toml").write_text(EXPERIMENT)
+        db = base / "results.db"
+        run_iolab(db, "run", str(base / "exp.toml"))
+        run_iolab(
+            db, "populate", "--engine", "sqlite", "--data-dir", str(base / "b"), "--rows", "300"
+        )
+        yield base, db
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def start_serve(db: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """`iolab serve` on a free port; (process, its address) once it listens."""
+    proc = subprocess.Popen(
+        [*IOLAB, "serve", "--results", str(db), "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    found = re.search(r"http://\S+/", line)
+    if found is None:
+        proc.kill()
+        raise AssertionError(
+            f"serve did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
+        )
+    return proc, found.group(0)
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(seeded: tuple[Path, Path]) -> Iterator[str]:
+    proc, url = start_serve(seeded[1])
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM is not None
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def open_tab(browser: Any, url: str) -> tuple[Any, list[str], list[str]]:
+    """A tab that records every URL it asks for and every script error."""
+    tab = browser.new_page(viewport={"width": 1200, "height": 900})
+    asked: list[str] = []
+    errors: list[str] = []
+    tab.on("request", lambda r: asked.append(r.url))
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    return tab, asked, errors
+
+
+@needs_chromium
+def test_the_list_shows_the_seeded_experiments_and_filters_them(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
+    tab, asked, errors = open_tab(browser, server)
+    tab.goto(server)
+    rows = tab.locator("#experiments tr").all_inner_texts()[1:]
+    assert len(rows) == 2
+    cells = [r.split("\t") for r in rows]
+    by_name = {c[1]: c for c in cells}
+    seed = by_name["serve-seed"]
+    assert seed[2] == "experiment"
+    assert seed[3] == "populate"
+    assert seed[4] == "sqlite"
+    assert seed[6:10] == ["2", "6", "0", "0"]  # cells, done, failed, running
+    (command,) = [c for name, c in by_name.items() if name != "serve-seed"]
+    assert command[2] == "command"
+    assert command[6:8] == ["1", "1"]
+    tab.goto(server + "?workload=disk")
+    assert tab.locator("#experiments tr").count() == 1  # the header only
+    tab.goto(server + "?engine=sqlite&workload=populate")
+    assert tab.locator("#experiments tr").count() == 3
+    with sqlite3.connect(f"file:{seeded[1]}?mode=ro", uri=True) as conn:
+        (env,) = conn.execute("SELECT data FROM environments LIMIT 1").fetchone()
+    snapshot = json.loads(env)
+    (storage,) = list(snapshot["storage"].values())[:1]
+    for query, count in (
+        (f"?host={snapshot['hostname']}", 3),
+        ("?host=no-such-host", 1),
+        (f"?device={storage['filesystem']}", 3),
+        ("?device=no-such-device", 1),
+        ("?since=2000-01-01&until=2000-12-31", 1),
+        ("?since=2000-01-01", 3),
+    ):
+        tab.goto(server + query)
+        assert tab.locator("#experiments tr").count() == count, query
+    tab.goto(server + "?since=yesterday")
+    assert "since: 'yesterday' is not allowed; give a day as YYYY-MM-DD" in tab.content()
+    assert errors == []
+    assert all(u.startswith(server) for u in asked), asked  # nothing from the network
+    tab.close()
+
+
+@needs_chromium
+def test_an_experiment_page_is_the_report_with_its_runs(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
+    report = json.loads(run_iolab(seeded[1], "report", "serve-seed", "--json").stdout)
+    tab, asked, errors = open_tab(browser, server)
+    tab.goto(server)
+    tab.get_by_role("link", name="serve-seed").click()
+    tab.wait_for_load_state("load")
+    assert tab.locator("h1").inner_text() == "iolab report: serve-seed"
+    text = tab.locator("body").inner_text()
+    for cell in report["cells"]:
+        assert cell["label"] in text
+    runs = tab.locator("#run-list a")
+    assert runs.count() == 6
+    box = tab.locator(".iplot").first  # a median run's timeline, drawn by Plotly served here
+    box.scroll_into_view_if_needed()
+    tab.wait_for_selector(".iplot .main-svg")
+    runs.first.click()
+    tab.wait_for_load_state("load")
+    assert tab.locator("#state").inner_text() == "done"
+    assert int(tab.locator("#points").inner_text()) >= 1
+    tab.wait_for_selector(".iplot .main-svg")
+    assert "connections" in tab.locator("body").inner_text()  # its parameters
+    assert errors == []
+    assert all(u.startswith(server) for u in asked), asked
+    tab.close()
+
+
+@needs_chromium
+def test_a_compare_page_gives_the_ratio_and_interval_of_iolab_compare(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
+    tab, asked, errors = open_tab(browser, server)
+    tab.goto(server)
+    tab.get_by_role("link", name="serve-seed").click()  # two cells picked on its page
+    tab.wait_for_load_state("load")
+    specs = tab.locator("#compare-cells select[name=a] option").evaluate_all(
+        "options => options.map(o => o.value)"
+    )
+    assert len(specs) == 2 and all(v.startswith("serve-seed:") for v in specs), specs
+    a, b = sorted(specs, key=lambda v: "connections=2" in v)  # 1 connection against 2
+    cli = json.loads(run_iolab(seeded[1], "compare", a, b, "--json").stdout)
+    tab.select_option("#compare-cells select[name=a]", a)
+    tab.select_option("#compare-cells select[name=b]", b)
+    tab.locator("#compare-cells button").click()
+    tab.wait_for_load_state("load")
+    tab.wait_for_selector("#ratio")
+    assert float(tab.locator("#ratio").inner_text()) == pytest.approx(cli["speedup"], rel=2e-3)
+    low, high = (float(x) for x in tab.locator("#ci").inner_text().split(" to "))
+    assert low == pytest.approx(cli["ci_low"], rel=2e-3)
+    assert high == pytest.approx(cli["ci_high"], rel=2e-3)
+    assert low <= float(tab.locator("#ratio").inner_text()) <= high
+    assert tab.locator("#sentence").inner_text() == cli["sentence"]
+    assert tab.locator("svg[role=img]").count() == 2  # the means and the ratio, as charts
+    tab.goto(server + "compare")  # two runs typed in the form
+    tab.fill("input[name=a]", "1,2,3")
+    tab.fill("input[name=b]", "4-6")
+    tab.get_by_role("button", name="compare").click()
+    tab.wait_for_load_state("load")
+    by_runs = json.loads(run_iolab(seeded[1], "compare", "1,2,3", "4-6", "--json").stdout)
+    assert tab.locator("#sentence").inner_text() == by_runs["sentence"]
+    tab.goto(server + "compare?a=1&b=9999")
+    assert "give run ids from 1 to" in tab.locator("#error").inner_text()
+    missing = tab.goto(server + "runs/9999")
+    assert missing is not None and missing.status == 404
+    assert "runs are numbered 1 to" in tab.locator("body").inner_text()
+    assert errors == []
+    assert all(u.startswith(server) for u in asked), asked
+    tab.close()
+
+
+@needs_chromium
+def test_a_running_runs_timeline_grows_while_it_runs(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
+    base, db = seeded
+    (top,) = sqlite3.connect(db).execute("SELECT MAX(id) FROM runs").fetchone()
+    (base / "live").mkdir(mode=0o755)
+    populate = subprocess.Popen(
+        [
+            *IOLAB,
+            "populate",
+            "--engine",
+            "sqlite",
+            "--data-dir",
+            str(base / "live"),
+            "--duration",
+            "8s",
+            "--connections",
+            "1",
+            "--sample-interval",  # 10 Hz from the start: no fine start to merge later,
+            "100ms",  # so the number of points only grows
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "IOLAB_RESULTS": str(db)},
+    )
+    tab, asked, errors = open_tab(browser, server)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the run's row, committed as running before the work starts
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            row = conn.execute("SELECT id FROM runs WHERE id > ?", (top,)).fetchone()
+            conn.close()
+            if row is not None:
+                break
+            assert populate.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        tab.goto(f"{server}runs/{row[0]}")
+        assert tab.locator("#state").inner_text() == "running"
+        seen: list[tuple[int, int]] = []  # (points shown, points in the drawn figure)
+        while tab.locator("#state").inner_text() == "running":
+            assert time.monotonic() < deadline, "the run never ended"
+            shown = int(tab.locator("#points").inner_text())
+            drawn = tab.evaluate(
+                "() => { const g = document.getElementById('live');"
+                " return g.data ? Math.max(...g.data.map(t => t.y.length)) : 0; }"
+            )
+            seen.append((shown, drawn))
+            tab.wait_for_timeout(300)
+        assert populate.wait(timeout=120) == 0, populate.stderr.read() if populate.stderr else ""
+    finally:
+        if populate.poll() is None:
+            populate.kill()
+            populate.wait()
+    shown_values = [s for s, _ in seen]
+    assert shown_values == sorted(shown_values)  # it only grows
+    growing = sorted({s for s in shown_values if s > 0})
+    assert len(growing) >= 3, seen  # at least three different counts while running
+    sizes = sorted({d for _, d in seen if d > 0})  # drawn just after the count is written
+    assert len(sizes) >= 2 and sizes[-1] >= growing[-2], seen  # the drawn figure grew too
+    assert "done" in tab.locator("#state").inner_text()
+    final = json.loads(
+        tab.evaluate(f"() => fetch('/runs/{row[0]}/timeline.json').then(r => r.text())")
+    )
+    assert final["status"] == "done"
+    assert final["points"] >= growing[-1]  # the final record holds at least what was shown
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        (chunks,) = conn.execute(
+            "SELECT COUNT(*) FROM series_chunks WHERE run_id = ?", (row[0],)
+        ).fetchone()
+    assert chunks == 0  # replaced by the whole series
+    assert errors == []
+    assert all(u.startswith(server) for u in asked), asked
+    tab.close()
+
+
+NAMESPACE_SCRIPT = textwrap.dedent(
+    """
+    import json, re, subprocess, sys, urllib.error, urllib.request
+    ADDR = "10.213.7.1"
+    def run(*cmd):
+        subprocess.run(cmd, check=True, capture_output=True)
+    run("ip", "link", "set", "lo", "up")
+    try:
+        run("ip", "link", "add", "iolab0", "type", "dummy")
+        dev = "iolab0"
+    except subprocess.CalledProcessError:
+        run("ip", "link", "add", "iolab0", "type", "veth", "peer", "name", "iolab1")
+        run("ip", "link", "set", "iolab1", "up")
+        dev = "iolab0"
+    run("ip", "addr", "add", ADDR + "/24", "dev", dev)
+    run("ip", "link", "set", dev, "up")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "serve", "--results", sys.argv[1], "--host", ADDR,
+         "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**__import__("os").environ, "PYTHONUNBUFFERED": "1"})
+    first, second = proc.stdout.readline(), proc.stdout.readline()
+    url = re.search(r"http://\\S+/", first).group(0)
+    link = re.search(r"http://\\S+\\?token=\\S+", second).group(0)
+    token = link.split("token=")[1]
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+    opener = urllib.request.build_opener(NoRedirect)
+    def get(u, headers={}):
+        try:
+            with opener.open(urllib.request.Request(u, headers=headers), timeout=30) as r:
+                return r.status, dict(r.headers), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode()
+    out = {"url": url, "first": first, "second": second}
+    out["bare"] = get(url)[0], get(url)[2]
+    out["bare_run"] = get(url + "runs/1")[0]
+    out["wrong"] = get(url + "?token=" + "x" * len(token))[0]
+    status, headers, _ = get(link)
+    out["with_token"] = status, headers.get("location"), headers.get("set-cookie", "")
+    cookie = headers.get("set-cookie", "").split(";")[0]
+    status, _, body = get(url, {"Cookie": cookie})
+    out["cookie"] = status, "serve-seed" in body
+    out["header"] = get(url + "compare", {"X-Iolab-Token": token})[0]
+    proc.terminate()
+    proc.wait(timeout=30)
+    print(json.dumps(out))
+    """
+)
+
+
+def test_beyond_loopback_every_request_needs_the_token(seeded: tuple[Path, Path]) -> None:
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("unshare (util-linux) and ip (iproute2) are needed for a network namespace")
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a network namespace here: {probe.stderr.strip()}")
+    done = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", NAMESPACE_SCRIPT, str(seeded[1])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["url"].startswith("http://10.213.7.1:")
+    assert "access token" in out["second"]
+    status, body = out["bare"]
+    assert status == 403
+    assert "needs its access token" in body
+    assert out["bare_run"] == 403
+    assert out["wrong"] == 403
+    status, location, cookie = out["with_token"]
+    assert status == 303
+    assert location == "/"  # the token leaves the address bar
+    assert cookie.startswith("iolab_token=") and "HttpOnly" in cookie
+    assert out["cookie"] == [200, True]
+    assert out["header"] == 200
+
+
+def test_bad_input_and_a_missing_framework_are_one_line(seeded: tuple[Path, Path]) -> None:
+    db = str(seeded[1])
+    for args, line in (
+        (["--port", "70000"], "--port: 70000 is not allowed; give a TCP port from 1 to 65535"),
+        (["--host", "example.org"], "--host: 'example.org' is not allowed; give an IP address"),
+    ):
+        done = subprocess.run(
+            [*IOLAB, "serve", "--results", db, *args], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 2
+        assert line in done.stderr
+        assert "Traceback" not in done.stderr
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['uvicorn'] = None; from iolab.cli.main import run; "
+            f"sys.argv = ['iolab', 'serve', '--results', {db!r}]; run()",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode == 2
+    assert "pip install 'iolab[serve]'" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    not_ours = seeded[0] / "exp.toml"
+    done = subprocess.run(
+        [*IOLAB, "serve", "--results", str(not_ours)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "not an iolab results database" in done.stderr
+
+
+@needs_chromium
+def test_a_running_postgres_runs_waits_and_checkpoints_show_as_they_happen(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
+    base, db = seeded
+    (top,) = sqlite3.connect(db).execute("SELECT MAX(id) FROM runs").fetchone()
+    (data,) = make_dirs(base, "pg")
+    populate = subprocess.Popen(
+        [
+            *IOLAB,
+            *["populate", "--engine", "postgres", "--data-dir", str(data)],
+            *["--duration", "8s", "--connections", "2", "--checkpoint-every", "1s"],
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "IOLAB_RESULTS": str(db)},
+    )
+    tab, asked, errors = open_tab(browser, server)
+    seen: list[tuple[int, int, int]] = []  # (points, wait rows, checkpoint rows) while running
+    try:
+        deadline = time.monotonic() + 180
+        row = None
+        while row is None:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                row = conn.execute("SELECT id FROM runs WHERE id > ?", (top,)).fetchone()
+            assert populate.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        tab.goto(f"{server}runs/{row[0]}")
+        while tab.locator("#state").inner_text() == "running":
+            assert time.monotonic() < deadline, "the run never ended"
+            seen.append(
+                (
+                    int(tab.locator("#points").inner_text()),
+                    tab.locator("#live-sections h3:text('Wait statistics') + table tr").count(),
+                    tab.locator("#live-sections h3:text('Checkpoints') + table tr").count(),
+                )
+            )
+            tab.wait_for_timeout(300)
+        assert populate.wait(timeout=120) == 0, populate.stderr.read() if populate.stderr else ""
+    finally:
+        if populate.poll() is None:
+            populate.kill()
+            populate.wait()
+    live = [s for s in seen if s[0] > 0]
+    assert live, seen
+    assert max(w for _, w, _ in live) > 1, seen  # a header and at least one wait event
+    assert max(c for _, _, c in live) > 1, seen  # at least one checkpoint while it ran
+    assert errors == []
+    assert all(u.startswith(server) for u in asked), asked
+    tab.close()
