@@ -39,10 +39,12 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 # Reinstall only when the dependencies changed.
 stamp=.venv/.iolab-installed
-digest=$(sha256sum pyproject.toml | cut -d' ' -f1)
+digest=$( (sha256sum pyproject.toml; echo "${1:-}") | sha256sum | cut -d' ' -f1)
 if [[ ! -f $stamp || $(cat "$stamp") != "$digest" ]]; then
     echo "setup: installing Python dependencies into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev]'
+    extras=engines,dev
+    [[ "${1:-}" == "--tests" ]] && extras+=,fleet  # the fleet tests start a Ray cluster
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
     echo "$digest" > "$stamp"
 fi

@@ -10,7 +10,18 @@ import typer
 from rich.markup import escape
 
 from iolab import __version__
-from iolab.cli import demo, disk, experiment, populate, report, results, testbed, timeline, tpch
+from iolab.cli import (
+    demo,
+    disk,
+    experiment,
+    fleet,
+    populate,
+    report,
+    results,
+    testbed,
+    timeline,
+    tpch,
+)
 from iolab.cli.console import stderr
 from iolab.errors import IolabError
 from iolab.redaction import redact
@@ -36,6 +47,7 @@ app.command("tpch")(tpch.tpch)
 app.add_typer(results.app, name="results")
 app.command("timeline")(timeline.timeline)
 app.add_typer(testbed.app, name="testbed")
+app.add_typer(fleet.app, name="fleet")
 
 
 def _version(value: bool) -> None:
