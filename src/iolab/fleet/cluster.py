@@ -134,6 +134,7 @@ def connected(address: str) -> Iterator[ModuleType]:
     os.environ.update(_token_env(create=False))  # read when Ray is imported
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray = ray_module()
+    _errors_to_stderr()
     try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
     except ConnectionError as exc:
@@ -142,6 +143,23 @@ def connected(address: str) -> Iterator[ModuleType]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def _errors_to_stderr() -> None:
+    """Ray's driver prints the errors the cluster reports (a node that died) on stdout, which
+    is where ``--json`` goes: send them to stderr, with the warnings. (Ray has no option for
+    it; without this internal hook the messages stay on stdout, nothing else changes.)"""
+    from ray._private import worker
+
+    original = getattr(worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "iolab_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.iolab_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
 
 
 @dataclass(frozen=True)
@@ -153,7 +171,8 @@ class Node:
 
 
 def nodes(ray: ModuleType) -> list[Node]:
-    """The fleet's hosts as Ray sees them (a host that left stays, not alive), by name."""
+    """The fleet's hosts as Ray sees them, by name (a node that died no longer lists its
+    resources, so a host that left is not among them)."""
     out: dict[str, Node] = {}
     for n in ray.nodes():
         for key in n.get("Resources", {}):
