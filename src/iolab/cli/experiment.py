@@ -125,12 +125,15 @@ def run(
     one at a time per host, and are recorded here as they come back."""
     experiment = config.load(file)
     address = fleet or experiment.spec.fleet.address
+    if address is not None:
+        from iolab.fleet import cluster
+
+        cluster.require_ray()  # before anything is recorded
     with open_store(results) as store:
         with ProgressView() as view:
             if address is None:
                 outcome = runner.run(experiment, store, view)
             else:
-                from iolab.fleet import cluster
                 from iolab.fleet import placement as fleet_placement
 
                 with cluster.connected(address) as ray:

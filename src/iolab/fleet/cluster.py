@@ -46,8 +46,21 @@ def ray_module() -> ModuleType:
     return ray
 
 
+def require_ray() -> None:
+    """Refuse at once, saying how to install it, when Ray is not installed (without importing
+    it: Ray reads its authentication settings from the environment when imported)."""
+    import importlib.util
+
+    if "ray" in sys.modules:
+        if sys.modules["ray"] is None:  # a test's way of hiding an installed package
+            raise MissingTool("ray (the fleet extra)", INSTALL_HINT)
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise MissingTool("ray (the fleet extra)", INSTALL_HINT)
+
+
 def _ray_program() -> str:
-    ray_module()
+    require_ray()
     beside = Path(sys.executable).parent / "ray"  # the one of this environment
     found = str(beside) if beside.exists() else shutil.which("ray")
     if found is None:
@@ -131,6 +144,7 @@ def stop() -> None:
 def connected(address: str) -> Iterator[ModuleType]:
     """This process as a Ray driver of the fleet at ``address`` (``auto``, HOST:PORT or a
     ``ray://`` address), disconnected on the way out."""
+    require_ray()
     os.environ.update(_token_env(create=False))  # read when Ray is imported
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray = ray_module()
