@@ -7,6 +7,7 @@ its results: done, failed (with the reason) or aborted (Ctrl-C), keeping what wa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -48,6 +49,8 @@ class Executed:
     fatal: bool = False  # the body refused its input (BadInput): wrong for every run
     cannot_drop: str | None = None  # why the page cache could not be dropped before the run
     env_saved: bool = False  # the local path saved the environment when the run started
+    began: float = 0.0  # when it started and ended where it ran, epoch seconds (fan-out costs)
+    finished: float = 0.0
 
     def portable(self) -> Executed:
         """The same, fit to cross to another process (the failure kept as text)."""
@@ -73,7 +76,7 @@ def execute_run(
     does every process it starts).
     """
     outcome = RunOutcome(RunStatus.RUNNING)
-    done = Executed(outcome, None, _now())
+    done = Executed(outcome, None, _now(), began=time.time())
     try:
         done.environment = capture(roles, versions)
         if started is not None:
@@ -95,6 +98,7 @@ def execute_run(
         outcome.error = redact(f"internal error: {exc!r}")
         done.failure = exc
     done.ended_at = _now()
+    done.finished = time.time()
     return done
 
 
