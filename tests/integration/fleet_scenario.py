@@ -24,8 +24,10 @@ PORT = 6399
 HEAD = f"127.0.0.1:{PORT}"
 
 
-def iolab(*args: str, results: Path | None = None) -> dict[str, Any]:
+def iolab(*args: str, results: Path | None = None, path: str | None = None) -> dict[str, Any]:
     env = {**os.environ}
+    if path is not None:
+        env["PATH"] = path
     if results is not None:
         env["IOLAB_RESULTS"] = str(results)
     done = subprocess.run(
@@ -93,7 +95,24 @@ def main(work: Path) -> None:
             said[f"join {name}"] = iolab(
                 "fleet", "join", HEAD, "--name", name, "--node-ip-address", "127.0.0.1"
             )
+        # db3 has no fio on its PATH: a disk experiment on it is refused before any run
+        empty = work / "empty-bin"
+        empty.mkdir()
+        said["join db3"] = iolab(
+            "fleet",
+            "join",
+            HEAD,
+            "--name",
+            "db3",
+            "--node-ip-address",
+            "127.0.0.1",
+            path=str(empty),
+        )
         said["status"] = iolab("fleet", "status", "--address", HEAD, "--dir", str(work), "--json")
+        said["no fio"] = iolab("run", str(work / "tools.toml"), "--json", results=work / "tools.db")
+        said["unknown host"] = iolab(
+            "run", str(work / "unknown.toml"), "--fleet", HEAD, results=work / "tools.db"
+        )
         said["listening"] = subprocess.run(
             ["ss", "-Hltn"], capture_output=True, text=True, check=False
         ).stdout

@@ -94,6 +94,12 @@ hosts = ["db1", "db2"]
 """
         + COMMON
     )
+    spread = (work / "spread.toml").read_text()
+    (work / "tools.toml").write_text(
+        spread.replace('"fleet-spread"', '"fleet-tools"').replace('["db1", "db2"]', '["db3"]')
+    )
+    hosts = (work / "hosts.toml").read_text()
+    (work / "unknown.toml").write_text(hosts.replace('["db1", "db2"]', '["db1", "db9"]'))
     for name, rows in (("resume", 20_000), ("kill", 20_000)):
         (work / f"{name}.toml").write_text(
             f"""
@@ -191,18 +197,42 @@ def test_the_namespace_has_only_loopback_and_ray_listens_there(
 def test_status_names_every_host_with_its_versions(scenario: tuple[Path, dict[str, Any]]) -> None:
     work, said = scenario
     assert said["start"]["rc"] == 0, said["start"]["stderr"]
-    assert said["join db1"]["rc"] == 0 and said["join db2"]["rc"] == 0
+    assert [said[f"join db{i}"]["rc"] for i in (1, 2, 3)] == [0, 0, 0]
     hosts = _json(said["status"])["hosts"]
-    assert [h["name"] for h in hosts] == ["db1", "db2"]
+    assert [h["name"] for h in hosts] == ["db1", "db2", "db3"]
     from iolab import __version__
 
     for h in hosts:
         assert (h["alive"], h["busy"], h["iolab"]) == (True, False, __version__)
         assert h["ray"].startswith("2.")
-        assert h["tools"]["fio"]
         assert h["free"][str(work)] > 0
+    assert [bool(h["tools"]["fio"]) for h in hosts] == [True, True, False]
     after = _json(said["status after kill"])["hosts"]  # db2's node was killed
-    assert [(h["name"], h["alive"], h["busy"]) for h in after] == [("db1", True, False)]
+    assert [(h["name"], h["alive"], h["busy"]) for h in after] == [
+        ("db1", True, False),
+        ("db3", True, False),
+    ]
+
+
+def test_a_host_without_the_tools_or_unknown_is_refused_before_any_run(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    refused = said["no fio"]
+    assert refused["rc"] == 2
+    lines = [ln for ln in refused["stderr"].splitlines() if ln.startswith("error:")]
+    assert lines == [
+        "error: fleet host db3 cannot run this experiment: fio is not installed; "
+        "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`"
+    ], refused["stderr"]
+    unknown = said["unknown host"]
+    assert unknown["rc"] == 2
+    assert (
+        "error: matrix.host: 'db9' is not allowed; name a host of the fleet: db1, db2, db3"
+        in (unknown["stderr"])
+    )
+    with sqlite3.connect(work / "tools.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)  # nothing claimed
 
 
 def test_a_host_matrix_records_every_run_once_with_its_host(

@@ -21,8 +21,8 @@ from types import ModuleType
 from typing import Any
 
 from iolab.config.experiment import Cell, Experiment, IsolationSection
-from iolab.errors import BadInput, IolabError
-from iolab.events import EventSink, Phase
+from iolab.errors import BadInput, IolabError, MissingTool
+from iolab.events import Event, EventSink, Phase, Warning
 from iolab.fleet import cluster
 from iolab.fleet.cluster import FleetRefused, Node
 from iolab.redaction import redact
@@ -54,12 +54,18 @@ def run_on_host(
     from iolab.runner.experiment import default_resolve
     from iolab.runner.kinds import KINDS
 
+    warnings: list[str] = []
+
+    def events(event: Event) -> None:  # the driver shows what the run warned of
+        if isinstance(event, Warning):
+            warnings.append(event.text)
+
     try:
         executed = execute_cell(
             KINDS[kind_name],
             params,
             default_resolve,
-            lambda _event: None,
+            events,
             IsolationSection.model_validate(isolation),
             timeout,
             measured=measured,
@@ -70,20 +76,24 @@ def run_on_host(
         executed = Executed(outcome, None, _now(), _now(), fatal=isinstance(exc, BadInput))
     if executed.environment is not None:
         executed.environment["fleet_host"] = host  # the environment names its host
+    executed.warnings = [f"host {host}: {w}" for w in warnings]
     return executed.portable()
 
 
 def check_host(kind_name: str, cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Whether this host can take these cells (a Ray task there): its iolab version and what
     the experiment's checks say here (engine binaries and settings, fio, directories)."""
-    import shutil
-
     from iolab import __version__
     from iolab.runner.kinds import KINDS, Checked
 
     problems: list[str] = []
-    if kind_name == "disk" and shutil.which("fio") is None:
-        problems.append("fio is not installed")
+    if kind_name == "disk":
+        from iolab.fio.runner import fio_path
+
+        try:
+            fio_path()
+        except MissingTool as exc:
+            problems.append(str(exc))
     checked = Checked()
     for params in cells:
         try:

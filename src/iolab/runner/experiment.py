@@ -315,6 +315,8 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
         nonlocal finished
         assert task.run_id is not None
         warn_cache(executed)
+        for text in executed.warnings:
+            events(Warning(text))
         commit(store, task.run_id, executed)
         finished += 1
         status = executed.outcome.status

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ class Executed:
     env_saved: bool = False  # the local path saved the environment when the run started
     began: float = 0.0  # when it started and ended where it ran, epoch seconds (fan-out costs)
     finished: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # said on another host, for the driver
 
     def portable(self) -> Executed:
         """The same, fit to cross to another process (the failure kept as text)."""
