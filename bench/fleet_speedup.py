@@ -111,6 +111,7 @@ def inside(args: argparse.Namespace) -> None:
     work.chmod(0o755)
     (work / "a").mkdir(mode=0o755)
     os.environ["IOLAB_FLEET_TOKEN"] = str(work / "token")
+    os.environ["RAY_TMPDIR"] = str(work)  # Ray's sessions in the directory removed at the end
     from iolab.fleet import cluster
 
     out: dict[str, Any] = {"runs": args.runs, "seconds": args.seconds, "rate": args.rate}

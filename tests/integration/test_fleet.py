@@ -129,7 +129,8 @@ def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
     work.chmod(0o755)
     try:
         _files(work)
-        env = {**os.environ, "IOLAB_FLEET_TOKEN": str(work / "token")}
+        # Ray's sessions (logs, sockets) in the test's directory, removed with it
+        env = {**os.environ, "IOLAB_FLEET_TOKEN": str(work / "token"), "RAY_TMPDIR": str(work)}
         env.pop("IOLAB_RESULTS", None)
         done = subprocess.run(
             ["unshare", "-n", sys.executable, str(SCENARIO), str(work)],
