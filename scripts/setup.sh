@@ -39,12 +39,16 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 # Reinstall only when the dependencies changed.
 stamp=.venv/.iolab-installed
-digest=$( (sha256sum pyproject.toml; echo "${1:-}") | sha256sum | cut -d' ' -f1)
+digest=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [[ ! -f $stamp || $(cat "$stamp") != "$digest" ]]; then
     echo "setup: installing Python dependencies into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-    extras=engines,dev
-    [[ "${1:-}" == "--tests" ]] && extras+=,fleet  # the fleet tests start a Ray cluster
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev]'
     echo "$digest" > "$stamp"
+fi
+# The fleet tests start a Ray cluster: the tests get the fleet extra (Ray), iolab itself does not.
+if [[ "${1:-}" == "--tests" ]] &&
+    ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("ray") is None)'; then
+    echo "setup: installing the fleet extra (Ray) for the fleet tests"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev,fleet]'
 fi
