@@ -126,6 +126,21 @@ def main(work: Path) -> None:
             "run", str(work / "spread.toml"), "--json", results=work / "spread.db"
         )
 
+        # testbed devices brought up on each host for the runs, and taken down after
+        from iolab.testbed import unavailable_reason
+
+        said["testbed refused"] = unavailable_reason()
+        if said["testbed refused"] is None:
+            said["devices"] = iolab(
+                "run",
+                str(work / "devices.toml"),
+                "--fleet",
+                HEAD,
+                "--json",
+                results=work / "dev.db",
+            )
+            said["testbed after"] = iolab("testbed", "status", "--json")
+
         # the driver SIGKILLed during a run, then run again
         db = work / "resume.db"
         driver = subprocess.Popen(

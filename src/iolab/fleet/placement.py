@@ -5,11 +5,13 @@ then :class:`FleetPlacement` sends it to a host as a Ray task that takes the hos
 ``iolab-host:NAME`` (1 per host: one run at a time per host) and calls
 :func:`iolab.runner.placement.execute_cell` there, the same function a local run calls. What
 comes back (summary, series, waits, checkpoints, logs, histograms, environment) is committed
-by the driver. A host whose node dies during a run leaves that run failed with "host NAME left
-the fleet during run N"; its other cells are then skipped (a host that left takes no more
-runs). Before any run, every host is asked whether it can take the experiment (the same
-iolab version as the driver, and the experiment's checks passing there: engine binaries,
-fio, directories); a host that cannot is refused, named with what is missing.
+by the driver. A host whose node (or worker) dies during a run leaves that run failed with
+"host NAME left the fleet during run N"; it takes no more runs of this invocation, so its other
+cells are skipped (running the file again resumes them, on the host if it came back). Before
+any run, every host is asked whether it can take the experiment (the same iolab version as the
+driver, and the experiment's checks passing there: engine binaries, fio, directories); a host
+that cannot is refused, named with what is missing. A file's ``[devices]`` are brought up on
+every host before the runs, and taken down after them by the host that brought them up.
 """
 
 from __future__ import annotations
@@ -104,6 +106,21 @@ def check_host(kind_name: str, cells: Sequence[Mapping[str, Any]]) -> dict[str, 
     return {"iolab": __version__, "problems": problems}
 
 
+def host_devices_up(table: dict[str, dict[str, Any]]) -> list[str]:
+    """Bring the file's ``[devices]`` up on this host (a Ray task there), as a local run does;
+    the names this brought up."""
+    from iolab.runner.experiment import devices_up
+
+    return devices_up(table, lambda _event: None)
+
+
+def host_devices_down(names: list[str]) -> None:
+    """Take down on this host the devices :func:`host_devices_up` brought up there."""
+    from iolab.runner.experiment import devices_down
+
+    devices_down(names, lambda _event: None)
+
+
 class FleetPlacement:
     """Runs on the fleet's hosts, one at a time per host, many hosts at once."""
 
@@ -116,6 +133,7 @@ class FleetPlacement:
         self.hosts = {h.name: h for h in hosts}
         self.gone: set[str] = set()
         self.running: dict[Any, Task] = {}  # Ray object ref -> the task it runs
+        self.made: dict[str, list[str]] = {}  # host -> testbed devices brought up there
         self._turn = cycle(sorted(self.hosts))
         self._remote = ray.remote(run_on_host)
         spec = experiment.spec
@@ -156,9 +174,7 @@ class FleetPlacement:
             free = set(self._free())
             host = next(h for h in self._turn if h in free)
         placed = task.on(host)
-        ref = self._remote.options(
-            resources={cluster.RESOURCE_PREFIX + host: 1}, num_cpus=0, max_retries=0
-        ).remote(
+        ref = self._remote.options(**self._on(host)).remote(
             host,
             task.cell.kind,
             task.cell.params,
@@ -185,21 +201,51 @@ class FleetPlacement:
             return executed
         except RayTaskError as exc:
             error = f"on host {task.host}: {str(exc).strip().splitlines()[-1]}"
-        except RayError:
+        except RayError:  # its node or worker died: the host takes no more runs this time
             error = f"host {task.host} left the fleet during run {task.repetition}"
-            if not self._alive(str(task.host)):
-                self.gone.add(str(task.host))
+            self.gone.add(str(task.host))
         now = _now()
         return Executed(RunOutcome(RunStatus.FAILED, error=error), None, now, now)
 
-    def _alive(self, host: str) -> bool:
-        return any(n.name == host and n.alive for n in cluster.nodes(self.ray))
+    def devices_up(self) -> None:
+        """The file's ``[devices]`` on every host, one host after another (hosts that share a
+        machine share its testbed); each host takes down what it brought up at :meth:`close`."""
+        table = self.experiment.spec.devices
+        if not table:
+            return
+        remote = self.ray.remote(host_devices_up)
+        for name in self.hosts:
+            self.events(Phase(f"bringing up testbed devices on host {name}"))
+            ref = remote.options(**self._on(name)).remote(table)
+            self.made[name] = self._get(ref, name)
+
+    def _on(self, host: str) -> dict[str, Any]:
+        return {"resources": {cluster.RESOURCE_PREFIX + host: 1}, "num_cpus": 0, "max_retries": 0}
+
+    def _get(self, ref: Any, host: str) -> Any:
+        from ray.exceptions import RayError, RayTaskError
+
+        try:
+            return self.ray.get(ref)
+        except RayTaskError as exc:
+            raise IolabError(f"host {host}: {str(exc).strip().splitlines()[-1]}") from None
+        except RayError as exc:
+            raise IolabError(f"host {host} left the fleet ({type(exc).__name__})") from None
 
     def close(self) -> list[Task]:
         for ref in self.running:
             self.ray.cancel(ref, force=True)
         stopped = list(self.running.values())
         self.running.clear()
+        remote = self.ray.remote(host_devices_down)
+        for name, made in self.made.items():
+            if made and name not in self.gone:
+                self.events(Phase(f"taking down testbed devices on host {name}"))
+                try:
+                    self._get(remote.options(**self._on(name)).remote(made), name)
+                except IolabError as exc:
+                    self.events(Warning(f"testbed devices left up: {exc}"))
+        self.made.clear()
         return stopped
 
 
@@ -261,16 +307,15 @@ def factory(
     def make(
         experiment: Experiment, _store: Store, events: EventSink, _resolve: Callable[[str], Path]
     ) -> Placement:
-        if experiment.spec.devices:
-            raise BadInput(
-                "devices",
-                ", ".join(experiment.spec.devices),
-                "testbed devices are not brought up on fleet hosts yet: run the file without "
-                "--fleet, or bring the devices up on each host with `iolab testbed up`",
-            )
         hosts = hosts_for(experiment, cluster.nodes(ray), listed)
         events(Phase(f"fleet: checking hosts {', '.join(h.name for h in hosts)}"))
         preflight(ray, experiment, hosts)
-        return FleetPlacement(ray, experiment, hosts, events)
+        placed = FleetPlacement(ray, experiment, hosts, events)
+        try:
+            placed.devices_up()
+        except BaseException:
+            placed.close()
+            raise
+        return placed
 
     return make

@@ -163,26 +163,37 @@ def default_resolve(text: str) -> Path:
     return Path(text)
 
 
-@contextmanager
-def _devices(experiment: Experiment, events: EventSink) -> Iterator[None]:
-    """Bring the file's ``[devices]`` up for the experiment and take down those it brought up."""
-    table = experiment.spec.devices
+def devices_up(table: dict[str, dict[str, Any]], events: EventSink) -> list[str]:
+    """Bring a file's ``[devices]`` up on this machine; returns the names this brought up
+    (those already up are kept as they are, and left up afterwards)."""
     if not table:
-        yield
-        return
+        return []
     from iolab import testbed
 
     specs = testbed.parse_devices(table, "devices")
     already = {d.name for d in testbed.status() if d.up}
     events(Phase(f"bringing up testbed devices: {', '.join(s.name for s in specs)}"))
     testbed.up(specs, events)
+    return [s.name for s in specs if s.name not in already]
+
+
+def devices_down(names: list[str], events: EventSink) -> None:
+    """Take down the devices :func:`devices_up` brought up."""
+    if names:
+        from iolab import testbed
+
+        events(Phase(f"taking down testbed devices: {', '.join(names)}"))
+        testbed.down(events, names=names)
+
+
+@contextmanager
+def _devices(experiment: Experiment, events: EventSink) -> Iterator[None]:
+    """Bring the file's ``[devices]`` up for the experiment and take down those it brought up."""
+    made = devices_up(experiment.spec.devices, events)
     try:
         yield
     finally:
-        made = [s.name for s in specs if s.name not in already]
-        if made:
-            events(Phase(f"taking down testbed devices: {', '.join(made)}"))
-            testbed.down(events, names=made)
+        devices_down(made, events)
 
 
 def register(experiment: Experiment, store: Store) -> ExperimentId:
@@ -246,7 +257,11 @@ def run(
             return _run(
                 experiment, store, events, local_placement(experiment, store, events, resolve)
             )
-    return _run(experiment, store, events, placement(experiment, store, events, resolve))
+    placed = placement(experiment, store, events, resolve)
+    try:
+        return _run(experiment, store, events, placed)
+    finally:
+        placed.close()  # (again: what it brought up is taken down even if _run failed early)
 
 
 def _run(experiment: Experiment, store: Store, events: EventSink, placement: Placement) -> Outcome:
