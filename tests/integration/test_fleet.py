@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_dirs
+from tests.integration.test_populate_cli import iolab
 
 pytestmark = pytest.mark.integration
 SCENARIO = Path(__file__).with_name("fleet_scenario.py")
@@ -291,6 +292,9 @@ def test_a_host_matrix_records_every_run_once_with_its_host(
         ("postgres", "db2"): 1,
     }
     assert list((work / "a").iterdir()) == []  # each host cleaned up after its runs
+    first = runs[0]
+    shown = iolab("results", "show", str(first["id"]), "--results", str(work / "hosts.db"))
+    assert f"on fleet host {first['params']['host']} (" in shown.stdout, shown.stderr
 
 
 def test_runs_without_a_host_key_spread_over_the_listed_hosts(

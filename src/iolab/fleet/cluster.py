@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -121,8 +122,9 @@ def start(*, port: int = DEFAULT_PORT, name: str | None = None, node_ip: str | N
         args.append(f"--resources={_resource(name)}")
     if node_ip is not None:
         args.append(f"--node-ip-address={node_ip}")
-    _ray_start(args, create_token=True)
-    return f"{node_ip or '127.0.0.1'}:{port}"
+    said = _ray_start(args, create_token=True)
+    found = re.search(r"--address='([^']+)'", said)  # Ray says how the hosts reach the head
+    return found.group(1) if found else f"{node_ip or '127.0.0.1'}:{port}"
 
 
 def join(head: str, name: str, *, node_ip: str | None = None) -> None:
