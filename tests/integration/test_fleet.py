@@ -220,7 +220,7 @@ def test_the_namespace_has_only_loopback_and_ray_listens_there(
     hosts = {a.rsplit(":", 1)[0] for a in listening}
     assert hosts <= {"127.0.0.1", "[::ffff:127.0.0.1]", "*", "0.0.0.0", "[::]"}, hosts
     # the token file the head made: the cluster runs with token authentication
-    assert "token file" in said["start"]["stdout"]
+    assert said["start"]["stdout"].startswith("fleet head at 127.0.0.1:6399; token file ")
 
 
 def test_status_names_every_host_with_its_versions(scenario: tuple[Path, dict[str, Any]]) -> None:
