@@ -160,6 +160,20 @@ def main(work: Path) -> None:
             "run", str(work / "resume.toml"), "--fleet", HEAD, "--json", results=db
         )
 
+        # Ctrl-C of the driver during runs: the runs in flight are recorded aborted, no orphan
+        db = work / "stop.db"
+        stopped = subprocess.Popen(
+            [*IOLAB, "run", str(work / "stop.toml"), "--fleet", HEAD],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "IOLAB_RESULTS": str(db)},
+        )
+        wait_for(db, "fleet-stop", lambda s: s.count("running") == 2)
+        stopped.send_signal(signal.SIGINT)
+        _, stderr = stopped.communicate(timeout=300)
+        said["interrupted"] = {"rc": stopped.returncode, "stderr": stderr[-4000:]}
+
         # host db2's node killed during a run: its run fails with the reason, db1 completes
         db = work / "kill.db"
         killer = subprocess.Popen(

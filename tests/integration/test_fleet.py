@@ -123,7 +123,7 @@ host = ["db1", "db2"]
 """
         + COMMON
     )
-    for name, rows in (("resume", 20_000), ("kill", 20_000)):
+    for name, rows in (("resume", 20_000), ("kill", 20_000), ("stop", 200_000)):
         (work / f"{name}.toml").write_text(
             f"""
 [experiment]
@@ -347,6 +347,19 @@ def test_a_driver_sigkilled_then_run_again_does_each_run_exactly_once(
     assert len(aborted) == killed.count("running")  # what the dead driver had in flight
     assert doc["done"] == 4 - killed.count("done")
     assert not [r for r in runs if r["status"] == "running"]
+
+
+def test_ctrl_c_of_the_driver_records_the_runs_in_flight_aborted(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    assert said["interrupted"]["rc"] == 130, said["interrupted"]["stderr"]
+    runs = _runs(work / "stop.db", "fleet-stop")
+    assert [(r["status"], r["error"]) for r in runs] == [
+        ("aborted", "the driver stopped during the run"),
+        ("aborted", "the driver stopped during the run"),
+    ]
+    assert sorted(r["params"]["host"] for r in runs) == ["db1", "db2"]
 
 
 def test_a_host_that_dies_fails_its_run_and_the_others_complete(
