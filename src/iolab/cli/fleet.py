@@ -82,7 +82,11 @@ def status(
     address: AddressOption = "auto",
     directory: Annotated[
         list[str] | None,
-        typer.Option("--dir", help="Also show the free space of this directory on each host."),
+        typer.Option(
+            "--dir",
+            metavar="DIR",
+            help="Also show the free space of this directory on each host (repeatable).",
+        ),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -119,7 +123,8 @@ def status(
 
 @app.command("stop")
 def stop() -> None:
-    """Stop the fleet's Ray processes on this machine (run it on every host)."""
+    """Stop the fleet's Ray processes on this machine (run it on every host, the head last).
+    It is `ray stop`: every Ray node of this machine stops."""
     from iolab.fleet import cluster
 
     cluster.stop()
