@@ -287,8 +287,17 @@ def preflight(ray: ModuleType, experiment: Experiment, hosts: Sequence[Node]) ->
         asked[node.name] = remote.options(**cluster.on_node(ray, node.node_id)).remote(
             experiment.kind, cells
         )
+    from ray.exceptions import GetTimeoutError, RayError
+
     for name, ref in asked.items():
-        said = ray.get(ref)
+        try:
+            said = ray.get(ref, timeout=cluster.PROBE_SECONDS * 4)
+        except GetTimeoutError:
+            raise FleetRefused(f"fleet host {name} did not answer its check") from None
+        except RayError as exc:
+            raise FleetRefused(
+                f"fleet host {name} could not be checked: {str(exc).strip().splitlines()[-1]}"
+            ) from None
         missing = list(said["problems"])
         if said["iolab"] != __version__:
             missing.insert(0, f"iolab {said['iolab']} there, {__version__} here")
