@@ -111,3 +111,14 @@ def test_help_names_the_fleet() -> None:
         assert word in done.stdout
     run_help = iolab("run", "--help").stdout
     assert "--fleet" in run_help and "matrix key" in run_help
+
+
+def test_the_example_compares_two_hosts_on_a_fleet() -> None:
+    exp = config.load(Path(__file__).resolve().parents[2] / "examples" / "fleet-hosts.toml")
+    assert exp.spec.fleet.address == "auto"
+    assert [c.label for c in exp.cells] == [
+        "engine=sqlite host=db1",
+        "engine=sqlite host=db2",
+        "engine=postgres host=db1",
+        "engine=postgres host=db2",
+    ]
