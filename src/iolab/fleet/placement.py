@@ -174,6 +174,8 @@ class FleetPlacement:
             free = set(self._free())
             host = next(h for h in self._turn if h in free)
         placed = task.on(host)
+        what = f"run {task.repetition} of {task.cell.label}" if task.measured else "warm-up run"
+        self.events(Phase(f"{what} sent to host {host}"))
         ref = self._remote.options(**self._on(host)).remote(
             host,
             task.cell.kind,
