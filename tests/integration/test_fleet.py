@@ -379,6 +379,7 @@ def test_a_host_that_dies_fails_its_run_and_the_others_complete(
     assert [r["status"] for r in db1] == ["done", "done"]
     assert all(r["summary"]["rows"] == 20_000 for r in db1)
     assert doc["skipped_cells"] == ["host=db2"]
+    assert "run 1 of host=db2 sent to host db2" in kill["stderr"]  # the driver says where
     assert doc["failures"][0]["host"] == "db2"
     assert not [r for r in runs if r["status"] == "running"]  # no orphan
 
