@@ -14,7 +14,7 @@ import pytest
 
 from iolab.config import experiment as config
 from iolab.config.experiment import Cell, Experiment
-from iolab.events import Collect, EventSink
+from iolab.events import Collect, EventSink, ExperimentProgress
 from iolab.results import RunOutcome, RunStatus
 from iolab.runner import experiment as runner
 from iolab.runner.kinds import KINDS
@@ -61,6 +61,10 @@ class Hosts:
     @property
     def busy(self) -> bool:
         return bool(self.running)
+
+    @property
+    def width(self) -> int:
+        return len(self.names)
 
     def _free(self) -> list[str]:
         taken = {t.host for t in self.running}
@@ -130,8 +134,11 @@ def test_runs_spread_over_free_hosts_each_committed_once(
 ) -> None:
     path = experiment_file(tmp_path, experiment="repetitions = 3")
     made, factory = on()
-    outcome = runner.run(config.load(path), store, Collect(), placement=factory)
+    events = Collect()
+    outcome = runner.run(config.load(path), store, events, placement=factory)
     assert (outcome.planned, outcome.done, outcome.failed) == (9, 9, 0)
+    progress = [e for e in events.events if isinstance(e, ExperimentProgress)]
+    assert progress[0].seconds_left == 9 * 2.0 / 2  # 9 runs of 2 s estimated, on 2 hosts
     assert made[0].most == 2  # both hosts busy at once
     rows = run_rows(store.path)
     assert Counter(r.rows for r in rows if r.status == "done") == {100: 3, 200: 3, 300: 3}

@@ -155,6 +155,10 @@ class FleetPlacement:
     def busy(self) -> bool:
         return bool(self.running)
 
+    @property
+    def width(self) -> int:
+        return max(1, len(set(self.hosts) - self.gone))
+
     def ready(self, cell: Cell) -> bool:
         host = self._host_of(cell)
         free = self._free()

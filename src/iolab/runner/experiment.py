@@ -316,7 +316,8 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
         run_id, repetition = taken
         limits[run_id] = limit
         runs_since_baseline += 1
-        left = sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]
+        # the runs left, shared by the hosts that run at once
+        left = (sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]) / placement.width
         events(
             ExperimentProgress(
                 finished, total, outcome.failed, left, f"{cell.label} · run {repetition}"

@@ -128,6 +128,10 @@ class Placement(Protocol):
     def busy(self) -> bool:
         """Runs are in flight."""
 
+    @property
+    def width(self) -> int:
+        """How many runs can be in flight at once (hosts): for the time left."""
+
     def ready(self, cell: Cell) -> bool:
         """A run of ``cell`` could start now."""
 
@@ -168,6 +172,10 @@ class LocalPlacement:
     @property
     def busy(self) -> bool:
         return bool(self._ended)
+
+    @property
+    def width(self) -> int:
+        return 1
 
     def ready(self, cell: Cell) -> bool:
         return not self._ended
