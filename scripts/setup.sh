@@ -46,3 +46,9 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$digest" ]]; then
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev,serve]'
     echo "$digest" > "$stamp"
 fi
+# The fleet tests start a Ray cluster: the tests get the fleet extra (Ray), iolab itself does not.
+if [[ "${1:-}" == "--tests" ]] &&
+    ! .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("ray") is None)'; then
+    echo "setup: installing the fleet extra (Ray) for the fleet tests"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev,fleet]'
+fi

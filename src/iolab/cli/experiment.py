@@ -99,14 +99,46 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
         out.print(f"baseline cell: {escape(experiment.baseline.label)}")
 
 
-def run(file: FileArgument, results: ResultsOption = None, as_json: JsonOption = False) -> None:
+FleetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fleet",
+        metavar="ADDRESS",
+        help="Run on the hosts of a fleet (`auto`, HOST:PORT or ray://...; also [fleet] address "
+        "in the file): each run on one host, many hosts at once, every result recorded here. "
+        "The matrix key `host` compares hosts; without it runs are spread over [fleet] hosts "
+        "(or every host). Needs `pip install 'iolab[fleet]'`; see docs/fleet.md.",
+        show_default=False,
+    ),
+]
+
+
+def run(
+    file: FileArgument,
+    results: ResultsOption = None,
+    as_json: JsonOption = False,
+    fleet: FleetOption = None,
+) -> None:
     """Run an experiment file: every cell of its matrix, repeated, in shuffled order, each run
     on a fresh instance and committed before the next starts. Run it again to resume: finished
-    runs are kept, interrupted ones run again."""
+    runs are kept, interrupted ones run again. With --fleet, runs go to the hosts of a fleet,
+    one at a time per host, and are recorded here as they come back."""
     experiment = config.load(file)
+    address = fleet or experiment.spec.fleet.address
+    if address is not None:
+        from iolab.fleet import cluster
+
+        cluster.require_ray()  # before anything is recorded
     with open_store(results) as store:
         with ProgressView() as view:
-            outcome = runner.run(experiment, store, view)
+            if address is None:
+                outcome = runner.run(experiment, store, view)
+            else:
+                from iolab.fleet import placement as fleet_placement
+
+                with cluster.connected(address) as ray:
+                    placed = fleet_placement.factory(ray, experiment.spec.fleet.hosts)
+                    outcome = runner.run(experiment, store, view, placement=placed)
         rows = _cell_rows(experiment, store, outcome.experiment_id)
     if as_json:
         doc: dict[str, Any] = {

@@ -14,6 +14,7 @@ from iolab.cli import (
     demo,
     disk,
     experiment,
+    fleet,
     populate,
     report,
     results,
@@ -48,6 +49,7 @@ app.add_typer(results.app, name="results")
 app.command("timeline")(timeline.timeline)
 app.command("serve")(serve.serve)
 app.add_typer(testbed.app, name="testbed")
+app.add_typer(fleet.app, name="fleet")
 
 
 def _version(value: bool) -> None:

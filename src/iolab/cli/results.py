@@ -138,6 +138,10 @@ def _print_environment(env: dict[str, Any]) -> None:
         return
     versions = ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
     memory = env.get("memory_bytes", 0) / 2**30
+    if env.get("fleet_host"):  # the run ran on a host of a fleet
+        out.print(
+            f"on fleet host {escape(str(env['fleet_host']))} ({escape(str(env.get('hostname')))})"
+        )
     out.print(
         f"[dim]{env.get('kernel')} · {env.get('cpu_count')} x {env.get('cpu_model')} · "
         f"{memory:.1f} GiB · {versions}[/]"

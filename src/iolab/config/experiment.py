@@ -2,9 +2,10 @@
 
 The file has ``[experiment]`` (name, repetitions, order, failure policy, timeout),
 ``[workload]`` (``kind`` and that workload's parameters), ``[layouts.NAME]`` (data_dirs, files,
-wal_dir, temp_dir, settings), optional ``[isolation]``, ``[hooks]`` and ``[devices.NAME]`` (the
-testbed), and ``[matrix]``: keys naming any workload or layout parameter (``layout`` picks named
-layouts, ``settings.NAME`` one engine setting), each with a list of values. Every combination of
+wal_dir, temp_dir, settings), optional ``[isolation]``, ``[hooks]``, ``[devices.NAME]`` (the
+testbed) and ``[fleet]`` (address, hosts: docs/fleet.md), and ``[matrix]``: keys naming any
+workload or layout parameter (``layout`` picks named layouts, ``settings.NAME`` one engine
+setting, ``host`` the hosts of a fleet), each with a list of values. Every combination of
 the matrix values is a cell; a cell is named by the hash of its resolved parameters, so a cell
 whose parameters did not change keeps its runs when the file changes.
 """
@@ -84,7 +85,13 @@ class HooksSection(Section):
     on_failure: str | None = None  # called after every failed run, same input
 
 
+class FleetSection(Section):
+    address: str | None = None  # a fleet to run on: "auto", HOST:PORT or ray://... (--fleet)
+    hosts: list[str] = Field(default_factory=list)  # spread the runs over these hosts
+
+
 LAYOUT_KEYS = ("data_dirs", "files", "wal_dir", "temp_dir")
+HOST_KEY = "host"  # the matrix key naming fleet hosts: a cell per host, compared like any key
 
 
 class ExperimentFile(Section):
@@ -95,6 +102,7 @@ class ExperimentFile(Section):
     isolation: IsolationSection = IsolationSection()
     hooks: HooksSection = HooksSection()
     devices: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    fleet: FleetSection = FleetSection()
 
 
 @dataclass(frozen=True)
@@ -170,7 +178,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
 
 def _check_matrix(spec: ExperimentFile, model: type[Section]) -> None:
     workload_keys = set(model.model_fields) - {"kind"}
-    allowed = sorted(workload_keys | set(LAYOUT_KEYS) | {"layout", "settings.NAME"})
+    allowed = sorted(workload_keys | set(LAYOUT_KEYS) | {"layout", HOST_KEY, "settings.NAME"})
     for key, values in spec.matrix.items():
         if not values:
             raise BadInput(
@@ -180,6 +188,9 @@ def _check_matrix(spec: ExperimentFile, model: type[Section]) -> None:
             for i, name in enumerate(values):
                 if name not in spec.layouts:
                     raise BadInput.choice(f"matrix.layout[{i}]", name, spec.layouts)
+        elif key == HOST_KEY:
+            for i, host in enumerate(values):
+                _host(host, f"matrix.host[{i}]")
         elif (
             key not in workload_keys and key not in LAYOUT_KEYS and not key.startswith("settings.")
         ):
@@ -200,7 +211,7 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
         )
     _check_size(spec)
     keys = list(spec.matrix)
-    workload_keys = [k for k in keys if k != "layout" and k not in LAYOUT_KEYS]
+    workload_keys = [k for k in keys if k not in ("layout", HOST_KEY) and k not in LAYOUT_KEYS]
     workload_keys = [k for k in workload_keys if not k.startswith("settings.")]
     layout_keys = [
         k for k in keys if k == "layout" or k in LAYOUT_KEYS or k.startswith("settings.")
@@ -240,9 +251,17 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
             layout = _resolve_dirs(raw_layout, f"layouts.{layout_name}", root, spec)
             layouts[lkey] = layout
         params = {**workload, "layout": layout_name, **layout}
+        if HOST_KEY in values:
+            params[HOST_KEY] = _host(values[HOST_KEY])
         label = " ".join(f"{k}={_short(v)}" for k, v in values.items()) or layout_name
         cells.append(Cell(cell_id(params), workload["kind"], label, values, params))
     return cells
+
+
+def _host(value: Any, where: str = "matrix.host") -> str:
+    if not isinstance(value, str) or not value:
+        raise BadInput(where, value, 'name the hosts of a fleet as strings, e.g. ["db1", "db2"]')
+    return value
 
 
 def _where(values: Mapping[str, Any]) -> str:

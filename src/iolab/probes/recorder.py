@@ -75,8 +75,9 @@ _live: ContextVar[LiveSink | None] = ContextVar("iolab_live_sink", default=None)
 
 
 @contextmanager
-def publishing(sink: LiveSink) -> Iterator[None]:
-    """Recorders entered inside the block flush their series to ``sink`` as they record."""
+def publishing(sink: LiveSink | None) -> Iterator[None]:
+    """Recorders entered inside the block flush their series to ``sink`` as they record
+    (None: they keep them until the end)."""
     token = _live.set(sink)
     try:
         yield

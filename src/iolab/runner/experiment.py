@@ -1,7 +1,8 @@
 """Running an experiment file: plan, order, isolate, repeat, resume, and survive failures.
 
-Every run goes through :func:`iolab.runner.single.record`, which commits it with its results
-before the next starts. Each run is claimed in the results database before it starts
+Every run is executed by :func:`iolab.runner.placement.execute_cell` where a placement puts it
+(here, one at a time; or on a fleet host) and committed with its results by the driver
+(:func:`iolab.runner.single.commit`). Each run is claimed in the results database before it starts
 (:meth:`Store.claim_run`: a run row, taken in one exclusive transaction only while the cell has
 fewer runs done or running than it wants), so two ``iolab run`` of one file at once share the
 runs instead of repeating them. Running the same file again resumes: a cell's finished ('done')
@@ -15,10 +16,8 @@ The runner emits events and never prints; the CLI renders them.
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,20 +28,18 @@ from typing import Any
 from iolab.analysis.stats import summarize
 from iolab.config.experiment import DEVICE_PREFIX, Cell, Experiment
 from iolab.errors import BadInput, IolabError, RunFailed
-from iolab.events import Event, EventSink, ExperimentProgress, Phase, Warning
-from iolab.results import ExperimentId, RunOutcome, RunStatus
+from iolab.events import EventSink, ExperimentProgress, Phase, Warning
+from iolab.probes.recorder import LiveSink
+from iolab.results import ExperimentId, RunId, RunOutcome, RunStatus
 from iolab.runner import checks
 from iolab.runner.kinds import KINDS, Kind
-from iolab.runner.single import record
+from iolab.runner.placement import LocalPlacement, Placement, Task
+from iolab.runner.single import Executed, commit
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
+from iolab.store.live import ChunkWriter
 
 Resolve = Callable[[str], Path]
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
-
-
-class RunTimeout(RunFailed):
-    """A run went past ``experiment.timeout``."""
 
 
 @dataclass(frozen=True)
@@ -168,48 +165,37 @@ def default_resolve(text: str) -> Path:
     return Path(text)
 
 
-@contextmanager
-def _devices(experiment: Experiment, events: EventSink) -> Iterator[None]:
-    """Bring the file's ``[devices]`` up for the experiment and take down those it brought up."""
-    table = experiment.spec.devices
+def devices_up(table: dict[str, dict[str, Any]], events: EventSink) -> list[str]:
+    """Bring a file's ``[devices]`` up on this machine; returns the names this brought up
+    (those already up are kept as they are, and left up afterwards)."""
     if not table:
-        yield
-        return
+        return []
     from iolab import testbed
 
     specs = testbed.parse_devices(table, "devices")
     already = {d.name for d in testbed.status() if d.up}
     events(Phase(f"bringing up testbed devices: {', '.join(s.name for s in specs)}"))
     testbed.up(specs, events)
+    return [s.name for s in specs if s.name not in already]
+
+
+def devices_down(names: list[str], events: EventSink) -> None:
+    """Take down the devices :func:`devices_up` brought up."""
+    if names:
+        from iolab import testbed
+
+        events(Phase(f"taking down testbed devices: {', '.join(names)}"))
+        testbed.down(events, names=names)
+
+
+@contextmanager
+def _devices(experiment: Experiment, events: EventSink) -> Iterator[None]:
+    """Bring the file's ``[devices]`` up for the experiment and take down those it brought up."""
+    made = devices_up(experiment.spec.devices, events)
     try:
         yield
     finally:
-        made = [s.name for s in specs if s.name not in already]
-        if made:
-            events(Phase(f"taking down testbed devices: {', '.join(made)}"))
-            testbed.down(events, names=made)
-
-
-class _Deadline:
-    """A cooperative per-run timeout: checked whenever the workload reports progress, so it
-    never interrupts a server's shutdown or the removal of what a run created."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
-        self.until: float | None = None
-
-    @contextmanager
-    def armed(self) -> Iterator[None]:
-        self.until = None if self.seconds is None else time.monotonic() + self.seconds
-        try:
-            yield
-        finally:
-            self.until = None
-
-    def check(self) -> None:
-        if self.until is not None and time.monotonic() > self.until:
-            self.until = None  # raise once; clean-up runs after it
-            raise RunTimeout(f"timed out after {self.seconds:g} s (experiment.timeout)")
+        devices_down(made, events)
 
 
 def register(experiment: Experiment, store: Store) -> ExperimentId:
@@ -227,21 +213,62 @@ def register(experiment: Experiment, store: Store) -> ExperimentId:
     return exp_id
 
 
+PlacementFactory = Callable[[Experiment, Store, EventSink, Resolve], Placement]
+
+
+def local_placement(
+    experiment: Experiment, store: Store, events: EventSink, resolve: Resolve
+) -> Placement:
+    """Every run on this machine, one at a time, its environment recorded as it starts and its
+    series flushed to the store as they are recorded."""
+    spec = experiment.spec
+
+    def started(run_id: RunId, environment: dict[str, Any]) -> LiveSink:
+        store.start_claimed(run_id, store.save_environment(environment))
+        return ChunkWriter(store.path, run_id)  # its series, live, for iolab serve
+
+    return LocalPlacement(
+        kind_of(experiment),
+        spec.isolation,
+        spec.experiment.timeout_seconds(),
+        resolve,
+        events,
+        started,
+    )
+
+
 def run(
     experiment: Experiment,
     store: Store,
     events: EventSink,
     *,
     resolve: Resolve = default_resolve,
+    placement: PlacementFactory | None = None,
 ) -> Outcome:
     """Run what the plan says is missing, with the file's devices up; returns what happened.
+    ``placement``: where the runs execute (a fleet); by default here, one at a time.
     Ctrl-C propagates."""
     checks.check(experiment, store)  # before the devices come up, too
-    with _devices(experiment, events):
-        return _run(experiment, store, events, resolve)
+    if placement is None:
+        if "host" in experiment.spec.matrix:
+            raise BadInput(
+                "matrix.host",
+                experiment.spec.matrix["host"],
+                "host compares the hosts of a fleet: run the file with --fleet ADDRESS "
+                "(or [fleet] address), or take host out of the matrix",
+            )
+        with _devices(experiment, events):
+            return _run(
+                experiment, store, events, local_placement(experiment, store, events, resolve)
+            )
+    placed = placement(experiment, store, events, resolve)
+    try:
+        return _run(experiment, store, events, placed)
+    finally:
+        placed.close()  # (again: what it brought up is taken down even if _run failed early)
 
 
-def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resolve) -> Outcome:
+def _run(experiment: Experiment, store: Store, events: EventSink, placement: Placement) -> Outcome:
     store.reap_stale()
     spec = experiment.spec
     e = spec.experiment
@@ -250,33 +277,19 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
     exp_id = register(experiment, store)
     outcome = Outcome(exp_id, plan.runs, plan.kept)
     rng = random.Random(e.seed + plan.kept)
-    deadline = _Deadline(e.timeout_seconds())
     seconds_each = {pc.cell.id: pc.seconds_each for pc in plan.cells}
     skipped: set[str] = set()
     total = plan.runs
     finished = 0
     runs_since_baseline = 0
     warned: list[str] = []
+    retries: Counter[str] = Counter()
+    limits: dict[RunId, int | None] = {}  # a run in flight -> what its cell wanted at its claim
+    # (cell, runs the cell wants done or running when this one is claimed; None: an extra run)
+    queue: list[tuple[Cell, int | None]] = []
 
-    def sink(event: Event) -> None:
-        deadline.check()
-        events(event)
-
-    def one_run(cell: Cell, wanted: int | None, measured: bool = True) -> RunStatus | None:
-        """One run of the cell, if it can be claimed (None: the cell has ``wanted`` runs done
-        or running elsewhere, so another driver does this one)."""
-        nonlocal finished, total
-        claim = store.claim_run(exp_id, cell.id, wanted) if measured else None
-        if measured and claim is None:
-            total -= 1
-            return None
-        try:  # until the run is recorded, a claim given up is deleted: nothing of it ran
-            body, roles, versions = kind.prepare(cell.params, resolve, sink)
-            cannot = _isolate(spec.isolation.drop_caches, spec.isolation.settle_seconds)
-        except BaseException:
-            if claim is not None:
-                store.release(claim[0])
-            raise
+    def warn_cache(executed: Executed) -> None:
+        cannot = executed.cannot_drop
         if cannot is not None and not warned:
             warned.append(cannot)
             events(
@@ -285,88 +298,158 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
                     "as root, or set isolation.drop_caches = false to silence this"
                 )
             )
-        if not measured:
-            events(Phase(f"warm-up run of {cell.label} (not recorded)"))
-            with deadline.armed():
-                body(RunOutcome(RunStatus.RUNNING))
-            return RunStatus.DONE
-        assert claim is not None
-        run_id, repetition = claim
-        left = sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]
+
+    def submit(task: Task) -> None:
+        """Hand a run to the placement; a claim given up before it ran is deleted."""
+        try:
+            placement.submit(task)
+        except BaseException:
+            if task.run_id is not None:
+                store.release(task.run_id)
+                limits.pop(task.run_id, None)
+            raise
+
+    def claim(cell: Cell, limit: int | None) -> bool:
+        """Claim the next run of the cell and submit it (False: the cell has ``limit`` runs
+        done or running elsewhere, so another driver does this one)."""
+        nonlocal total, runs_since_baseline
+        taken = store.claim_run(exp_id, cell.id, limit)
+        if taken is None:
+            total -= 1
+            return False
+        run_id, repetition = taken
+        limits[run_id] = limit
+        runs_since_baseline += 1
+        # the runs left, shared by the hosts that run at once
+        left = (sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]) / placement.width
         events(
             ExperimentProgress(
                 finished, total, outcome.failed, left, f"{cell.label} · run {repetition}"
             )
         )
-        try:
-            with deadline.armed():
-                record(store, exp_id, cell.id, repetition, roles, versions, body, run_id)
-            status = RunStatus.DONE
-            outcome.done += 1
-        except IolabError as exc:
-            if isinstance(exc, BadInput):
-                raise  # the file is wrong for every run: stop at once
-            status = RunStatus.FAILED
-            outcome.failed += 1
-            failure = {
-                "cell": cell.label,
-                "cell_id": cell.id,
-                "repetition": repetition,
-                "error": str(exc),
-            }
-            outcome.failures.append(failure)
-            events(Warning(f"run {repetition} of {cell.label} failed: {exc}"))
-            _hook(spec.hooks.on_failure, failure, events)
-        finished += 1
-        if spec.isolation.cooldown_seconds:
-            time.sleep(spec.isolation.cooldown_seconds)
-        return status
+        submit(Task(cell, run_id, repetition))
+        return True
 
-    # (cell, runs the cell wants done or running when this one is claimed; None: an extra run)
-    queue: list[tuple[Cell, int | None]] = []
+    def ended(task: Task, executed: Executed) -> RunStatus:
+        """Commit a run that ended, and say what became of it."""
+        nonlocal finished
+        assert task.run_id is not None
+        warn_cache(executed)
+        for text in executed.warnings:
+            events(Warning(text))
+        commit(store, task.run_id, executed)
+        finished += 1
+        status = executed.outcome.status
+        if executed.failure is not None and not isinstance(executed.failure, IolabError):
+            limits.pop(task.run_id, None)
+            raise executed.failure  # Ctrl-C (the run is recorded aborted), or a bug
+        if executed.fatal or isinstance(executed.failure, BadInput):
+            limits.pop(task.run_id, None)
+            if executed.failure is not None:
+                raise executed.failure  # the file is wrong for every run: stop at once
+            raise RunFailed(executed.outcome.error or "bad input")
+        if status is RunStatus.DONE:
+            outcome.done += 1
+            return status
+        outcome.failed += 1
+        failure = {
+            "cell": task.cell.label,
+            "cell_id": task.cell.id,
+            "repetition": task.repetition,
+            "error": executed.outcome.error or status.value,
+        }
+        if task.host is not None:
+            failure["host"] = task.host
+        outcome.failures.append(failure)
+        events(Warning(f"run {task.repetition} of {task.cell.label} failed: {failure['error']}"))
+        _hook(spec.hooks.on_failure, failure, events)
+        return RunStatus.FAILED
+
+    def skip(cell: Cell, why: str | None = None) -> None:
+        nonlocal queue, total
+        if cell.id in skipped:
+            return
+        skipped.add(cell.id)
+        outcome.skipped_cells.append(cell.label)
+        if why:
+            events(Warning(f"{cell.label} skipped: {why}"))
+        queue = [(c, n) for c, n in queue if c.id != cell.id]
+        total = finished + len(queue) + len(limits)
+
+    def policy(task: Task, limit: int | None, status: RunStatus) -> None:
+        """After a run: the failure policy, and the baseline's drift check."""
+        nonlocal total, runs_since_baseline
+        cell = task.cell
+        if status is RunStatus.FAILED:
+            if e.on_failure == "stop":
+                outcome.stopped = f'a run of {cell.label} failed and on_failure = "stop"'
+                return
+            if e.on_failure == "retry" and retries[cell.id] < e.retries:
+                retries[cell.id] += 1
+                queue.append((cell, limit))
+                return
+            skip(cell)
+            return
+        base = experiment.baseline
+        if (
+            base is not None
+            and e.baseline_every
+            and runs_since_baseline >= e.baseline_every
+            and queue
+        ):
+            runs_since_baseline = 0
+            queue.insert(0, (base, None))  # a drift check: beyond the repetitions
+            total += 1
+
+    def drain() -> int:
+        """Claim and submit what the placement can take, commit what ended, until the queue
+        is empty and nothing is in flight (or the policy stopped); returns runs claimed."""
+        nonlocal queue
+        claimed = 0
+        while True:
+            i = 0
+            while i < len(queue) and outcome.stopped is None:
+                cell, limit = queue[i]
+                if cell.id in skipped:
+                    queue.pop(i)
+                    continue
+                why = placement.unreachable(cell)
+                if why is not None:
+                    skip(cell, why)
+                    continue
+                if not placement.ready(cell):
+                    i += 1
+                    continue
+                queue.pop(i)
+                claimed += claim(cell, limit)
+            if not placement.busy:
+                return claimed
+            for task, executed in placement.wait():
+                assert task.run_id is not None
+                status = ended(task, executed)
+                policy(task, limits.pop(task.run_id, None), status)
+
     try:
         if spec.isolation.warmup and plan.runs and experiment.cells:
-            one_run(next(pc.cell for pc in plan.cells if pc.remaining), None, measured=False)
+            first = next(pc.cell for pc in plan.cells if pc.remaining)
+            events(Phase(f"warm-up run of {first.label} (not recorded)"))
+            placement.submit(Task(first, None, 0))
+            for _task, executed in placement.wait():
+                warn_cache(executed)
+                if executed.failure is not None:
+                    raise executed.failure
+                if executed.outcome.status is not RunStatus.DONE:
+                    raise RunFailed(f"the warm-up run failed: {executed.outcome.error}")
         wanted = {pc.cell.id: pc.wanted for pc in plan.cells}
         queue = [
             (c, wanted[c.id])
             for c in _order([(pc.cell, pc.remaining) for pc in plan.cells], e.order, rng)
         ]
-        retries: Counter[str] = Counter()
         while True:
-            queued, claimed = len(queue), 0
-            while queue:
-                cell, limit = queue.pop(0)
-                if cell.id in skipped:
-                    continue
-                status = one_run(cell, limit)
-                if status is None:
-                    continue  # another driver has this run
-                claimed += 1
-                runs_since_baseline += 1
-                if status is RunStatus.FAILED:
-                    if e.on_failure == "stop":
-                        outcome.stopped = f'a run of {cell.label} failed and on_failure = "stop"'
-                        return outcome
-                    if e.on_failure == "retry" and retries[cell.id] < e.retries:
-                        retries[cell.id] += 1
-                        queue.append((cell, limit))
-                        continue
-                    skipped.add(cell.id)
-                    outcome.skipped_cells.append(cell.label)
-                    queue = [(c, n) for c, n in queue if c.id != cell.id]
-                    total = finished + len(queue)
-                    continue
-                base = experiment.baseline
-                if (
-                    base is not None
-                    and e.baseline_every
-                    and runs_since_baseline >= e.baseline_every
-                    and queue
-                ):
-                    runs_since_baseline = 0
-                    queue.insert(0, (base, None))  # a drift check: beyond the repetitions
-                    total += 1
+            queued = len(queue)
+            claimed = drain()
+            if outcome.stopped is not None:
+                return outcome
             if not plan.auto or (queued and not claimed):
                 break  # auto: a round all taken by another driver is that driver's to judge
             more = _needing_more(experiment, store, exp_id, kind, skipped)
@@ -387,6 +470,10 @@ def _run(experiment: Experiment, store: Store, events: EventSink, resolve: Resol
         outcome.aborted = True
         raise
     finally:
+        for task in placement.close():  # runs in flight when the driver stops
+            if task.run_id is not None:
+                aborted = RunOutcome(RunStatus.ABORTED, error="the driver stopped during the run")
+                store.finish_run(task.run_id, aborted)
         if not outcome.aborted and not outcome.stopped:
             _hook(spec.hooks.on_complete, outcome.as_json(experiment, store.path), events)
 
@@ -419,23 +506,6 @@ def _needing_more(
         if half is None or half > e.ci_target:
             more.append(cell)
     return more
-
-
-def _isolate(drop_caches: bool, settle: float) -> str | None:
-    """Before a run: flush dirty pages, drop the page cache (root only), and let things settle.
-
-    Returns why the page cache could not be dropped, if it could not.
-    """
-    os.sync()
-    failed = None
-    if drop_caches:
-        try:
-            DROP_CACHES.write_text("3\n")
-        except OSError as exc:
-            failed = exc.strerror or str(exc)
-    if settle:
-        time.sleep(settle)
-    return failed
 
 
 def _hook(command: str | None, summary: dict[str, Any], events: EventSink) -> None:

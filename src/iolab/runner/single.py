@@ -7,13 +7,15 @@ its results: done, failed (with the reason) or aborted (Ctrl-C), keeping what wa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iolab.errors import IolabError
-from iolab.probes.recorder import publishing
+from iolab.errors import BadInput, IolabError
+from iolab.probes.recorder import LiveSink, publishing
 from iolab.redaction import redact
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
 from iolab.store import Store
@@ -31,6 +33,94 @@ class CommandRun:
     versions: Mapping[str, str]
 
 
+@dataclass
+class Executed:
+    """A run carried out, wherever it ran, not yet committed: what the driver records.
+
+    Picklable (a fleet host sends it back to the driver), except ``failure``: the exception
+    that ended the run, kept only where it ran so that a local caller re-raises it as it was
+    (:meth:`portable` drops it, keeping its message in ``outcome.error`` and whether it was
+    bad input in ``fatal``).
+    """
+
+    outcome: RunOutcome
+    environment: dict[str, Any] | None  # None: capturing it failed (outcome.error says why)
+    started_at: str
+    ended_at: str = ""
+    failure: BaseException | None = None
+    fatal: bool = False  # the body refused its input (BadInput): wrong for every run
+    cannot_drop: str | None = None  # why the page cache could not be dropped before the run
+    env_saved: bool = False  # the local path saved the environment when the run started
+    began: float = 0.0  # when it started and ended where it ran, epoch seconds (fan-out costs)
+    finished: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # said on another host, for the driver
+
+    def portable(self) -> Executed:
+        """The same, fit to cross to another process (the failure kept as text)."""
+        return replace(self, failure=None, fatal=self.fatal or isinstance(self.failure, BadInput))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+# a run has started: record its environment (given) and say where its series go live
+Started = Callable[[dict[str, Any]], LiveSink | None]
+
+
+def execute_run(
+    roles: Mapping[str, Path],
+    versions: Mapping[str, str],
+    body: Callable[[RunOutcome], None],
+    started: Started | None = None,
+) -> Executed:
+    """Capture the environment and run ``body``; never raises what ends the body (not even
+    Ctrl-C): the outcome says done, failed (with the reason) or aborted, keeping what was
+    measured, and ``failure`` holds the exception for the caller to re-raise after it has
+    committed the run. ``started`` gets the environment before the body starts (the local
+    path records it at once, so that a crash leaves it with the run) and says where the
+    run's probes flush their series as they record (for ``iolab serve``; None: nowhere, as on
+    a fleet host). When a path of the run is on a testbed device with limits, the body runs
+    inside the testbed's cgroup (and so does every process it starts).
+    """
+    outcome = RunOutcome(RunStatus.RUNNING)
+    done = Executed(outcome, None, _now(), began=time.time())
+    try:
+        done.environment = capture(roles, versions)
+        live = None
+        if started is not None:
+            live = started(done.environment)
+            done.env_saved = True
+        # a testbed device's limits apply to the run; its probes' series are flushed live
+        with throttle_for(roles.values()), publishing(live):
+            body(outcome)
+        outcome.status = RunStatus.DONE
+    except KeyboardInterrupt as exc:
+        outcome.status = RunStatus.ABORTED
+        outcome.error = "interrupted"
+        done.failure = exc
+    except IolabError as exc:
+        outcome.status = RunStatus.FAILED
+        outcome.error = redact(str(exc))
+        done.failure = exc
+    except Exception as exc:
+        outcome.status = RunStatus.FAILED
+        outcome.error = redact(f"internal error: {exc!r}")
+        done.failure = exc
+    done.ended_at = _now()
+    done.finished = time.time()
+    return done
+
+
+def commit(store: Store, run_id: RunId, executed: Executed) -> None:
+    """Record a claimed run's outcome: its environment (unless saved when it started) and its
+    results, in the store of the driver."""
+    if not executed.env_saved:
+        env = None if executed.environment is None else store.save_environment(executed.environment)
+        store.start_claimed(run_id, env, executed.started_at)
+    store.finish_run(run_id, executed.outcome, executed.ended_at or None)
+
+
 def record(
     store: Store,
     experiment: ExperimentId,
@@ -41,42 +131,31 @@ def record(
     body: Callable[[RunOutcome], None],
     claimed: RunId | None = None,
 ) -> tuple[RunId, RunOutcome]:
-    """Record and run ``body``; the outcome is stored however the body ends, then re-raised.
+    """Record and run ``body`` here; the outcome is stored however the body ends, then the
+    exception that ended it is re-raised.
 
     ``claimed``: the run's row, already taken by :meth:`Store.claim_run` (an experiment's
-    runs); without it the run is recorded as running now. When a path of the run is on a
-    testbed device with limits, the body runs inside the testbed's cgroup (and so does every
-    process it starts). A recorder in the body flushes its series to the store as it records
-    (:mod:`iolab.store.live`), for ``iolab serve``.
+    runs); without it the run is recorded as running when it starts.
     """
-    if claimed is None:
-        env_id = store.save_environment(capture(roles, versions))
-        run_id = store.start_run(experiment, cell, repetition, env_id)
-    else:
-        run_id = claimed
-    outcome = RunOutcome(RunStatus.RUNNING)
-    try:
-        if claimed is not None:  # the row exists: whatever fails from here finishes it
-            store.start_claimed(run_id, store.save_environment(capture(roles, versions)))
-        # a testbed device's limits apply to the run; its probes' series are flushed live
-        with throttle_for(roles.values()), publishing(ChunkWriter(store.path, run_id)):
-            body(outcome)
-        outcome.status = RunStatus.DONE
-    except KeyboardInterrupt:
-        outcome.status = RunStatus.ABORTED
-        outcome.error = "interrupted"
-        raise
-    except IolabError as exc:
-        outcome.status = RunStatus.FAILED
-        outcome.error = redact(str(exc))
-        raise
-    except Exception as exc:
-        outcome.status = RunStatus.FAILED
-        outcome.error = redact(f"internal error: {exc!r}")
-        raise
-    finally:
-        store.finish_run(run_id, outcome)
-    return run_id, outcome
+    run_id = claimed
+
+    def started(environment: dict[str, Any]) -> LiveSink:
+        nonlocal run_id
+        env_id = store.save_environment(environment)
+        if run_id is None:
+            run_id = store.start_run(experiment, cell, repetition, env_id)
+        else:
+            store.start_claimed(run_id, env_id)
+        return ChunkWriter(store.path, run_id)
+
+    executed = execute_run(roles, versions, body, started)
+    if run_id is None:  # it failed before the run was recorded: nothing ran
+        assert executed.failure is not None
+        raise executed.failure
+    commit(store, run_id, executed)
+    if executed.failure is not None:
+        raise executed.failure
+    return run_id, executed.outcome
 
 
 def execute(

@@ -146,9 +146,10 @@ class Store:
             )
         return RunId(int(cur.lastrowid or 0))
 
-    def finish_run(self, run: RunId, outcome: RunOutcome) -> None:
+    def finish_run(self, run: RunId, outcome: RunOutcome, ended_at: str | None = None) -> None:
         """Store a run's results and final status in one transaction, which a Ctrl-C or
-        SIGTERM does not cut: they wait until it is committed (:func:`signals_held`)."""
+        SIGTERM does not cut: they wait until it is committed (:func:`signals_held`).
+        ``ended_at``: when it ended where it ran (a fleet host), else now."""
         with signals_held(), self.transaction() as c:
             c.executemany(
                 "INSERT INTO disk_passes (run_id, test, rw, bs, qd, threads, pass, seconds, mbps,"
@@ -164,7 +165,13 @@ class Store:
             latency_store.save(c, run, outcome.latency)
             c.execute(
                 "UPDATE runs SET status = ?, ended_at = ?, error = ?, summary = ? WHERE id = ?",
-                (outcome.status.value, _now(), outcome.error, canonical_json(outcome.summary), run),
+                (
+                    outcome.status.value,
+                    ended_at or _now(),
+                    outcome.error,
+                    canonical_json(outcome.summary),
+                    run,
+                ),
             )
 
     def claim_run(
@@ -202,10 +209,14 @@ class Store:
             )
         return RunId(int(cur.lastrowid or 0)), repetition
 
-    def start_claimed(self, run: RunId, env: EnvId | None) -> None:
-        """A claimed run starts now, in this environment."""
+    def start_claimed(self, run: RunId, env: EnvId | None, started_at: str | None = None) -> None:
+        """A claimed run starts now (or started at ``started_at``, on a fleet host), in this
+        environment."""
         with self.transaction() as c:
-            c.execute("UPDATE runs SET started_at = ?, env_id = ? WHERE id = ?", (_now(), env, run))
+            c.execute(
+                "UPDATE runs SET started_at = ?, env_id = ? WHERE id = ?",
+                (started_at or _now(), env, run),
+            )
 
     def release(self, run: RunId) -> None:
         """Give back a run this process claimed and did not start (nothing of it was run)."""

@@ -1,0 +1,131 @@
+"""``iolab fleet``: the hosts that run one experiment together (Ray; ``iolab[fleet]``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from iolab.cli.console import stdout as out
+from iolab.cli.options import JsonOption
+from iolab.units import format_bytes
+
+app = typer.Typer(
+    help="A fleet of hosts that run one experiment together (`iolab run FILE --fleet auto`), "
+    "each run on one host, every result in one results database. Built on Ray: needs "
+    "`pip install 'iolab[fleet]'`. A fleet belongs on a private network; see docs/fleet.md.",
+    no_args_is_help=True,
+)
+
+AddressOption = Annotated[
+    str,
+    typer.Option(
+        "--address",
+        metavar="ADDRESS",
+        help="The fleet: `auto` (the one started on this machine), HOST:PORT or ray://...",
+    ),
+]
+NameOption = Annotated[
+    str, typer.Option("--name", help="This host's name in the fleet (matrix key `host`).")
+]
+IpOption = Annotated[
+    str | None,
+    typer.Option(
+        "--node-ip-address",
+        metavar="IP",
+        help="The address this host is reached at (on the fleet's private network).",
+        show_default=False,
+    ),
+]
+
+
+@app.command("start")
+def start(
+    port: Annotated[int, typer.Option("--port", help="The head's port (Ray's GCS).")] = 6379,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="Also run experiment runs on this host, under this name.",
+            show_default=False,
+        ),
+    ] = None,
+    node_ip: IpOption = None,
+) -> None:
+    """Start the head of a fleet on this machine (a Ray head node, no dashboard, token
+    authentication on; the token file is made if missing: copy it to every host)."""
+    from iolab.fleet import cluster
+
+    address = cluster.start(port=port, name=name, node_ip=node_ip)
+    out.print(f"fleet head at {escape(address)}; token file {escape(str(cluster.token_path()))}")
+    out.print(f"on each host: iolab fleet join {escape(address)} --name NAME")
+
+
+@app.command("join")
+def join(
+    head: Annotated[str, typer.Argument(metavar="HEAD", help="The head's HOST:PORT.")],
+    name: NameOption,
+    node_ip: IpOption = None,
+) -> None:
+    """Join this machine to the fleet as host NAME (it needs the head's token file)."""
+    from iolab.fleet import cluster
+
+    cluster.join(head, name, node_ip=node_ip)
+    out.print(f"joined the fleet at {escape(head)} as host {escape(name)}")
+
+
+@app.command("status")
+def status(
+    address: AddressOption = "auto",
+    directory: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dir",
+            metavar="DIR",
+            help="Also show the free space of this directory on each host (repeatable).",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The hosts of the fleet: alive, busy (running a run) or idle, their iolab, Ray and
+    Python versions, fio, and the free space of the directories asked for."""
+    from iolab.fleet import cluster
+
+    hosts = cluster.status(address, directory or [])
+    if as_json:
+        print(json.dumps({"hosts": [h.as_json() for h in hosts]}, indent=2))
+        return
+    table = Table(title="fleet", title_justify="left")
+    for col in ("host", "state", "machine", "iolab", "ray", "python", "fio", "free"):
+        table.add_column(col)
+    for h in hosts:
+        state = "[red]left[/]" if not h.alive else ("busy" if h.busy else "idle")
+        free = ", ".join(
+            f"{d} {format_bytes(n) if n is not None else '?'}" for d, n in h.free.items()
+        )
+        table.add_row(
+            h.name,
+            state + (f" ({escape(h.error)})" if h.error else ""),
+            f"{h.hostname or '?'} {h.address}",
+            h.iolab or "?",
+            h.ray or "?",
+            h.python or "?",
+            "yes" if h.tools.get("fio") else "no",
+            free or "-",
+        )
+    out.print(table)
+    if not hosts:
+        out.print("no host has joined: iolab fleet join HEAD --name NAME")
+
+
+@app.command("stop")
+def stop() -> None:
+    """Stop the fleet's Ray processes on this machine (run it on every host, the head last).
+    It is `ray stop`: every Ray node of this machine stops."""
+    from iolab.fleet import cluster
+
+    cluster.stop()
+    out.print("fleet stopped on this machine")

@@ -1,0 +1,285 @@
+"""The fleet's Ray cluster: thin wrappers over ``ray start`` / ``ray stop``, and its hosts.
+
+Every host of the fleet is a Ray node carrying the custom resource ``iolab-host:NAME`` = 1:
+a run takes the whole of it, so a host runs one run at a time. The cluster uses Ray's token
+authentication (``RAY_AUTH_MODE=token``): ``iolab fleet start`` makes a token file (mode 600)
+that every host and the driver read; copy it to the same path on each host (or point
+``IOLAB_FLEET_TOKEN`` at it). No dashboard is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from iolab.errors import BadInput, IolabError, MissingTool
+from iolab.process import run as run_program
+
+RESOURCE_PREFIX = "iolab-host:"
+DEFAULT_PORT = 6379
+INSTALL_HINT = "install the fleet extra: pip install 'iolab[fleet]'"
+TOKEN_ENV = "IOLAB_FLEET_TOKEN"  # path of the fleet's token file, if not the default
+PROBE_SECONDS = 30.0  # how long status waits for a host to answer
+
+
+class FleetRefused(IolabError):
+    """A host of the fleet cannot take the experiment (version, tools): names the host."""
+
+    exit_code = 2
+
+
+def ray_module() -> ModuleType:
+    """Ray, imported on first use; without the extra, a MissingTool error saying how."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingTool("ray (the fleet extra)", INSTALL_HINT) from None
+    module: ModuleType = ray  # typed either way: with Ray's own types or, without the extra, Any
+    return module
+
+
+def require_ray() -> None:
+    """Refuse at once, saying how to install it, when Ray is not installed (without importing
+    it: Ray reads its authentication settings from the environment when imported)."""
+    import importlib.util
+
+    if "ray" in sys.modules:
+        if sys.modules["ray"] is None:  # a test's way of hiding an installed package
+            raise MissingTool("ray (the fleet extra)", INSTALL_HINT)
+        return
+    if importlib.util.find_spec("ray") is None:
+        raise MissingTool("ray (the fleet extra)", INSTALL_HINT)
+
+
+def _ray_program() -> str:
+    require_ray()
+    beside = Path(sys.executable).parent / "ray"  # the one of this environment
+    found = str(beside) if beside.exists() else shutil.which("ray")
+    if found is None:
+        raise MissingTool("ray (the fleet extra)", INSTALL_HINT)
+    return found
+
+
+def token_path() -> Path:
+    custom = os.environ.get(TOKEN_ENV)
+    if custom:
+        return Path(custom).expanduser()
+    return Path.home() / ".config" / "iolab" / "fleet-token"
+
+
+def _token_env(create: bool) -> dict[str, str]:
+    """The environment for Ray with token authentication on, reading the fleet's token."""
+    path = token_path()
+    if not path.exists():
+        if not create:
+            raise BadInput(
+                TOKEN_ENV,
+                str(path),
+                "copy the fleet's token file from the head host (made by `iolab fleet start`) "
+                f"to {path}, or point {TOKEN_ENV} at it",
+            )
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path)}
+
+
+def _resource(name: str) -> str:
+    if not name or any(c in name for c in ' :,"{}'):
+        raise BadInput("--name", name, "give a host name of letters, digits, '-', '_' or '.'")
+    return json.dumps({RESOURCE_PREFIX + name: 1})
+
+
+def _ray_start(args: Sequence[str], create_token: bool) -> str:
+    env = {**os.environ, **_token_env(create_token), "RAY_USAGE_STATS_ENABLED": "0"}
+    done = run_program(
+        [_ray_program(), "start", *args, "--disable-usage-stats"],
+        env=env,
+        check=False,
+        timeout=180,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise IolabError("ray start failed: " + " / ".join(tail))
+    return done.stdout
+
+
+def start(*, port: int = DEFAULT_PORT, name: str | None = None, node_ip: str | None = None) -> str:
+    """Start the head of a fleet here (a host of it too when ``name`` is given); returns the
+    address the hosts join."""
+    args = ["--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false"]
+    if name is not None:
+        args.append(f"--resources={_resource(name)}")
+    if node_ip is not None:
+        args.append(f"--node-ip-address={node_ip}")
+    said = _ray_start(args, create_token=True)
+    found = re.search(r"--address='([^']+)'", said)  # Ray says how the hosts reach the head
+    return found.group(1) if found else f"{node_ip or '127.0.0.1'}:{port}"
+
+
+def join(head: str, name: str, *, node_ip: str | None = None) -> None:
+    """Join this machine to the fleet at ``head`` as host ``name``."""
+    args = [f"--address={head}", f"--resources={_resource(name)}", "--num-cpus=1"]
+    if node_ip is not None:
+        args.append(f"--node-ip-address={node_ip}")
+    _ray_start(args, create_token=False)
+
+
+def stop() -> None:
+    """Stop the Ray processes of the fleet on this machine."""
+    done = run_program([_ray_program(), "stop", "--force"], check=False, timeout=120)
+    if done.returncode != 0:
+        raise IolabError("ray stop failed: " + (done.stderr or done.stdout).strip()[-300:])
+
+
+@contextmanager
+def connected(address: str) -> Iterator[ModuleType]:
+    """This process as a Ray driver of the fleet at ``address`` (``auto``, HOST:PORT or a
+    ``ray://`` address), disconnected on the way out."""
+    require_ray()
+    os.environ.update(_token_env(create=False))  # read when Ray is imported
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray = ray_module()
+    _errors_to_stderr()
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    except ConnectionError as exc:
+        raise BadInput("--fleet", address, f"give the address of a running fleet ({exc})") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _errors_to_stderr() -> None:
+    """Ray's driver prints the errors the cluster reports (a node that died) on stdout, which
+    is where ``--json`` goes: send them to stderr, with the warnings. (Ray has no option for
+    it; without this internal hook the messages stay on stdout, nothing else changes.)"""
+    from ray._private import worker
+
+    original = getattr(worker, "print_to_stdstream", None)
+    if original is None or getattr(original, "iolab_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        original({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.iolab_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    node_id: str
+    address: str
+    alive: bool
+
+
+def nodes(ray: ModuleType) -> list[Node]:
+    """The fleet's hosts as Ray sees them, by name (a node that died no longer lists its
+    resources, so a host that left is not among them)."""
+    out: dict[str, Node] = {}
+    for n in ray.nodes():
+        for key in n.get("Resources", {}):
+            if key.startswith(RESOURCE_PREFIX):
+                name = key.removeprefix(RESOURCE_PREFIX)
+                node = Node(name, n["NodeID"], n["NodeManagerAddress"], bool(n["Alive"]))
+                if name not in out or node.alive:
+                    out[name] = node
+    return [out[k] for k in sorted(out)]
+
+
+def on_node(ray: ModuleType, node_id: str) -> dict[str, Any]:
+    """Ray task options that place a task on that node only, taking no CPU."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return {
+        "num_cpus": 0,
+        "max_retries": 0,
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
+    }
+
+
+def describe_host(dirs: Sequence[str] = ()) -> dict[str, Any]:
+    """What a host says of itself (run there): versions, tools, free space of directories."""
+    import platform
+
+    from iolab import __version__
+
+    free: dict[str, int | None] = {}
+    for d in dirs:
+        try:
+            free[d] = shutil.disk_usage(d).free
+        except OSError:
+            free[d] = None
+    ray = ray_module()
+    return {
+        "hostname": platform.node(),
+        "iolab": __version__,
+        "ray": str(ray.__version__),
+        "python": platform.python_version(),
+        "tools": {t: shutil.which(t) for t in ("fio",)},
+        "free": free,
+    }
+
+
+@dataclass
+class HostStatus:
+    name: str
+    address: str
+    alive: bool
+    busy: bool
+    hostname: str | None = None
+    iolab: str | None = None
+    ray: str | None = None
+    python: str | None = None
+    tools: dict[str, str | None] = field(default_factory=dict)
+    free: dict[str, int | None] = field(default_factory=dict)
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def status(address: str, dirs: Sequence[str] = ()) -> list[HostStatus]:
+    """Every host of the fleet: alive, busy (running a run) or idle, and what it says of
+    itself (asked by a small task placed on it, which needs no free resource)."""
+    with connected(address) as ray:
+        free = ray.available_resources()
+        found = nodes(ray)
+        out = []
+        asked = {}
+        probe = ray.remote(describe_host)
+        for node in found:
+            busy = node.alive and free.get(RESOURCE_PREFIX + node.name, 0) < 1
+            out.append(HostStatus(node.name, node.address, node.alive, busy))
+            if node.alive:
+                asked[node.name] = probe.options(**on_node(ray, node.node_id)).remote(list(dirs))
+        for host in out:
+            ref = asked.get(host.name)
+            if ref is None:
+                continue
+            ready, _ = ray.wait([ref], timeout=PROBE_SECONDS)
+            if not ready:
+                host.error = f"did not answer within {PROBE_SECONDS:g} s"
+                continue
+            try:
+                said = ray.get(ref)
+            except Exception as exc:
+                host.error = str(exc).splitlines()[0]
+                continue
+            for key, value in said.items():
+                setattr(host, key, value)
+        return out

@@ -1,0 +1,207 @@
+"""The fleet tests' scenario, run inside a network namespace of its own (``unshare -n``): only
+loopback exists there, so every byte of Ray's traffic stays on this machine.
+
+``python fleet_scenario.py WORKDIR`` brings loopback up, starts a fleet (a head and two hosts,
+db1 and db2, all on 127.0.0.1), runs the experiment files the test wrote into WORKDIR with
+``iolab run --fleet``, SIGKILLs a driver and resumes, kills host db2's node during a run, stops
+the fleet, and writes what each step said to WORKDIR/scenario.json for the tests to check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+IOLAB = [sys.executable, "-m", "iolab"]
+PORT = 6399
+HEAD = f"127.0.0.1:{PORT}"
+
+
+def iolab(*args: str, results: Path | None = None, path: str | None = None) -> dict[str, Any]:
+    env = {**os.environ}
+    if path is not None:
+        env["PATH"] = path
+    if results is not None:
+        env["IOLAB_RESULTS"] = str(results)
+    done = subprocess.run(
+        [*IOLAB, *args], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-4000:]}
+
+
+def statuses(db: Path, name: str) -> list[str]:
+    try:
+        with sqlite3.connect(db, timeout=5) as conn:
+            rows = conn.execute(
+                "SELECT r.status FROM runs r JOIN experiments e ON e.id = r.experiment_id"
+                " WHERE e.name = ? ORDER BY r.id",
+                (name,),
+            ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [str(s) for (s,) in rows]
+
+
+def wait_for(db: Path, name: str, ok: Any, seconds: float = 240) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen = statuses(db, name)
+        if ok(seen):
+            return seen
+        time.sleep(0.1)
+    raise AssertionError(f"{name}: never reached the state wanted ({statuses(db, name)})")
+
+
+def node_pids(host: str) -> list[int]:
+    """The raylet of a host's node and its child processes (its workers, its agents)."""
+    raylets = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "raylet/raylet" in cmdline and f"iolab-host:{host}," in cmdline:
+            raylets.append(int(proc.name))
+    children = []
+    for raylet in raylets:
+        out = subprocess.run(
+            ["pgrep", "-P", str(raylet)], capture_output=True, text=True, check=False
+        ).stdout
+        children += [int(p) for p in out.split()]
+    return raylets + children
+
+
+def main(work: Path) -> None:
+    said: dict[str, Any] = {}
+    out = work / "scenario.json"
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    said["interfaces"] = subprocess.run(
+        ["ip", "-o", "link"], capture_output=True, text=True, check=True
+    ).stdout
+    try:
+        said["start"] = iolab(
+            "fleet", "start", "--port", str(PORT), "--node-ip-address", "127.0.0.1"
+        )
+        for name in ("db1", "db2"):
+            said[f"join {name}"] = iolab(
+                "fleet", "join", HEAD, "--name", name, "--node-ip-address", "127.0.0.1"
+            )
+        # db3 has no fio on its PATH: a disk experiment on it is refused before any run
+        empty = work / "empty-bin"
+        empty.mkdir()
+        said["join db3"] = iolab(
+            "fleet",
+            "join",
+            HEAD,
+            "--name",
+            "db3",
+            "--node-ip-address",
+            "127.0.0.1",
+            path=str(empty),
+        )
+        said["status"] = iolab("fleet", "status", "--address", HEAD, "--dir", str(work), "--json")
+        said["no fio"] = iolab("run", str(work / "tools.toml"), "--json", results=work / "tools.db")
+        said["unknown host"] = iolab(
+            "run", str(work / "unknown.toml"), "--fleet", HEAD, results=work / "tools.db"
+        )
+        said["listening"] = subprocess.run(
+            ["ss", "-Hltn"], capture_output=True, text=True, check=False
+        ).stdout
+
+        # every cell of a host matrix on its host, SQLite and PostgreSQL
+        said["hosts"] = iolab(
+            "run", str(work / "hosts.toml"), "--fleet", HEAD, "--json", results=work / "hosts.db"
+        )
+        # no host in the matrix: runs spread over [fleet] hosts
+        said["spread"] = iolab(
+            "run", str(work / "spread.toml"), "--json", results=work / "spread.db"
+        )
+
+        # testbed devices brought up on each host for the runs, and taken down after
+        from iolab.testbed import unavailable_reason
+
+        said["testbed refused"] = unavailable_reason()
+        if said["testbed refused"] is None:
+            said["devices"] = iolab(
+                "run",
+                str(work / "devices.toml"),
+                "--fleet",
+                HEAD,
+                "--json",
+                results=work / "dev.db",
+            )
+            said["testbed after"] = iolab("testbed", "status", "--json")
+
+        # the driver SIGKILLed during a run, then run again
+        db = work / "resume.db"
+        driver = subprocess.Popen(
+            [*IOLAB, "run", str(work / "resume.toml"), "--fleet", HEAD],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "IOLAB_RESULTS": str(db)},
+        )
+        try:
+            seen = wait_for(db, "fleet-resume", lambda s: "done" in s and "running" in s)
+        finally:
+            driver.send_signal(signal.SIGKILL)
+            driver.wait()
+        said["resume killed"] = statuses(db, "fleet-resume")
+        said["resume killed seen"] = seen
+        said["resume"] = iolab(
+            "run", str(work / "resume.toml"), "--fleet", HEAD, "--json", results=db
+        )
+
+        # Ctrl-C of the driver during runs: the runs in flight are recorded aborted, no orphan
+        db = work / "stop.db"
+        stopped = subprocess.Popen(
+            [*IOLAB, "run", str(work / "stop.toml"), "--fleet", HEAD],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "IOLAB_RESULTS": str(db)},
+        )
+        wait_for(db, "fleet-stop", lambda s: s.count("running") == 2)
+        stopped.send_signal(signal.SIGINT)
+        _, stderr = stopped.communicate(timeout=300)
+        said["interrupted"] = {"rc": stopped.returncode, "stderr": stderr[-4000:]}
+
+        # host db2's node killed during a run: its run fails with the reason, db1 completes
+        db = work / "kill.db"
+        killer = subprocess.Popen(
+            [*IOLAB, "run", str(work / "kill.toml"), "--fleet", HEAD, "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "IOLAB_RESULTS": str(db)},
+        )
+        wait_for(db, "fleet-kill", lambda s: s.count("running") == 2)  # both hosts busy
+        pids = node_pids("db2")
+        said["killed pids"] = pids
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        stdout, stderr = killer.communicate(timeout=600)
+        said["kill"] = {"rc": killer.returncode, "stdout": stdout, "stderr": stderr[-4000:]}
+        said["status after kill"] = iolab("fleet", "status", "--address", HEAD, "--json")
+    finally:
+        said["stop"] = iolab("fleet", "stop")
+        time.sleep(1)
+        said["left"] = subprocess.run(
+            ["pgrep", "-af", "ray/core/src/ray|ray/_private|ray::"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        out.write_text(json.dumps(said, indent=2))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

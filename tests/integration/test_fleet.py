@@ -1,0 +1,390 @@
+"""A fleet on this machine: a Ray head and two hosts (db1, db2) on 127.0.0.1, inside a network
+namespace the test makes itself (only loopback exists there). One cluster serves every test of
+the module: the scenario (tests/integration/fleet_scenario.py) runs once, and each test checks
+one part of what it left: results databases, the JSON of each command, the processes left."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import make_dirs
+from tests.integration.test_populate_cli import iolab
+
+pytestmark = pytest.mark.integration
+SCENARIO = Path(__file__).with_name("fleet_scenario.py")
+REPO = Path(__file__).parents[2]
+
+
+def _refused() -> str | None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return "Ray is not installed (pip install 'iolab[fleet]'; scripts/setup.sh --tests)"
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "unshare or ip is missing: the fleet tests need a network namespace of their own"
+    probe = subprocess.run(
+        ["unshare", "-n", "ip", "link", "set", "lo", "up"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return f"cannot make a network namespace (unshare -n): {probe.stderr.strip()}"
+    return None
+
+
+COMMON = """
+[isolation]
+settle_seconds = 0
+drop_caches = false
+"""
+
+
+def _files(work: Path) -> None:
+    make_dirs(work, "a", "b")
+    (work / "hosts.toml").write_text(
+        """
+[experiment]
+name = "fleet-hosts"
+repetitions = 1
+[workload]
+kind = "populate"
+rows = 3000
+connections = 2
+[layouts.a]
+data_dirs = ["a"]
+[matrix]
+engine = ["sqlite", "postgres"]
+host = ["db1", "db2"]
+"""
+        + COMMON
+    )
+    (work / "spread.toml").write_text(
+        """
+[experiment]
+name = "fleet-spread"
+repetitions = 1
+[workload]
+kind = "disk"
+profile = "real"
+size = "16MiB"
+runs = 1
+duration = 1
+interval = 0
+[layouts.a]
+data_dirs = ["a"]
+[layouts.b]
+data_dirs = ["b"]
+[matrix]
+layout = ["a", "b"]
+[fleet]
+address = "127.0.0.1:6399"
+hosts = ["db1", "db2"]
+"""
+        + COMMON
+    )
+    spread = (work / "spread.toml").read_text()
+    (work / "tools.toml").write_text(
+        spread.replace('"fleet-spread"', '"fleet-tools"').replace('["db1", "db2"]', '["db3"]')
+    )
+    hosts = (work / "hosts.toml").read_text()
+    (work / "unknown.toml").write_text(hosts.replace('["db1", "db2"]', '["db1", "db9"]'))
+    (work / "devices.toml").write_text(
+        f"""
+[experiment]
+name = "fleet-devices"
+repetitions = 1
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = 150
+connections = 1
+[devices.slow]
+size = "64MiB"
+backing_dir = "{work}"
+write_iops = 200
+[layouts.slow]
+data_dirs = ["device:slow"]
+settings = {{ synchronous = "full", journal_mode = "delete" }}
+[matrix]
+host = ["db1", "db2"]
+"""
+        + COMMON
+    )
+    for name, rows in (("resume", 20_000), ("kill", 20_000), ("stop", 200_000)):
+        (work / f"{name}.toml").write_text(
+            f"""
+[experiment]
+name = "fleet-{name}"
+repetitions = 2
+order = "sequential"
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = {rows}
+[layouts.a]
+data_dirs = ["a"]
+[matrix]
+host = ["db1", "db2"]
+"""
+            + COMMON
+        )
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
+    why = _refused()
+    if why:
+        pytest.skip(why)
+    work = Path(tempfile.mkdtemp(prefix="iolab-fleet-", dir="/var/tmp"))
+    work.chmod(0o755)
+    try:
+        _files(work)
+        # Ray's sessions (logs, sockets) in the test's directory, removed with it
+        env = {
+            **os.environ,
+            "IOLAB_FLEET_TOKEN": str(work / "token"),
+            "RAY_TMPDIR": str(work),
+            "IOLAB_TESTBED_DIR": str(work / "testbed"),
+        }
+        env.pop("IOLAB_RESULTS", None)
+        done = subprocess.run(
+            ["unshare", "-n", sys.executable, str(SCENARIO), str(work)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+            check=False,
+            cwd=REPO,
+        )
+        said_file = work / "scenario.json"
+        assert said_file.exists(), done.stderr[-3000:]
+        said = json.loads(said_file.read_text())
+        assert done.returncode == 0, done.stderr[-3000:]
+        yield work, said
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _json(step: dict[str, Any]) -> dict[str, Any]:
+    assert step["stdout"], step["stderr"]
+    doc: dict[str, Any] = json.loads(step["stdout"])
+    return doc
+
+
+def _runs(db: Path, name: str) -> list[dict[str, Any]]:
+    """Every run of the experiment with its cell's matrix values and its environment."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT r.id, r.cell_id, r.repetition, r.status, r.error, r.summary, c.params,"
+            " en.data FROM runs r JOIN experiments e ON e.id = r.experiment_id"
+            " JOIN cells c ON c.experiment_id = r.experiment_id AND c.id = r.cell_id"
+            " LEFT JOIN environments en ON en.id = r.env_id WHERE e.name = ? ORDER BY r.id",
+            (name,),
+        ).fetchall()
+    return [
+        {
+            "id": run_id,
+            "cell": cell,
+            "repetition": rep,
+            "status": status,
+            "error": error,
+            "summary": json.loads(summary),
+            "params": json.loads(params),
+            "env": json.loads(env) if env else None,
+        }
+        for run_id, cell, rep, status, error, summary, params, env in rows
+    ]
+
+
+def test_the_namespace_has_only_loopback_and_ray_listens_there(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    _, said = scenario
+    names = [line.split(":")[1].strip() for line in said["interfaces"].splitlines()]
+    assert names == ["lo"]
+    listening = [line.split()[3] for line in said["listening"].splitlines()]
+    assert any(a.endswith(":6399") for a in listening)  # the head
+    hosts = {a.rsplit(":", 1)[0] for a in listening}
+    assert hosts <= {"127.0.0.1", "[::ffff:127.0.0.1]", "*", "0.0.0.0", "[::]"}, hosts
+    # the token file the head made: the cluster runs with token authentication
+    assert said["start"]["stdout"].startswith("fleet head at 127.0.0.1:6399; token file ")
+
+
+def test_status_names_every_host_with_its_versions(scenario: tuple[Path, dict[str, Any]]) -> None:
+    work, said = scenario
+    assert said["start"]["rc"] == 0, said["start"]["stderr"]
+    assert [said[f"join db{i}"]["rc"] for i in (1, 2, 3)] == [0, 0, 0]
+    hosts = _json(said["status"])["hosts"]
+    assert [h["name"] for h in hosts] == ["db1", "db2", "db3"]
+    from iolab import __version__
+
+    for h in hosts:
+        assert (h["alive"], h["busy"], h["iolab"]) == (True, False, __version__)
+        assert h["ray"].startswith("2.")
+        assert h["free"][str(work)] > 0
+    assert [bool(h["tools"]["fio"]) for h in hosts] == [True, True, False]
+    # db2's node was killed: Ray marks it dead after its health checks fail (seconds)
+    after = _json(said["status after kill"])["hosts"]
+    assert [(h["name"], h["alive"], h["busy"]) for h in after if h["name"] != "db2"] == [
+        ("db1", True, False),
+        ("db3", True, False),
+    ]
+
+
+def test_a_host_without_the_tools_or_unknown_is_refused_before_any_run(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    refused = said["no fio"]
+    assert refused["rc"] == 2
+    lines = [ln for ln in refused["stderr"].splitlines() if ln.startswith("error:")]
+    assert lines == [
+        "error: fleet host db3 cannot run this experiment: fio is not installed; "
+        "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`"
+    ], refused["stderr"]
+    unknown = said["unknown host"]
+    assert unknown["rc"] == 2
+    assert (
+        "error: matrix.host: 'db9' is not allowed; name a host of the fleet: db1, db2, db3"
+        in (unknown["stderr"])
+    )
+    with sqlite3.connect(work / "tools.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)  # nothing claimed
+
+
+def test_a_host_matrix_records_every_run_once_with_its_host(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    doc = _json(said["hosts"])
+    assert said["hosts"]["rc"] == 0, said["hosts"]["stderr"]
+    assert (doc["done"], doc["failed"]) == (4, 0)
+    assert sorted(c["label"] for c in doc["cells"]) == [
+        "engine=postgres host=db1",
+        "engine=postgres host=db2",
+        "engine=sqlite host=db1",
+        "engine=sqlite host=db2",
+    ]
+    runs = _runs(work / "hosts.db", "fleet-hosts")
+    assert len(runs) == 4
+    for run in runs:
+        assert run["status"] == "done"
+        assert run["env"]["fleet_host"] == run["params"]["host"]  # ran where the cell says
+        assert run["summary"]["rows"] == 3000
+        assert run["summary"]["engine"] == run["params"]["engine"]
+    assert Counter((r["params"]["engine"], r["params"]["host"]) for r in runs) == {
+        ("sqlite", "db1"): 1,
+        ("sqlite", "db2"): 1,
+        ("postgres", "db1"): 1,
+        ("postgres", "db2"): 1,
+    }
+    assert list((work / "a").iterdir()) == []  # each host cleaned up after its runs
+    first = runs[0]
+    shown = iolab("results", "show", str(first["id"]), "--results", str(work / "hosts.db"))
+    assert f"on fleet host {first['params']['host']} (" in shown.stdout, shown.stderr
+
+
+def test_runs_without_a_host_key_spread_over_the_listed_hosts(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    assert said["spread"]["rc"] == 0, said["spread"]["stderr"]
+    doc = _json(said["spread"])
+    assert (doc["done"], doc["failed"]) == (2, 0)
+    runs = _runs(work / "spread.db", "fleet-spread")
+    assert sorted(r["env"]["fleet_host"] for r in runs) == ["db1", "db2"]  # one each
+    with sqlite3.connect(work / "spread.db") as conn:
+        passes = conn.execute(
+            "SELECT run_id, COUNT(*), MIN(mbps) FROM disk_passes GROUP BY run_id"
+        ).fetchall()
+    assert len(passes) == 2 and all(n > 0 and mbps > 0 for _, n, mbps in passes)
+
+
+def test_testbed_devices_come_up_on_the_hosts_for_the_runs_and_go_after(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    if said["testbed refused"] is not None:
+        pytest.skip(f"the testbed is not available here: {said['testbed refused']}")
+    assert said["devices"]["rc"] == 0, said["devices"]["stderr"]
+    assert (_json(said["devices"])["done"], _json(said["devices"])["failed"]) == (2, 0)
+    runs = _runs(work / "dev.db", "fleet-devices")
+    assert sorted(r["env"]["fleet_host"] for r in runs) == ["db1", "db2"]
+    for run in runs:
+        (storage,) = run["env"]["storage"].values()
+        assert storage["testbed"]["name"] == "slow"
+        assert storage["testbed"]["limits"]["write_iops"] == 200
+        assert run["summary"]["rows"] == 150
+    assert json.loads(said["testbed after"]["stdout"]) == []  # taken down after the runs
+    assert not list(work.glob("*.img"))
+
+
+def test_a_driver_sigkilled_then_run_again_does_each_run_exactly_once(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    killed = said["resume killed"]
+    assert "running" in killed
+    assert said["resume"]["rc"] == 0, said["resume"]["stderr"]
+    doc = _json(said["resume"])
+    runs = _runs(work / "resume.db", "fleet-resume")
+    done = Counter(r["params"]["host"] for r in runs if r["status"] == "done")
+    assert done == {"db1": 2, "db2": 2}  # the repetitions, none twice
+    aborted = [r for r in runs if r["status"] == "aborted"]
+    assert len(aborted) == killed.count("running")  # what the dead driver had in flight
+    assert doc["done"] == 4 - killed.count("done")
+    assert not [r for r in runs if r["status"] == "running"]
+
+
+def test_ctrl_c_of_the_driver_records_the_runs_in_flight_aborted(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    assert said["interrupted"]["rc"] == 130, said["interrupted"]["stderr"]
+    runs = _runs(work / "stop.db", "fleet-stop")
+    assert [(r["status"], r["error"]) for r in runs] == [
+        ("aborted", "the driver stopped during the run"),
+        ("aborted", "the driver stopped during the run"),
+    ]
+    assert sorted(r["params"]["host"] for r in runs) == ["db1", "db2"]
+
+
+def test_a_host_that_dies_fails_its_run_and_the_others_complete(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    assert said["killed pids"], "db2's node was not found to kill"
+    kill = said["kill"]
+    doc = json.loads(kill["stdout"])
+    assert kill["rc"] == 1  # a cell was given up: the experiment is not complete
+    runs = _runs(work / "kill.db", "fleet-kill")
+    db2 = [r for r in runs if r["params"]["host"] == "db2"]
+    assert [(r["status"], r["error"]) for r in db2] == [
+        ("failed", "host db2 left the fleet during run 1")
+    ]
+    db1 = [r for r in runs if r["params"]["host"] == "db1"]
+    assert [r["status"] for r in db1] == ["done", "done"]
+    assert all(r["summary"]["rows"] == 20_000 for r in db1)
+    assert doc["skipped_cells"] == ["host=db2"]
+    assert "run 1 of host=db2 sent to host db2" in kill["stderr"]  # the driver says where
+    assert doc["failures"][0]["host"] == "db2"
+    assert not [r for r in runs if r["status"] == "running"]  # no orphan
+
+
+def test_stop_leaves_no_ray_process(scenario: tuple[Path, dict[str, Any]]) -> None:
+    _, said = scenario
+    assert said["stop"]["rc"] == 0, said["stop"]["stderr"]
+    assert said["left"] == ""
