@@ -6,6 +6,7 @@ server bound beyond loopback that refuses every request without its token."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -503,3 +504,65 @@ def test_a_running_postgres_runs_waits_and_checkpoints_show_as_they_happen(
     assert errors == []
     assert all(u.startswith(server) for u in asked), asked
     tab.close()
+
+
+def test_an_experiments_running_run_flushes_its_series_live(tmp_path: Path) -> None:
+    """Runs of `iolab run` (the local placement) write chunks as they record, as single
+    commands do; the final record replaces them."""
+    base = tmp_path / "exp"
+    base.mkdir()
+    base.chmod(0o755)
+    make_dirs(base, "a")
+    (base / "live.toml").write_text(
+        textwrap.dedent(
+            """
+            [experiment]
+            name = "live"
+            [workload]
+            kind = "populate"
+            engine = "sqlite"
+            duration = "6s"
+            [layouts.one]
+            data_dirs = ["a"]
+            [isolation]
+            settle_seconds = 0
+            drop_caches = false
+            [matrix]
+            connections = [1]
+            """
+        )
+    )
+    db = tmp_path / "results.db"
+    running = subprocess.Popen(
+        [*IOLAB, "run", str(base / "live.toml")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "IOLAB_RESULTS": str(db)},
+    )
+    chunks = 0
+    try:
+        deadline = time.monotonic() + 120
+        while running.poll() is None and time.monotonic() < deadline:
+            if db.exists():
+                with contextlib.suppress(sqlite3.OperationalError):  # before its tables
+                    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+                    try:
+                        (chunks,) = conn.execute(
+                            "SELECT count(*) FROM series_chunks JOIN runs ON runs.id = run_id "
+                            "WHERE runs.status = 'running'"
+                        ).fetchone()
+                    finally:
+                        conn.close()
+                if chunks:
+                    break
+            time.sleep(0.2)
+        assert running.wait(timeout=120) == 0, running.stderr.read() if running.stderr else ""
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.wait()
+    assert chunks > 0  # seen while the run was running
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT count(*) FROM series_chunks").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM series").fetchone()[0] > 0
