@@ -67,7 +67,7 @@ def measure(path: Path, results: Path) -> dict[str, Any]:
     from iolab.config import experiment as config
     from iolab.events import Event
     from iolab.fleet import cluster
-    from iolab.fleet import placement as fleet_placement
+    from iolab.fleet import executor as fleet_executor
     from iolab.runner import experiment as runner
     from iolab.runner.single import Executed
     from iolab.store import Store, open_store
@@ -95,9 +95,9 @@ def measure(path: Path, results: Path) -> dict[str, Any]:
     setattr(Store, "claim_run", timed_claim)  # noqa: B010
     try:
         with open_store(results) as store, cluster.connected(HEAD) as ray:
-            placed = fleet_placement.factory(ray, exp.spec.fleet.hosts)
+            placed = fleet_executor.factory(ray, exp.spec.fleet.hosts)
             began = time.monotonic()
-            outcome = runner.run(exp, store, events, placement=placed)
+            outcome = runner.run(exp, store, events, executor=placed)
             wall = time.monotonic() - began
     finally:
         setattr(runner, "commit", commit)  # noqa: B010

@@ -134,11 +134,11 @@ def run(
             if address is None:
                 outcome = runner.run(experiment, store, view)
             else:
-                from iolab.fleet import placement as fleet_placement
+                from iolab.fleet import executor as fleet_executor
 
                 with cluster.connected(address) as ray:
-                    placed = fleet_placement.factory(ray, experiment.spec.fleet.hosts)
-                    outcome = runner.run(experiment, store, view, placement=placed)
+                    placed = fleet_executor.factory(ray, experiment.spec.fleet.hosts)
+                    outcome = runner.run(experiment, store, view, executor=placed)
         rows = _cell_rows(experiment, store, outcome.experiment_id)
     if as_json:
         doc: dict[str, Any] = {

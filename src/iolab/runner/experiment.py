@@ -1,6 +1,6 @@
 """Running an experiment file: plan, order, isolate, repeat, resume, and survive failures.
 
-Every run is executed by :func:`iolab.runner.placement.execute_cell` where a placement puts it
+Every run is executed by :func:`iolab.runner.executors.execute_cell` where an executor puts it
 (here, one at a time; or on a fleet host) and committed with its results by the driver
 (:func:`iolab.runner.single.commit`). Each run is claimed in the results database before it starts
 (:meth:`Store.claim_run`: a run row, taken in one exclusive transaction only while the cell has
@@ -32,8 +32,8 @@ from iolab.events import EventSink, ExperimentProgress, Phase, Warning
 from iolab.probes.recorder import LiveSink
 from iolab.results import ExperimentId, RunId, RunOutcome, RunStatus
 from iolab.runner import checks
+from iolab.runner.executors import Executor, LocalExecutor, Task
 from iolab.runner.kinds import KINDS, Kind
-from iolab.runner.placement import LocalPlacement, Placement, Task
 from iolab.runner.single import Executed, commit
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
@@ -213,12 +213,12 @@ def register(experiment: Experiment, store: Store) -> ExperimentId:
     return exp_id
 
 
-PlacementFactory = Callable[[Experiment, Store, EventSink, Resolve], Placement]
+ExecutorFactory = Callable[[Experiment, Store, EventSink, Resolve], Executor]
 
 
-def local_placement(
+def local_executor(
     experiment: Experiment, store: Store, events: EventSink, resolve: Resolve
-) -> Placement:
+) -> Executor:
     """Every run on this machine, one at a time, its environment recorded as it starts and its
     series flushed to the store as they are recorded."""
     spec = experiment.spec
@@ -227,7 +227,7 @@ def local_placement(
         store.start_claimed(run_id, store.save_environment(environment))
         return ChunkWriter(store.path, run_id)  # its series, live, for iolab serve
 
-    return LocalPlacement(
+    return LocalExecutor(
         kind_of(experiment),
         spec.isolation,
         spec.experiment.timeout_seconds(),
@@ -243,13 +243,13 @@ def run(
     events: EventSink,
     *,
     resolve: Resolve = default_resolve,
-    placement: PlacementFactory | None = None,
+    executor: ExecutorFactory | None = None,
 ) -> Outcome:
     """Run what the plan says is missing, with the file's devices up; returns what happened.
-    ``placement``: where the runs execute (a fleet); by default here, one at a time.
+    ``executor``: where the runs execute (a fleet); by default here, one at a time.
     Ctrl-C propagates."""
     checks.check(experiment, store)  # before the devices come up, too
-    if placement is None:
+    if executor is None:
         if "host" in experiment.spec.matrix:
             raise BadInput(
                 "matrix.host",
@@ -259,16 +259,16 @@ def run(
             )
         with _devices(experiment, events):
             return _run(
-                experiment, store, events, local_placement(experiment, store, events, resolve)
+                experiment, store, events, local_executor(experiment, store, events, resolve)
             )
-    placed = placement(experiment, store, events, resolve)
+    placed = executor(experiment, store, events, resolve)
     try:
         return _run(experiment, store, events, placed)
     finally:
         placed.close()  # (again: what it brought up is taken down even if _run failed early)
 
 
-def _run(experiment: Experiment, store: Store, events: EventSink, placement: Placement) -> Outcome:
+def _run(experiment: Experiment, store: Store, events: EventSink, executor: Executor) -> Outcome:
     store.reap_stale()
     spec = experiment.spec
     e = spec.experiment
@@ -300,9 +300,9 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
             )
 
     def submit(task: Task) -> None:
-        """Hand a run to the placement; a claim given up before it ran is deleted."""
+        """Hand a run to the executor; a claim given up before it ran is deleted."""
         try:
-            placement.submit(task)
+            executor.submit(task)
         except BaseException:
             if task.run_id is not None:
                 store.release(task.run_id)
@@ -321,7 +321,7 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
         limits[run_id] = limit
         runs_since_baseline += 1
         # the runs left, shared by the hosts that run at once
-        left = (sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]) / placement.width
+        left = (sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]) / executor.width
         events(
             ExperimentProgress(
                 finished, total, outcome.failed, left, f"{cell.label} · run {repetition}"
@@ -402,7 +402,7 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
             total += 1
 
     def drain() -> int:
-        """Claim and submit what the placement can take, commit what ended, until the queue
+        """Claim and submit what the executor can take, commit what ended, until the queue
         is empty and nothing is in flight (or the policy stopped); returns runs claimed."""
         nonlocal queue
         claimed = 0
@@ -413,18 +413,18 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
                 if cell.id in skipped:
                     queue.pop(i)
                     continue
-                why = placement.unreachable(cell)
+                why = executor.unreachable(cell)
                 if why is not None:
                     skip(cell, why)
                     continue
-                if not placement.ready(cell):
+                if not executor.ready(cell):
                     i += 1
                     continue
                 queue.pop(i)
                 claimed += claim(cell, limit)
-            if not placement.busy:
+            if not executor.busy:
                 return claimed
-            for task, executed in placement.wait():
+            for task, executed in executor.wait():
                 assert task.run_id is not None
                 status = ended(task, executed)
                 policy(task, limits.pop(task.run_id, None), status)
@@ -433,8 +433,8 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
         if spec.isolation.warmup and plan.runs and experiment.cells:
             first = next(pc.cell for pc in plan.cells if pc.remaining)
             events(Phase(f"warm-up run of {first.label} (not recorded)"))
-            placement.submit(Task(first, None, 0))
-            for _task, executed in placement.wait():
+            executor.submit(Task(first, None, 0))
+            for _task, executed in executor.wait():
                 warn_cache(executed)
                 if executed.failure is not None:
                     raise executed.failure
@@ -470,7 +470,7 @@ def _run(experiment: Experiment, store: Store, events: EventSink, placement: Pla
         outcome.aborted = True
         raise
     finally:
-        for task in placement.close():  # runs in flight when the driver stops
+        for task in executor.close():  # runs in flight when the driver stops
             if task.run_id is not None:
                 aborted = RunOutcome(RunStatus.ABORTED, error="the driver stopped during the run")
                 store.finish_run(task.run_id, aborted)

@@ -1,4 +1,4 @@
-"""The runner with a placement of several hosts (a fake of the fleet's: no Ray, the runs
+"""The runner with an executor of several hosts (a fake of the fleet's: no Ray, the runs
 executed by the real one-cell path when waited for, last submitted first): runs in flight on
 every free host at once, each committed once however they come back, a host that leaves, and
 the failure policy with runs in flight."""
@@ -17,8 +17,8 @@ from iolab.config.experiment import Cell, Experiment
 from iolab.events import Collect, EventSink, ExperimentProgress
 from iolab.results import RunOutcome, RunStatus
 from iolab.runner import experiment as runner
+from iolab.runner.executors import Executor, Resolve, Task, execute_cell
 from iolab.runner.kinds import KINDS
-from iolab.runner.placement import Placement, Resolve, Task, execute_cell
 from iolab.runner.single import Executed
 from iolab.store import Store, open_store
 from tests.unit.cli import no_programs
@@ -106,12 +106,12 @@ class Hosts:
 
 def on(
     names: tuple[str, ...] = ("h1", "h2"), leaves: str | None = None
-) -> tuple[list[Hosts], runner.PlacementFactory]:
+) -> tuple[list[Hosts], runner.ExecutorFactory]:
     made: list[Hosts] = []
 
     def factory(
         experiment: Experiment, _store: Store, _events: EventSink, _resolve: Resolve
-    ) -> Placement:
+    ) -> Executor:
         made.append(Hosts(experiment, names, leaves))
         return made[-1]
 
@@ -135,7 +135,7 @@ def test_runs_spread_over_free_hosts_each_committed_once(
     path = experiment_file(tmp_path, experiment="repetitions = 3")
     made, factory = on()
     events = Collect()
-    outcome = runner.run(config.load(path), store, events, placement=factory)
+    outcome = runner.run(config.load(path), store, events, executor=factory)
     assert (outcome.planned, outcome.done, outcome.failed) == (9, 9, 0)
     progress = [e for e in events.events if isinstance(e, ExperimentProgress)]
     assert progress[0].seconds_left == 9 * 2.0 / 2  # 9 runs of 2 s estimated, on 2 hosts
@@ -160,7 +160,7 @@ def test_a_host_that_leaves_fails_its_run_and_its_cells_are_skipped(
     )
     events = Collect()
     _, factory = on(leaves="h2")
-    outcome = runner.run(config.load(path), store, events, placement=factory)
+    outcome = runner.run(config.load(path), store, events, executor=factory)
     rows = run_rows(store.path)
     assert [(r.status, r.error) for r in rows if r.status != "done"] == [
         ("failed", "host h2 left the fleet during run 1")
@@ -180,7 +180,7 @@ def test_stop_commits_the_runs_in_flight_and_claims_no_more(
     path = experiment_file(
         tmp_path, experiment='repetitions = 2\norder = "sequential"\non_failure = "stop"'
     )
-    outcome = runner.run(config.load(path), store, Collect(), placement=on()[1])
+    outcome = runner.run(config.load(path), store, Collect(), executor=on()[1])
     assert outcome.stopped == 'a run of rows=200 failed and on_failure = "stop"'
     rows = run_rows(store.path)
     assert "running" not in {r.status for r in rows}  # every claimed run was recorded

@@ -1,10 +1,10 @@
-"""Where an experiment's runs execute: the one-cell path, and placements that carry it out.
+"""Where an experiment's runs execute: the one-cell path, and executors that carry it out.
 
 :func:`execute_cell` is what one claimed run of a cell does wherever it runs: the workload kind
 prepares it, the machine is isolated (sync, drop caches, settle), the body runs under the
 experiment's timeout, and an :class:`~iolab.runner.single.Executed` comes back for the driver
-to commit. A placement decides where that happens: :class:`LocalPlacement` runs it here, one run
-at a time; a fleet (:mod:`iolab.fleet.placement`) runs the same function on a host of the fleet.
+to commit. An executor decides where that happens: :class:`LocalExecutor` runs it here, one run
+at a time; a fleet (:mod:`iolab.fleet.executor`) runs the same function on a host of the fleet.
 The runner (:mod:`iolab.runner.experiment`) claims, submits, waits and commits through this
 interface only, so the local path and the fleet path are one path.
 """
@@ -106,12 +106,12 @@ def execute_cell(
 
 @dataclass(frozen=True)
 class Task:
-    """One run handed to a placement: a claimed run (``run_id``), or a warm-up (None)."""
+    """One run handed to an executor: a claimed run (``run_id``), or a warm-up (None)."""
 
     cell: Cell
     run_id: RunId | None
     repetition: int
-    host: str | None = None  # where it runs (set by the placement; None: here)
+    host: str | None = None  # where it runs (set by the executor; None: here)
 
     @property
     def measured(self) -> bool:
@@ -121,7 +121,7 @@ class Task:
         return replace(self, host=host)
 
 
-class Placement(Protocol):
+class Executor(Protocol):
     """Where runs execute. The runner claims a run, :meth:`submit`s it when :meth:`ready`
     says a host can take it, and commits what :meth:`wait` hands back."""
 
@@ -140,7 +140,7 @@ class Placement(Protocol):
         """Why no run of ``cell`` can ever start here (its host left the fleet), or None."""
 
     def submit(self, task: Task) -> Task:
-        """Start the run; returns the task with its host. A local placement may run it at
+        """Start the run; returns the task with its host. A local executor may run it at
         once; what the kind's prepare raises there propagates."""
 
     def wait(self) -> list[tuple[Task, Executed]]:
@@ -150,7 +150,7 @@ class Placement(Protocol):
         """Stop what is in flight (the driver is stopping); the tasks it stopped."""
 
 
-class LocalPlacement:
+class LocalExecutor:
     """Every run here, one at a time: :meth:`submit` runs it to its end."""
 
     def __init__(

@@ -1,9 +1,9 @@
 """Runs of an experiment placed on the hosts of a fleet: the runner's one-cell path, on Ray.
 
 The driver (``iolab run --fleet``) claims each run in its results database as it always does,
-then :class:`FleetPlacement` sends it to a host as a Ray task that takes the host's resource
+then :class:`FleetExecutor` sends it to a host as a Ray task that takes the host's resource
 ``iolab-host:NAME`` (1 per host: one run at a time per host) and calls
-:func:`iolab.runner.placement.execute_cell` there, the same function a local run calls. What
+:func:`iolab.runner.executors.execute_cell` there, the same function a local run calls. What
 comes back (summary, series, waits, checkpoints, logs, histograms, environment) is committed
 by the driver. A host whose node (or worker) dies during a run leaves that run failed with
 "host NAME left the fleet during run N"; it takes no more runs of this invocation, so its other
@@ -29,7 +29,7 @@ from iolab.fleet import cluster
 from iolab.fleet.cluster import FleetRefused, Node
 from iolab.redaction import redact
 from iolab.results import RunOutcome, RunStatus
-from iolab.runner.placement import Placement, Task, execute_cell
+from iolab.runner.executors import Executor, Task, execute_cell
 from iolab.runner.single import Executed
 from iolab.store import Store
 
@@ -121,7 +121,7 @@ def host_devices_down(names: list[str]) -> None:
     devices_down(names, lambda _event: None)
 
 
-class FleetPlacement:
+class FleetExecutor:
     """Runs on the fleet's hosts, one at a time per host, many hosts at once."""
 
     def __init__(
@@ -315,17 +315,17 @@ def preflight(ray: ModuleType, experiment: Experiment, hosts: Sequence[Node]) ->
 
 def factory(
     ray: ModuleType, listed: Sequence[str]
-) -> Callable[[Experiment, Store, EventSink, Callable[[str], Path]], Placement]:
-    """The runner's placement factory for a connected fleet (see :func:`iolab.runner.
+) -> Callable[[Experiment, Store, EventSink, Callable[[str], Path]], Executor]:
+    """The runner's executor factory for a connected fleet (see :func:`iolab.runner.
     experiment.run`): hosts chosen and checked before any run is claimed."""
 
     def make(
         experiment: Experiment, _store: Store, events: EventSink, _resolve: Callable[[str], Path]
-    ) -> Placement:
+    ) -> Executor:
         hosts = hosts_for(experiment, cluster.nodes(ray), listed)
         events(Phase(f"fleet: checking hosts {', '.join(h.name for h in hosts)}"))
         preflight(ray, experiment, hosts)
-        placed = FleetPlacement(ray, experiment, hosts, events)
+        placed = FleetExecutor(ray, experiment, hosts, events)
         try:
             placed.devices_up()
         except BaseException:
