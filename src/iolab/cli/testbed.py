@@ -94,8 +94,8 @@ def down(
     the cgroup after the last; for model devices also stop their nbdfuse and nbdkit (found by
     iolab's own socket and FUSE paths in their command lines). Also cleans what a crashed run
     left behind. Only what carries iolab's mark is removed (its loop file with the recorded
-    inode and token, its own mount points and cgroup); anything else the state names is left in place and named in a
-    warning. A state directory or file others could write is refused."""
+    inode and token, its own mount points and cgroup); anything else the state names is left
+    in place and named in a warning. A state directory or file others could write is refused."""
     with ProgressView() as view:
         done = testbed.down(view, names or None)
     if done:
