@@ -12,7 +12,7 @@ answering, so the emulated device costs in wall-clock time what the model says.
 - :class:`Disk`: one actuator. Seek by LBA distance (track-to-track for the nearest, the
   average seek for a random pair: seek time grows with the square root of the distance),
   rotation (half a turn for a random I/O; for a write that follows the previous one on disk
-  after the platter has turned on, the rest of the turn), transfer at the sustained rate. Reads
+  after the platter has turned on, or that rewrites sectors just read, the rest of the turn), transfer at the sustained rate. Reads
   that follow the previous I/O on disk come from the read-ahead at the transfer rate.
   I/Os queue on the actuator in the order they arrive.
 - :class:`Ssd`: ``channels`` independent channels; an I/O takes the first free one and costs
@@ -98,10 +98,12 @@ class Disk(Model):
         distance = abs(offset - self.head)
         if distance > NEAR:
             return self.seek(distance) + self.rotation / 2 + transfer
-        if op == "write" and start > self.busy_until:
-            # the sector that followed the last write passed under the head while idle
-            idle = start - self.busy_until
-            return self.rotation - math.fmod(idle, self.rotation) + transfer
+        idle = start - self.busy_until
+        if op == "write" and (idle > 0 or offset < self.head):
+            # the sector after the last I/O passed under the head while the disk was idle, or
+            # the write goes back over sectors just passed (RAID 5 rewriting what it read):
+            # wait until it comes round again
+            return self.rotation - math.fmod(max(0.0, idle), self.rotation) + transfer
         return transfer
 
     def submit(self, op: str, offset: int, length: int, now: float) -> float:
