@@ -12,7 +12,8 @@ answering, so the emulated device costs in wall-clock time what the model says.
 - :class:`Disk`: one actuator. Seek by LBA distance (track-to-track for the nearest, the
   average seek for a random pair: seek time grows with the square root of the distance),
   rotation (half a turn for a random I/O; for a write that follows the previous one on disk
-  after the platter has turned on, or that rewrites sectors just read, the rest of the turn), transfer at the sustained rate. Reads
+  after the platter has turned on, or that rewrites sectors just read, the rest of the
+  turn), transfer at the sustained rate. Reads
   that follow the previous I/O on disk come from the read-ahead at the transfer rate.
   I/Os queue on the actuator in the order they arrive.
 - :class:`Ssd`: ``channels`` independent channels; an I/O takes the first free one and costs
