@@ -12,9 +12,10 @@ answering, so the emulated device costs in wall-clock time what the model says.
 - :class:`Disk`: one actuator. Seek by LBA distance (track-to-track for the nearest, the
   average seek for a random pair: seek time grows with the square root of the distance),
   rotation (half a turn for a random I/O; for a write that follows the previous one on disk
-  after the platter has turned on, or that rewrites sectors just read, the rest of the
-  turn), transfer at the sustained rate. Reads
-  that follow the previous I/O on disk come from the read-ahead at the transfer rate.
+  after the platter has turned on, the rest of the turn), transfer at the sustained rate. A
+  read up to ``NEAR`` ahead of the head reads on over the gap into the look-ahead buffer; one
+  up to ``NEAR`` behind it finds its data there: the stack's parallel paths deliver a
+  sequential stream out of order, as a disk's queue would reorder it.
   I/Os queue on the actuator in the order they arrive.
 - :class:`Ssd`: ``channels`` independent channels; an I/O takes the first free one and costs
   its latency plus the transfer at the channel's share of the bandwidth. Writes go to a write
@@ -44,7 +45,10 @@ from typing import Any
 MB = 1_000_000
 KIB = 1024
 SECTOR = 4096
-NEAR = 1024 * KIB  # an I/O within this of the head's position needs no seek (same cylinder)
+# An I/O within this of the head's position needs no seek: the disk's look-ahead window, which
+# also absorbs the reordering of a sequential stream by the parallel paths of the stack (nbdfuse's
+# connections and FUSE threads deliver a queue of 1 MiB reads in any order)
+NEAR = 4 * 1024 * KIB
 OPS = ("read", "write", "flush", "trim")
 
 
@@ -59,6 +63,10 @@ class Model:
     def free_at(self) -> float:
         """When the device has finished everything submitted so far."""
         raise NotImplementedError
+
+    def turn(self) -> float:
+        """How long rewriting what was just read waits (a disk: a turn of the platter)."""
+        return 0.0
 
 
 class Null(Model):
@@ -89,23 +97,31 @@ class Disk(Model):
         self.busy_until = 0.0
 
     def seek(self, distance: int) -> float:
-        if distance <= NEAR:
+        if distance <= 0:
             return 0.0
         return self.t2t + (self.full - self.t2t) * math.sqrt(min(1.0, distance / self.size))
 
     def service(self, op: str, offset: int, length: int, start: float) -> float:
         """Seconds the actuator spends on this I/O when it starts at ``start``."""
         transfer = length / self.rate
-        distance = abs(offset - self.head)
-        if distance > NEAR:
-            return self.seek(distance) + self.rotation / 2 + transfer
-        idle = start - self.busy_until
-        if op == "write" and (idle > 0 or offset < self.head):
-            # the sector after the last I/O passed under the head while the disk was idle, or
-            # the write goes back over sectors just passed (RAID 5 rewriting what it read):
+        gap = offset - self.head
+        if op == "read" and -NEAR <= gap <= NEAR:
+            # ahead: read on over the gap into the look-ahead buffer; behind: the buffer has
+            # it (what it lacks beyond the head is read on)
+            return max(0, offset + length - self.head) / self.rate if gap < 0 else (
+                gap / self.rate + transfer
+            )
+        if abs(gap) > NEAR:
+            return self.seek(abs(gap)) + self.rotation / 2 + transfer
+        if op == "write" and start > self.busy_until:
+            # the sector after the last I/O passed under the head while the disk was idle:
             # wait until it comes round again
-            return self.rotation - math.fmod(max(0.0, idle), self.rotation) + transfer
+            idle = start - self.busy_until
+            return self.rotation - math.fmod(idle, self.rotation) + transfer
         return transfer
+
+    def turn(self) -> float:
+        return self.rotation
 
     def submit(self, op: str, offset: int, length: int, now: float) -> float:
         if op == "flush":
@@ -114,7 +130,9 @@ class Disk(Model):
             return now
         start = max(now, self.busy_until)
         done = start + self.service(op, offset, length, start)
-        self.head = offset + length
+        end = offset + length
+        buffered = op == "read" and -NEAR <= offset - self.head < 0
+        self.head = max(self.head, end) if buffered else end
         self.busy_until = done
         return done
 
@@ -214,6 +232,9 @@ class WriteCache(Model):
     def free_at(self) -> float:
         return self.dirty[-1][0] if self.dirty else self.inner.free_at()
 
+    def turn(self) -> float:
+        return self.inner.turn()
+
 
 class Raid(Model):
     """RAID ``level`` (0, 1, 10 or 5) over ``members`` with a stripe unit of ``stripe`` bytes."""
@@ -292,9 +313,11 @@ class Raid(Model):
                 reads.append(self.members[parity].submit("read", lo, hi - lo, now))
                 ready = max(reads)
             for column, moff, take in pieces:
-                member, _ = self._raid5_member(row, column)
-                done = max(done, self.members[member].submit("write", moff, take, ready))
-            done = max(done, self.members[parity].submit("write", lo, hi - lo, ready))
+                member = self.members[self._raid5_member(row, column)[0]]
+                at = ready + (0.0 if full else member.turn())  # the sectors come round again
+                done = max(done, member.submit("write", moff, take, at))
+            at = ready + (0.0 if full else self.members[parity].turn())
+            done = max(done, self.members[parity].submit("write", lo, hi - lo, at))
         return done
 
     def free_at(self) -> float:

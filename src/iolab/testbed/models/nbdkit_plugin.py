@@ -15,6 +15,8 @@ imports only the standard library and the models module, loaded from the file be
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib.util
 import json
 import os
@@ -48,9 +50,23 @@ def config(key: str, value: str) -> None:
     _config[key] = value
 
 
+PR_SET_TIMERSLACK = 29
+
+
+def _exact_sleeps() -> None:
+    """Timer slack of 1 ns for this thread and the worker threads nbdkit starts from it (the
+    kernel's default lets a sleep overrun by 50 us, a tenth of a fast SSD's latency)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc.prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(1), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def config_complete() -> None:
     if set(_config) != {"file", "params"}:
         raise RuntimeError("give file=BACKING params=PARAMS.json")
+    _exact_sleeps()
     params = json.loads(Path(_config["params"]).read_text())
     _state["model"] = models.build(params, os.stat(_config["file"]).st_size)
 
