@@ -171,9 +171,9 @@ def test_raid5_partial_writes_read_before_they_write() -> None:
     member = {"model": "hdd", "mb_s": 100}
     params = models.check({"model": "raid5", "members": 4, "stripe_kb": 64, "member": member})
     raid = models.build(params, 3 * GIB)
-    small = raid.submit("write", 10 << 20, 4096, 0.0)
+    small = raid.submit("write", 1 << 30, 4096, 0.0)
     raid = models.build(params, 3 * GIB)
-    read = raid.submit("read", 10 << 20, 4096, 0.0)
+    read = raid.submit("read", 1 << 30, 4096, 0.0)
     assert small > 1.8 * read  # read old data and parity, then write both
     raid = models.build(params, 3 * GIB)
     stripe = 3 * 64 * 1024  # a full row: data and parity written, nothing read

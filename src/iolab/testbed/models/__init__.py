@@ -94,6 +94,7 @@ class Disk(Model):
         self.full = self.t2t + (seek_ms / 1000 - self.t2t) * 15 / 8
         self.rate = mb_s * MB
         self.head = 0  # byte offset after the last I/O
+        self.buffered_from = 0  # the look-ahead buffer holds [buffered_from, head)
         self.busy_until = 0.0
 
     def seek(self, distance: int) -> float:
@@ -106,12 +107,13 @@ class Disk(Model):
         transfer = length / self.rate
         gap = offset - self.head
         if op == "read" and -NEAR <= gap <= NEAR:
-            # ahead: read on over the gap into the look-ahead buffer; behind: the buffer has
-            # it (what it lacks beyond the head is read on)
-            return max(0, offset + length - self.head) / self.rate if gap < 0 else (
-                gap / self.rate + transfer
-            )
-        if abs(gap) > NEAR:
+            # ahead: read on over the gap into the look-ahead buffer; behind, in what the
+            # buffer holds: no platter time (what it lacks beyond the head is read on)
+            if gap >= 0:
+                return (gap + length) / self.rate
+            if offset >= self.buffered_from:
+                return max(0, offset + length - self.head) / self.rate
+        if abs(gap) > NEAR or op == "read":
             return self.seek(abs(gap)) + self.rotation / 2 + transfer
         if op == "write" and start > self.busy_until:
             # the sector after the last I/O passed under the head while the disk was idle:
@@ -131,8 +133,12 @@ class Disk(Model):
         start = max(now, self.busy_until)
         done = start + self.service(op, offset, length, start)
         end = offset + length
-        buffered = op == "read" and -NEAR <= offset - self.head < 0
-        self.head = max(self.head, end) if buffered else end
+        gap = offset - self.head
+        if op == "read" and -NEAR <= gap <= NEAR and (gap >= 0 or offset >= self.buffered_from):
+            self.head = max(self.head, end)  # read on: the buffer runs on from buffered_from
+        else:
+            self.buffered_from = offset  # a seek, or a write: the buffer starts afresh
+            self.head = end
         self.busy_until = done
         return done
 
@@ -313,9 +319,9 @@ class Raid(Model):
                 reads.append(self.members[parity].submit("read", lo, hi - lo, now))
                 ready = max(reads)
             for column, moff, take in pieces:
-                member = self.members[self._raid5_member(row, column)[0]]
-                at = ready + (0.0 if full else member.turn())  # the sectors come round again
-                done = max(done, member.submit("write", moff, take, at))
+                disk = self.members[self._raid5_member(row, column)[0]]
+                at = ready + (0.0 if full else disk.turn())  # the sectors come round again
+                done = max(done, disk.submit("write", moff, take, at))
             at = ready + (0.0 if full else self.members[parity].turn())
             done = max(done, self.members[parity].submit("write", lo, hi - lo, at))
         return done
