@@ -94,7 +94,8 @@ def test_a_7200_rpm_disk_reads_as_the_datasheet_says(bed: Path, tmp_path: Path) 
     assert rnd["lat"]["p50"] > 5_000  # us: no cache answers a random read
     # sequential: fio on a file laid out in one sequential pass (see docs/testbed.md for why
     # not `iolab disk` here yet); never faster than the platter, and the stack's cost per
-    # 1 MiB request (nbdfuse's 128 KiB pieces) on top: 7-27 % on a loaded 2-core machine
+    # 1 MiB request (nbdfuse's 128 KiB pieces) on top: 104-140 MB/s measured on a loaded
+    # 2-core machine, so the lower bound is loose (docs/testbed.md)
     target = bed / "mnt" / "hdd" / "seq"
     common = ["--bs=1M", "--size=160M", "--direct=1", "--ioengine=libaio", "--iodepth=4"]
     common += ["--output-format=json", f"--filename={target}"]
@@ -104,7 +105,7 @@ def test_a_7200_rpm_disk_reads_as_the_datasheet_says(bed: Path, tmp_path: Path) 
     finally:
         target.unlink(missing_ok=True)
     mbps = done["jobs"][0]["read"]["bw_bytes"] / 1e6
-    assert 0.70 * 150 <= mbps <= 1.02 * 150
+    assert 0.60 * 150 <= mbps <= 1.02 * 150
 
 
 def fio(*args: str) -> Any:
