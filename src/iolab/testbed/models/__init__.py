@@ -17,8 +17,9 @@ answering, so the emulated device costs in wall-clock time what the model says.
   up to ``NEAR`` behind it finds its data there: the stack's parallel paths deliver a
   sequential stream out of order, as a disk's queue would reorder it.
   I/Os queue on the actuator in the order they arrive.
-- :class:`Ssd`: ``channels`` independent channels; an I/O takes the first free one and costs
-  its latency plus the transfer at the channel's share of the bandwidth. Writes go to a write
+- :class:`Ssd`: ``channels`` independent channels; an I/O takes the first free one (a large
+  one is striped over the channels free first) and costs its latency plus the transfer at the
+  channel's share of the bandwidth. Writes go to a write
   cache (when it has room) and drain at the sustained write rate, which over-provisioning
   raises or lowers (write amplification of a greedy garbage collector, (1 + op) / (2 op)).
 - :class:`WriteCache`: a disk's or a controller's write-back cache of ``cache_mb``: a write is
@@ -45,6 +46,7 @@ from typing import Any
 MB = 1_000_000
 KIB = 1024
 SECTOR = 4096
+STRIPE = 16 * KIB  # an SSD stripes a large I/O over its channels in pieces of this
 # An I/O within this of the head's position needs no seek: the disk's look-ahead window, which
 # also absorbs the reordering of a sequential stream by the parallel paths of the stack (nbdfuse's
 # connections and FUSE threads deliver a queue of 1 MiB reads in any order)
@@ -173,16 +175,23 @@ class Ssd(Model):
             return max(now, self.free_at())
         if op == "trim":
             return now
-        i = min(range(len(self.channels)), key=self.channels.__getitem__)
-        start = max(now, self.channels[i])
-        extra = max(0, length - SECTOR) / self.channel_rate
-        if op == "read":
-            done = start + self.read + extra
-        else:
-            # programming flash: the channel's latency, and the sustained rate over all
-            self.drain_until = max(start, self.drain_until) + length / self.drain_rate
-            done = max(start + self.write + extra, self.drain_until)
-        self.channels[i] = done
+        # a large I/O is striped over the channels free first, in pieces of at least STRIPE
+        pieces = max(1, min(len(self.channels), length // STRIPE))
+        free = sorted(range(len(self.channels)), key=self.channels.__getitem__)[:pieces]
+        each = length / pieces
+        extra = max(0.0, each - SECTOR) / self.channel_rate
+        if op != "read":
+            # programming flash is also paced by the sustained rate over all channels
+            self.drain_until = max(now, self.drain_until) + length / self.drain_rate
+        done = now
+        for i in free:
+            start = max(now, self.channels[i])
+            if op == "read":
+                end = start + self.read + extra
+            else:
+                end = max(start + self.write + extra, self.drain_until)
+            self.channels[i] = end
+            done = max(done, end)
         return done
 
     def free_at(self) -> float:
