@@ -199,3 +199,37 @@ def test_down_takes_back_what_a_killed_up_left(bed: Path, tmp_path: Path) -> Non
     assert {d.name for d in testbed.status() if d.up} == set(DEVICES)
     (null,) = [d for d in testbed.status() if d.name == "null"]
     assert null.model == "null (no cost)"
+
+
+@requires_stack
+def test_without_nbdkit_a_model_device_is_refused_and_a_plain_one_works(
+    bed: Path, tmp_path: Path
+) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("losetup", "mkfs.ext4", "mount", "umount", "fusermount3", "nbdfuse"):
+        found = shutil.which(tool)
+        assert found is not None
+        (tools / tool).symlink_to(found)
+    backing = bed.parent / (bed.name + "-files")
+    env = {**os.environ, "IOLAB_TESTBED_DIR": str(bed), "PATH": str(tools)}
+    model = tmp_path / "model.toml"
+    model.write_text(f'[devices.m]\nsize = "64MiB"\nmodel = "hdd"\nbacking_dir = "{backing}"\n')
+    done = subprocess.run(
+        [*IOLAB, "testbed", "up", str(model)], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "error: nbdkit is not installed; install Debian's nbdkit and nbdkit-plugin-python packages"
+    )
+    assert "m" not in {d.name for d in testbed.status()}
+    plain = tmp_path / "plain.toml"
+    plain.write_text(f'[devices.p]\nsize = "64MiB"\nbacking_dir = "{backing}"\n')
+    done = subprocess.run(
+        [*IOLAB, "testbed", "up", str(plain), "--json"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (dev,) = json.loads(done.stdout)
+    assert (dev["name"], dev["state"], dev["model"]) == ("p", "up", None)
+    testbed.down(names=["p"])
