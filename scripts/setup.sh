@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what iolab needs on Debian/Ubuntu: system packages (when root) and a virtual environment.
 #   scripts/setup.sh          for running iolab (fio)
-#   scripts/setup.sh --tests  also what the test suite needs (MariaDB server, mkfs for the testbed)
+#   scripts/setup.sh --tests  also what the test suite needs (MariaDB server, mkfs for the testbed,
+#                             nbdkit and nbdfuse for its device models)
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 want=(fio util-linux)
 if [[ "${1:-}" == "--tests" ]]; then
     want+=(mariadb-server e2fsprogs xfsprogs chromium)
+    want+=(nbdkit nbdkit-plugin-python libnbd-bin fuse3)  # testbed device models
 fi
 
 missing=()

@@ -127,7 +127,11 @@ def test_load_file(tmp_path: Path) -> None:
     names = [d.name for d in load_file(EXAMPLES / "testbed.toml")]
     assert names == ["sata", "ssd"]
     seed = {d.name: d for d in load_file(EXAMPLES / "seed-001-log-device.toml")}
-    assert seed["sata"].write_iops is not None
+    params = seed["sata"].model_params
+    assert params is not None
+    assert (params["model"], params["members"], params["member"]["rpm"]) == ("raid10", 8, 7200)
+    assert seed["sata"].effective_rotational is True
+    assert seed["ssd_raid0"].effective_rotational is False
     bad = tmp_path / "bad.toml"
     bad.write_text("[devices.a]\nsize = \n")
     with pytest.raises(BadInput, match="fix the TOML syntax"):

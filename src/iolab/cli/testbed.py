@@ -18,15 +18,20 @@ from iolab.units import format_bytes
 
 app = typer.Typer(
     help="Emulated devices: loop files with a filesystem, mounted under iolab's own directory, "
-    "with optional IOPS and MB/s limits. Name them in paths as device:NAME (e.g. "
-    "`iolab populate --wal-dir device:hdd`). Needs root. See docs/testbed.md.",
+    "with optional IOPS and MB/s limits, or served through a device model (model = 'hdd', "
+    "'ssd', 'raid0', 'raid1', 'raid10', 'raid5': every I/O takes the time the disk, SSD or "
+    "array would take; needs nbdkit, nbdkit-plugin-python, libnbd-bin and fuse3). Name them "
+    "in paths as device:NAME (e.g. `iolab populate --wal-dir device:hdd`). Needs root. "
+    "See docs/testbed.md.",
     no_args_is_help=True,
 )
 
 
 def _table(devices: list[testbed.DeviceStatus]) -> Table:
     table = Table(title=f"testbed ({testbed.state_dir()})", title_justify="left")
-    for col in ("device", "state", "mount point", "loop", "size", "fs", "limits", "backing file"):
+    for col in (
+        "device", "state", "mount point", "loop", "size", "fs", "model", "limits", "backing file"
+    ):  # fmt: skip
         table.add_column(col)
     for d in devices:
         state = "up" if d.up else f"[red]broken[/]: {d.problem}"
@@ -40,6 +45,7 @@ def _table(devices: list[testbed.DeviceStatus]) -> Table:
             loop,
             format_bytes(d.size),
             d.filesystem,
+            escape(d.model or "-"),
             d.limits.describe(),
             str(d.backing_file),
         )
@@ -59,7 +65,10 @@ def up(
     as_json: JsonOption = False,
 ) -> None:
     """Bring up the devices of TESTBED: a preallocated loop file in backing_dir, mkfs, a mount
-    under iolab's directory, and the limits in the testbed's cgroup. Devices already up with
+    under iolab's directory, and the limits in the testbed's cgroup. A device with a model is
+    served by nbdkit running the model (unix socket under iolab's directory), exposed as a file
+    by nbdfuse, and the loop device reads and writes that file; without nbdkit, FUSE or loop
+    devices it is refused with the reason (exit 2). Devices already up with
     the same settings are kept (changed limits are applied in place); others are left alone."""
     specs = testbed.load_file(file)
     with ProgressView() as view:
@@ -82,10 +91,11 @@ def down(
     ] = None,
 ) -> None:
     """Unmount, detach and remove the devices iolab's state file names (all, or NAME...), and
-    the cgroup after the last. Also cleans what a crashed run left behind. Only what carries
-    iolab's mark is removed (its loop file with the recorded inode and token, its own mount
-    points and cgroup); anything else the state names is left in place and named in a
-    warning. A state directory or file others could write is refused."""
+    the cgroup after the last; for model devices also stop their nbdfuse and nbdkit (found by
+    iolab's own socket and FUSE paths in their command lines). Also cleans what a crashed run
+    left behind. Only what carries iolab's mark is removed (its loop file with the recorded
+    inode and token, its own mount points and cgroup); anything else the state names is left
+    in place and named in a warning. A state directory or file others could write is refused."""
     with ProgressView() as view:
         done = testbed.down(view, names or None)
     if done:
@@ -102,7 +112,7 @@ def down(
 @app.command("status")
 def status(as_json: JsonOption = False) -> None:
     """List the testbed's devices: state, mount point, loop device (maj:min), size,
-    filesystem, limits in force and backing file."""
+    filesystem, model, limits in force and backing file."""
     devices = testbed.status()
     if as_json:
         print(json.dumps([d.as_json() for d in devices], indent=2))

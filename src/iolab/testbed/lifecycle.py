@@ -31,7 +31,7 @@ from iolab.errors import BadInput, IolabError, MissingTool, RunFailed, Unavailab
 from iolab.events import EventSink, Phase, Warning, discard
 from iolab.ownership import boot_id, can_write
 from iolab.process import require
-from iolab.testbed import cgroups, filesystems, loops
+from iolab.testbed import cgroups, filesystems, loops, models, nbd
 from iolab.testbed.spec import DeviceSpec, Limits
 from iolab.testbed.state import (
     MOUNTS,
@@ -81,6 +81,12 @@ class DeviceStatus:
     problem: str | None = None
 
     @property
+    def model(self) -> str | None:
+        """The device model in a line (``hdd 7200 rpm ...``), None for a plain loop device."""
+        params = self.spec.model_params
+        return None if params is None else models.describe(params)
+
+    @property
     def up(self) -> bool:
         return self.problem is None
 
@@ -104,6 +110,8 @@ class DeviceStatus:
             "rotational": self.rotational,
             "limits": self.limits.as_json(),
             "limits_text": self.limits.describe(),
+            "model": self.spec.model_params,
+            "model_text": self.model,
         }
 
 
@@ -145,6 +153,8 @@ def check_supported(specs: Sequence[DeviceSpec]) -> None:
     require("losetup", loops.HOW)
     for spec in specs:
         filesystems.check_tools(spec)
+    if any(s.model is not None for s in specs):
+        nbd.check_supported()
     if any(s.limits.any for s in specs):
         cgroups.require_hierarchy()
 
@@ -230,16 +240,25 @@ def check_space(specs: Sequence[DeviceSpec]) -> None:
     _check_space(specs, load())
 
 
-def _loop_devs(rec: DeviceRecord, attached: list[loops.Loop] | None = None) -> list[loops.Loop]:
-    """The loop devices on the record's file, if the record names a file of iolab's."""
+def _loop_devs(
+    rec: DeviceRecord, directory: Path, attached: list[loops.Loop] | None = None
+) -> list[loops.Loop]:
+    """The loop devices on the record's file, if the record names a file of iolab's (for a
+    model device: on the FUSE file of the device in iolab's state directory)."""
+    if rec.spec.model is not None:
+        disk = str(nbd.fuse_file(directory, rec.spec.name))
+        return [lp for lp in (loops.attached() if attached is None else attached)
+                if lp.backing_file == disk]  # fmt: skip
     if _unmarked(rec) is not None:
         return []
     return loops.backed_by(rec.backing_file, rec.backing_id, rec.token, attached)
 
 
-def _problem(rec: DeviceRecord, attached: list[loops.Loop]) -> str | None:
+def _problem(rec: DeviceRecord, attached: list[loops.Loop], directory: Path) -> str | None:
     if not rec.mounted:
         return "half made (the iolab that made it stopped before it was mounted)"
+    if rec.spec.model is not None and not nbd.running(directory, rec.spec.name):
+        return "its nbdkit or nbdfuse is gone (killed, or the machine rebooted?)"
     if not attached:
         return "its loop device is gone (the machine rebooted?)"
     mount = filesystems.mounted_at(rec.mount_point)
@@ -249,10 +268,10 @@ def _problem(rec: DeviceRecord, attached: list[loops.Loop]) -> str | None:
 
 
 def _device_status(
-    rec: DeviceRecord, group: CgroupRecord | None, every: list[loops.Loop]
+    rec: DeviceRecord, group: CgroupRecord | None, every: list[loops.Loop], directory: Path
 ) -> DeviceStatus:
-    attached = _loop_devs(rec, every)
-    problem = _problem(rec, attached)
+    attached = _loop_devs(rec, directory, every)
+    problem = _problem(rec, attached, directory)
     dev = attached[0].dev if attached else rec.dev
     limits = Limits()
     if group is not None and dev is not None and group.path.is_dir():
@@ -276,11 +295,12 @@ def _device_status(
 
 def status(directory: Path | None = None) -> list[DeviceStatus]:
     """Every device the state file names, as it is now (up, or broken with the reason)."""
-    st = load(directory or state_dir())
+    directory = directory or state_dir()
+    st = load(directory)
     if not st.devices:
         return []
     every = loops.attached()
-    return [_device_status(rec, st.cgroup, every) for rec in st.devices.values()]
+    return [_device_status(rec, st.cgroup, every, directory) for rec in st.devices.values()]
 
 
 def _ensure_group(state: State, directory: Path) -> State:
@@ -381,9 +401,14 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         events(Phase(f"{name}: allocating {format_bytes(spec.size)} in {rec.backing_file}"))
         # the id is recorded right after creation, before the slow part
         _allocate(rec.backing_file, spec.size, rec.token, events, created)
+        target = rec.backing_file
+        params = spec.model_params
+        if params is not None:
+            events(Phase(f"{name}: serving it through nbdkit as {models.describe(params)}"))
+            target = nbd.start(directory, name, rec.backing_file, params)
         events(Phase(f"{name}: attaching a loop device"))
         try:
-            loop = loops.attach(rec.backing_file, spec.direct_io)
+            loop = loops.attach(target, spec.direct_io)
         except RunFailed as exc:
             if "denied" in str(exc) or "not permitted" in str(exc):
                 raise Unavailable(WHAT, f"the kernel refused a loop device: {exc}") from None
@@ -391,8 +416,8 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         rec = replace(rec, loop=loop.path, dev=loop.dev, direct_io=loop.direct_io)
         state = state.with_device(rec)
         save(directory, state)
-        if spec.rotational is not None:
-            loops.set_rotational(loop, spec.rotational)
+        if spec.effective_rotational is not None:
+            loops.set_rotational(loop, spec.effective_rotational)
         if spec.direct_io and not loop.direct_io:
             events(
                 Warning(
@@ -432,7 +457,7 @@ def _take_down(rec: DeviceRecord, state: State, directory: Path, events: EventSi
     name = rec.spec.name
     unmarked = _unmarked(rec)
     foreign_mount_point = _foreign_mount_point(rec, directory)
-    attached = _loop_devs(rec)
+    attached = _loop_devs(rec, directory)
     devs = {lp.dev for lp in attached}
     if state.cgroup is not None and _foreign_group(state.cgroup, directory) is None:
         for dev in devs | ({rec.dev} if rec.dev else set()):
@@ -460,6 +485,9 @@ def _take_down(rec: DeviceRecord, state: State, directory: Path, events: EventSi
         # the kernel detaches a loop device still open (by a mkfs the crashed run started)
         # once it is closed
         events(Warning(f"{name}: a process still has the loop device open; it goes when closed"))
+    if rec.spec.model is not None:
+        events(Phase(f"{name}: stopping nbdfuse and nbdkit"))
+        nbd.stop(directory, name)
     if os.path.lexists(rec.backing_file):
         why = unmarked
         if why is None and not loops.is_ours(rec.backing_file, rec.backing_id, rec.token):
@@ -498,7 +526,7 @@ def up(specs: Sequence[DeviceSpec], events: EventSink = discard) -> Testbed:
         for spec in specs:
             rec = state.devices.get(spec.name)
             if rec is not None:
-                problem = _problem(rec, _loop_devs(rec))
+                problem = _problem(rec, _loop_devs(rec, directory), directory)
                 if problem is None and rec.spec.layout_key() == spec.layout_key():
                     if rec.spec.limits != spec.limits:
                         events(Phase(f"{spec.name}: limits now {spec.limits.describe()}"))

@@ -6,6 +6,7 @@ and what is allowed, so a typo never silently becomes an unlimited device.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import tomllib
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import BadInput
+from iolab.testbed import models
 from iolab.units import SIZE_HELP, format_bytes, parse_size
 
 FILESYSTEMS = ("ext4", "xfs")
@@ -37,6 +39,7 @@ KEYS = (
     "write_iops",
     "read_mbps",
     "write_mbps",
+    "model",
 )
 
 
@@ -110,6 +113,21 @@ class DeviceSpec:
     write_iops: int | None = None
     read_mbps: float | None = None
     write_mbps: float | None = None
+    model: str | None = None  # the checked model table as canonical JSON; None: a plain loop
+
+    @property
+    def model_params(self) -> dict[str, Any] | None:
+        """The model's parameters (see :mod:`iolab.testbed.models`), None for a plain device."""
+        return None if self.model is None else dict(json.loads(self.model))
+
+    @property
+    def effective_rotational(self) -> bool | None:
+        """``rotational``, or for a model device what its model is (disks rotate)."""
+        params = self.model_params
+        if self.rotational is not None or params is None:
+            return self.rotational
+        leaf = params.get("member", params)
+        return {"hdd": True, "ssd": False}.get(str(leaf["model"]))
 
     @property
     def limits(self) -> Limits:
@@ -128,6 +146,7 @@ class DeviceSpec:
             "mount_options": list(self.mount_options),
             "direct_io": self.direct_io,
             "rotational": self.rotational,
+            "model": self.model_params,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -155,7 +174,26 @@ class DeviceSpec:
             write_iops=doc.get("write_iops"),
             read_mbps=doc.get("read_mbps"),
             write_mbps=doc.get("write_mbps"),
+            model=_canonical(doc["model"]) if doc.get("model") else None,
         )
+
+
+def _canonical(params: Mapping[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True)
+
+
+def _model(table: Mapping[str, Any], at: str) -> str | None:
+    """The checked model of a device table (its keys beyond the plain device's), or None."""
+    if "model" not in table:
+        return None
+    params = {k: v for k, v in table.items() if k not in KEYS or k == "model"}
+    try:
+        return _canonical(models.check(params))
+    except models.ParamError as exc:
+        allowed = exc.allowed
+        if exc.key in params and "keys of a" in allowed:
+            allowed += "; and the device's own: " + ", ".join(KEYS)
+        raise BadInput(f"{at}.{exc.key}", exc.value, allowed) from None
 
 
 def _iops(value: object, field: str) -> int | None:
@@ -211,7 +249,7 @@ def parse_device(name: str, table: object, where: str = "devices") -> DeviceSpec
             at, table, "give a table of device settings ([devices.NAME] with size = ...)"
         )
     unknown = sorted(set(table) - set(KEYS))
-    if unknown:
+    if unknown and "model" not in table:
         raise BadInput(f"{at}.{unknown[0]}", table[unknown[0]], "allowed keys: " + ", ".join(KEYS))
     if "size" not in table:
         raise BadInput(f"{at}.size", None, 'give the device size, e.g. size = "20GiB"')
@@ -252,6 +290,7 @@ def parse_device(name: str, table: object, where: str = "devices") -> DeviceSpec
         write_iops=_iops(table.get("write_iops"), f"{at}.write_iops"),
         read_mbps=_mbps(table.get("read_mbps"), f"{at}.read_mbps"),
         write_mbps=_mbps(table.get("write_mbps"), f"{at}.write_mbps"),
+        model=_model(table, at),
     )
 
 

@@ -1,0 +1,257 @@
+"""The stack under a model device: nbdkit running iolab's model plugin, nbdfuse, a loop device.
+
+    backing file <- nbdkit python plugin (the model; unix socket) <- nbdfuse (a file on FUSE)
+                 <- losetup --direct-io=on <- mkfs, mount (as for any testbed device)
+
+Everything it makes lives under the testbed's own state directory, at paths named after the
+device: ``nbd/NAME.sock`` (nbdkit's socket; never a TCP port), ``nbd/NAME.json`` (the model's
+parameters), ``nbd/NAME.log`` (what nbdkit and nbdfuse said), ``fuse/NAME/disk`` (the file the
+loop device reads and writes). nbdkit and nbdfuse run in sessions of their own, started
+through ``setsid --fork`` so that their parent is gone at once (nbdkit 1.32 in the foreground
+was seen to get a SIGTERM when the process that started it exited), so a killed iolab leaves
+them serving; ``testbed down`` finds them again by those paths in their command
+lines (/proc/PID/cmdline) and stops them, and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from iolab.errors import MissingTool, RunFailed, Unavailable
+from iolab.process import require, run
+from iolab.testbed import filesystems
+
+NBD = "nbd"
+FUSE = "fuse"
+PLUGIN = Path(__file__).with_name("models") / "nbdkit_plugin.py"
+HOW = {
+    "nbdkit": "install Debian's nbdkit and nbdkit-plugin-python packages",
+    "nbdfuse": "install Debian's libnbd-bin and fuse3 packages",
+    "fusermount3": "install Debian's fuse3 package",
+}
+START_WAIT = 20.0
+STOP_WAIT = 10.0
+SOCKET_MAX = 107  # sun_path holds 108 bytes with the NUL
+WHAT = "a model device"
+
+
+def socket_path(directory: Path, name: str) -> Path:
+    return directory / NBD / f"{name}.sock"
+
+
+def params_path(directory: Path, name: str) -> Path:
+    return directory / NBD / f"{name}.json"
+
+
+def log_path(directory: Path, name: str) -> Path:
+    return directory / NBD / f"{name}.log"
+
+
+def fuse_dir(directory: Path, name: str) -> Path:
+    return directory / FUSE / name
+
+
+def fuse_file(directory: Path, name: str) -> Path:
+    return fuse_dir(directory, name) / "disk"
+
+
+def check_supported() -> None:
+    """Refuse model devices (before anything is made) where the stack cannot run."""
+    for tool, how in HOW.items():
+        require(tool, how)
+    dump = run([require("nbdkit", HOW["nbdkit"]), "python", "--dump-plugin"], check=False)
+    if dump.returncode != 0:
+        raise MissingTool("nbdkit's python plugin", HOW["nbdkit"])
+    if not Path("/dev/fuse").exists():
+        raise Unavailable(
+            WHAT,
+            "the kernel offers no FUSE (/dev/fuse is missing); load the fuse module (a "
+            "container needs the host's /dev/fuse)",
+        )
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+    except OSError as exc:
+        raise Unavailable(WHAT, f"/dev/fuse cannot be opened ({exc.strerror})") from None
+    os.close(fd)
+
+
+def unavailable_reason() -> str | None:
+    try:
+        check_supported()
+    except (Unavailable, MissingTool) as exc:
+        return str(exc)
+    return None
+
+
+def _holders(needle: str, programs: tuple[str, ...]) -> list[int]:
+    """Pids of ``programs`` whose command line has the argument ``needle`` (one of iolab's
+    paths under the state directory)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if not argv or Path(argv[0].decode(errors="replace")).name not in programs:
+            continue
+        if any(a.decode(errors="replace") == needle for a in argv[1:]):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def nbdkit_pids(directory: Path, name: str) -> list[int]:
+    return _holders(str(socket_path(directory, name)), ("nbdkit",))
+
+
+def nbdfuse_pids(directory: Path, name: str) -> list[int]:
+    return _holders(str(fuse_file(directory, name)), ("nbdfuse",))
+
+
+def _spawn(argv: list[str], log: Path) -> None:
+    """Start ``argv`` as a daemon: its own session, no parent of iolab's, output to ``log``."""
+    setsid = require("setsid", "install Debian's util-linux package")
+    with log.open("ab") as out:
+        subprocess.run(
+            [setsid, "--fork", *argv], stdin=subprocess.DEVNULL, stdout=out, stderr=out, check=True
+        )
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " / ".join(lines[-3:])
+
+
+def _wait_for(ready: Any, alive: Any, what: str, log: Path) -> None:
+    deadline = time.monotonic() + START_WAIT
+    while not ready():
+        if time.monotonic() > deadline - START_WAIT + 1 and not alive():
+            raise RunFailed(f"{what} stopped: {_tail(log)}")
+        if time.monotonic() > deadline:
+            raise RunFailed(f"{what} was not ready within {START_WAIT:.0f} s: {_tail(log)}")
+        time.sleep(0.05)
+
+
+def _accepts(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def start(
+    directory: Path, name: str, backing: Path, params: Mapping[str, Any], threads: int = 64
+) -> Path:
+    """Serve ``backing`` through the model and expose it as a file; returns the file."""
+    (directory / NBD).mkdir(mode=0o700, exist_ok=True)
+    sock = socket_path(directory, name)
+    if len(str(sock)) > SOCKET_MAX:
+        raise RunFailed(
+            f"the socket path {sock} is too long for a unix socket; use a shorter testbed directory"
+        )
+    sock.unlink(missing_ok=True)  # of a crashed run: no server holds it (down stopped them)
+    params_path(directory, name).write_text(json.dumps(dict(params)))
+    log = log_path(directory, name)
+    nbdkit = require("nbdkit", HOW["nbdkit"])
+    _spawn(
+        [
+            nbdkit, "--foreground", "--unix", str(sock), "--threads", str(threads),
+            "python", str(PLUGIN), f"file={backing}", f"params={params_path(directory, name)}",
+        ],
+        log,
+    )  # fmt: skip
+    _wait_for(lambda: _accepts(sock), lambda: nbdkit_pids(directory, name), "nbdkit", log)
+    mnt = fuse_dir(directory, name)
+    (directory / FUSE).mkdir(mode=0o700, exist_ok=True)
+    mnt.mkdir(mode=0o700, exist_ok=True)
+    _spawn(
+        [require("nbdfuse", HOW["nbdfuse"]), "-C", "8", str(fuse_file(directory, name)),
+         "--unix", str(sock)],
+        log,
+    )  # fmt: skip
+    _wait_for(
+        lambda: fuse_file(directory, name).exists(),
+        lambda: nbdfuse_pids(directory, name),
+        "nbdfuse",
+        log,
+    )
+    return fuse_file(directory, name)
+
+
+def _gone(pids: list[int], wait: float) -> bool:
+    deadline = time.monotonic() + wait
+    while True:
+        alive = []
+        for pid in pids:
+            with suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # our own child: reap it
+            if Path(f"/proc/{pid}").exists() and not _zombie(pid):
+                alive.append(pid)
+        if not alive:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _stop(pids: list[int]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        if _gone(pids, STOP_WAIT):
+            return
+    raise RunFailed(f"processes {', '.join(map(str, pids))} did not stop")
+
+
+def running(directory: Path, name: str) -> bool:
+    """True when nbdkit serves the device and its file is on FUSE."""
+    mount = filesystems.mounted_at(fuse_dir(directory, name))
+    return bool(nbdkit_pids(directory, name)) and mount is not None and "fuse" in mount.fstype
+
+
+def stop(directory: Path, name: str) -> None:
+    """Stop what :func:`start` started for ``name`` (found by its paths), remove its files.
+    The loop device on the FUSE file must be detached first."""
+    mnt = fuse_dir(directory, name)
+    mount = filesystems.mounted_at(mnt)
+    if mount is not None and "fuse" in mount.fstype:
+        done = run([require("fusermount3", HOW["fusermount3"]), "-u", mnt], check=False)
+        if done.returncode != 0 and filesystems.mounted_at(mnt) is not None:
+            raise RunFailed(f"cannot unmount {mnt}: {done.stderr.strip()}")
+    pids = nbdfuse_pids(directory, name)
+    if pids and not _gone(pids, STOP_WAIT):
+        _stop(pids)
+    pids = nbdkit_pids(directory, name)
+    if pids:
+        _stop(pids)
+    for path in (socket_path(directory, name), params_path(directory, name)):
+        path.unlink(missing_ok=True)
+    log_path(directory, name).unlink(missing_ok=True)
+    with suppress(FileNotFoundError, OSError):
+        mnt.rmdir()
+    for sub in (FUSE, NBD):
+        with suppress(OSError):
+            (directory / sub).rmdir()  # when empty
