@@ -19,7 +19,16 @@ import pytest
 
 from iolab import sampling
 from iolab.probes import recorder as recorder_module
-from iolab.probes.interface import Checkpoint, Findings, Kind, Reading, SeriesKey, WaitStat, Warn
+from iolab.probes.interface import (
+    Checkpoint,
+    Findings,
+    Kind,
+    Pace,
+    Reading,
+    SeriesKey,
+    WaitStat,
+    Warn,
+)
 from iolab.probes.recorder import Recorder, publishing
 from iolab.results import CellId, RunId, RunOutcome, RunStatus
 from iolab.store import live as live_store
@@ -33,7 +42,7 @@ class Counter:
     """A probe whose k-th sample is k; it stops answering (blocks) after ``last`` samples."""
 
     name = "count"
-    fast = False
+    pace = Pace.FINE
     drop_idle = False
 
     def __init__(self, last: int | None = None) -> None:

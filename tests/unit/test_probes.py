@@ -17,6 +17,7 @@ from iolab.probes.host import cpu_readings, parse_meminfo, parse_stat
 from iolab.probes.interface import (
     Findings,
     Kind,
+    Pace,
     ProbeUnavailable,
     Reading,
     SeriesKey,
@@ -184,7 +185,7 @@ def test_wait_tables() -> None:
 class Ticker:
     """A counter that grows by ``rate`` per second, as a probe; for the recorder's arithmetic."""
 
-    fast = False
+    pace = Pace.FINE
     drop_idle = False
 
     def __init__(self, name: str, rate: float, fail_at: float | None = None) -> None:
@@ -262,7 +263,7 @@ def test_recorder_samples_on_its_own_threads() -> None:
 
     with Recorder([Watcher("w", 1.0)], interval=0.05):
         time.sleep(0.2)
-    assert "iolab-probes" in seen
+    assert "iolab-probes-fine" in seen
 
 
 def test_a_requested_checkpoint_takes_the_pages_of_the_engines_record_of_it() -> None:
@@ -293,7 +294,7 @@ class Scripted:
     interval's count is known exactly), a gauge equal to ``t``, and a ratio that has nothing to
     say (0 / 0) in the second half of each second."""
 
-    fast = False
+    pace = Pace.FINE
     drop_idle = False
     name = "scripted"
     rate = SeriesKey("scripted", "rate", "1/s", Kind.RATE)
@@ -371,13 +372,20 @@ def test_a_run_longer_than_the_fine_start_keeps_exact_totals_on_the_set_interval
     assert rate.peak == pytest.approx(32.5)  # the last, half-interval reading
 
 
-def test_a_short_run_keeps_ten_points_a_second() -> None:
-    with Recorder([Ticker("t", 100.0)], interval=1.0) as rec:
+def test_a_short_run_keeps_ten_points_a_second_of_its_cheap_probes() -> None:
+    class Engine(Ticker):  # engine counters: a query per sample, at the interval throughout
+        pace = Pace.INTERVAL
+
+    with Recorder([Ticker("t", 100.0), Engine("e", 10.0)], interval=1.0) as rec:
         time.sleep(1.05)
     series = rec.data.one("t", "ticks_per_s")
     assert series is not None and series.interval == pytest.approx(0.1)
     assert rec.data.interval == pytest.approx(0.1)
     assert series.n >= 10 and series.total == pytest.approx(100.0 * rec.data.duration, rel=0.02)
+    engine = rec.data.one("e", "ticks_per_s")
+    assert engine is not None and engine.interval == 1.0  # one value: the last 0.05 s folded in
+    assert engine.n == 1
+    assert engine.total == pytest.approx(10.0 * rec.data.duration, rel=0.02)
 
 
 def test_a_run_that_ends_past_the_fine_start_before_its_last_fine_tick_is_merged_too() -> None:

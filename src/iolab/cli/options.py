@@ -29,7 +29,8 @@ SampleIntervalOption = Annotated[
     typer.Option(
         "--sample-interval",
         help="How often the probes sample devices, CPU and engine counters, e.g. 1s, 500ms, "
-        "5s; each run's first 10 s are sampled 10 times a second (wait events: always).",
+        "5s; devices and progress are sampled 10 times a second in each run's first 10 s "
+        "(wait events: always).",
     ),
 ]
 NoProbesOption = Annotated[

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from iolab.probes.interface import Checkpoint, Findings, ProbeUnavailable, Reading, Warn
+from iolab.probes.interface import Checkpoint, Findings, Pace, ProbeUnavailable, Reading, Warn
 
 _EPOCH = re.compile(r"^(\d{9,}\.\d+|\d{9,})\s")
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (UTC|GMT)\s")
@@ -109,7 +109,7 @@ class PostgresLogCheckpoints:
     """Reads checkpoint lines from what the server appends to ``log`` during the run."""
 
     name = "postgres checkpoints"
-    fast = False
+    pace = Pace.FINE
     drop_idle = False
 
     def __init__(self, log: Path) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from iolab.probes.interface import (
     Findings,
     Kind,
+    Pace,
     ProbeUnavailable,
     Reading,
     RoleDevice,
@@ -118,7 +119,7 @@ class DeviceProbe:
     """Samples /proc/diskstats for the devices behind ``roles`` (role, path) pairs."""
 
     name = PROBE
-    fast = False
+    pace = Pace.FINE
     drop_idle = False
 
     def __init__(self, roles: Sequence[tuple[str, Path]], source: Path = DISKSTATS) -> None:

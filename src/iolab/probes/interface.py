@@ -133,13 +133,23 @@ class ProbeUnavailable(Exception):
     """The probe cannot read its source (missing file or view, no permission, no device)."""
 
 
+class Pace(StrEnum):
+    """How often a probe is sampled, on one thread per pace."""
+
+    WAITS = "waits"  # 10 Hz throughout: wait events, a snapshot per sample
+    FINE = "fine"  # 10 Hz for a run's first 10 s, then the interval (iolab.sampling.Grid): cheap
+    # samplers (a /proc file, a counter in this process, a log's new lines)
+    INTERVAL = "interval"  # the interval from the start: engine counters, a query per sample
+    # that costs the server and the GIL a millisecond, too dear ten times a second
+
+
 class Probe(Protocol):
-    """A sampler. ``fast`` probes run on the wait-sampling thread (10 Hz), the others at the
-    sample interval. ``drop_idle``: series that never moved are dropped at the end (a probe with
-    dozens of mostly idle series, such as pg_stat_io's backend types)."""
+    """A sampler, sampled at its ``pace``. ``drop_idle``: series that never moved are dropped
+    at the end (a probe with dozens of mostly idle series, such as pg_stat_io's backend
+    types)."""
 
     name: str
-    fast: bool
+    pace: Pace
     drop_idle: bool
 
     def open(self, warn: Warn) -> None:

@@ -21,6 +21,7 @@ from iolab.probes.checkpoints import LsnCheckpoints
 from iolab.probes.interface import (
     Findings,
     Kind,
+    Pace,
     ProbeUnavailable,
     Reading,
     SeriesKey,
@@ -64,7 +65,7 @@ def status_readings(now: dict[str, float], before: dict[str, float], dt: float) 
 
 class MariaDBProbe:
     name = PROBE
-    fast = False
+    pace = Pace.INTERVAL
     drop_idle = False
 
     def __init__(self, connect: Callable[[], Any]) -> None:

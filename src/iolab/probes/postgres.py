@@ -29,6 +29,7 @@ from typing import Any
 from iolab.probes.interface import (
     Findings,
     Kind,
+    Pace,
     ProbeUnavailable,
     Reading,
     SeriesKey,
@@ -148,7 +149,7 @@ class PostgresProbe:
     """Counters of one PostgreSQL server; ``connect`` gives a new connection (engine.connect)."""
 
     name = PROBE
-    fast = False
+    pace = Pace.INTERVAL
     drop_idle = True
 
     def __init__(self, connect: Callable[[], Any]) -> None:

@@ -4,11 +4,12 @@
         ...  # the measured part of the workload; t = 0 is when the recorder took its baseline
     data = recorder.data
 
-Slow probes (devices, host, engine counters, checkpoints, the workload's progress) are sampled
-every ``interval`` seconds on one thread, fast ones (wait events) every ``wait_interval`` on
-another. The slow probes' first seconds are sampled at 10 Hz (:class:`iolab.sampling.Grid`): a
-short run keeps that fine grid, a longer one has it merged into whole intervals when the fine
-start ends. Ticks are on a fixed grid (t0 + k * step), so a late wake-up does not drift the
+Each probe is sampled at its pace (:class:`~iolab.probes.interface.Pace`), one thread per pace:
+cheap probes (devices, host, checkpoints in the log, the workload's progress) every ``interval``
+seconds after a first 10 s at 10 Hz (:class:`iolab.sampling.Grid`: a short run keeps that fine
+grid, a longer one has it merged into whole intervals when the fine start ends); engine
+counters, a query per sample, every ``interval`` seconds from the start; wait events every
+``wait_interval``. Ticks are on a fixed grid (t0 + k * step), so a late wake-up does not drift the
 series; a tick missed altogether repeats the next reading, whose rate covers both. When the block
 ends the probes take a last sample (folded into the previous value when it came less than a
 quarter interval after it) and hand over their findings.
@@ -45,6 +46,7 @@ from iolab.probes.interface import (
     Checkpoint,
     Findings,
     Kind,
+    Pace,
     Probe,
     ProbeUnavailable,
     Reading,
@@ -412,8 +414,11 @@ class Recorder:
         self._probes = list(probes)
         self._events = events
         self._notes = _Notes()
-        self._slow = _Group(Grid.adaptive(interval), [])
-        self._fast = _Group(Grid.fixed(wait_interval), [])
+        self._groups = {  # one thread each; see Pace
+            Pace.FINE: _Group(Grid.adaptive(interval), []),
+            Pace.INTERVAL: _Group(Grid.fixed(interval), []),
+            Pace.WAITS: _Group(Grid.fixed(wait_interval), []),
+        }
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._opened: list[Probe] = []
@@ -458,21 +463,21 @@ class Recorder:
                 self._opened.remove(probe)
                 _close(probe)
                 continue
-            (self._fast if probe.fast else self._slow).probes.append(probe)
+            self._groups[probe.pace].probes.append(probe)
         self._notes.emit(self._events)
-        for name, group in (("probes", self._slow), ("waits", self._fast)):
+        for pace, group in self._groups.items():
             if group.probes:
                 thread = threading.Thread(
                     target=group.run,
                     args=(self.t0, self._stop, self._notes),
-                    name=f"iolab-{name}",
+                    name=f"iolab-probes-{pace}",
                     daemon=True,
                 )
                 thread.start()
                 self._threads.append(thread)
         sink = _live.get()
         if sink is not None and self._threads:
-            flusher = _Flusher(sink, (self._slow, self._fast), self._opened, self._notes)
+            flusher = _Flusher(sink, list(self._groups.values()), self._opened, self._notes)
             thread = threading.Thread(
                 target=flusher.run,
                 args=(self._flush_interval, self._stop),
@@ -493,7 +498,7 @@ class Recorder:
         findings: list[Findings] = []
         try:
             if e is None or isinstance(e, Exception):
-                for group in (self._slow, self._fast):
+                for group in self._groups.values():
                     if group.probes:
                         group.finish(end, self._notes)
                 for probe in self._opened:
@@ -508,10 +513,10 @@ class Recorder:
             for text in f.notes:
                 self._notes.add(text)
         self._data = ProbeData(
-            interval=self._slow.interval,
-            wait_interval=self._fast.interval,
+            interval=self._groups[Pace.FINE].interval,
+            wait_interval=self._groups[Pace.WAITS].interval,
             duration=end,
-            series=tuple(self._slow.series(end) + self._fast.series(end)),
+            series=tuple(s for g in self._groups.values() for s in g.series(end)),
             waits=tuple(w for f in findings for w in f.waits),
             checkpoints=tuple(
                 sorted((c for f in findings for c in f.checkpoints), key=lambda c: c.start_s)

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from iolab.probes.interface import Findings, Kind, ProbeUnavailable, Reading, SeriesKey, Warn
+from iolab.probes.interface import Findings, Kind, Pace, ProbeUnavailable, Reading, SeriesKey, Warn
 
 PROBE = "sqlite"
 HEADER = b"SQLite format 3\x00"
@@ -38,7 +38,7 @@ def _size(path: Path) -> int:
 
 class SQLiteProbe:
     name = PROBE
-    fast = False
+    pace = Pace.FINE
     drop_idle = False
 
     def __init__(self, files: Sequence[Path]) -> None:

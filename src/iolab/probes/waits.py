@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from iolab.probes.interface import Findings, ProbeUnavailable, Reading, WaitStat, Warn
+from iolab.probes.interface import Findings, Pace, ProbeUnavailable, Reading, WaitStat, Warn
 
 CPU = ("CPU", "running")
 
@@ -80,7 +80,7 @@ class PostgresWaits:
     of the database when None."""
 
     name = "postgres waits"
-    fast = True
+    pace = Pace.WAITS
     drop_idle = False
 
     def __init__(self, connect: Callable[[], Any], sessions: Sequence[int] | None = None) -> None:
@@ -165,7 +165,7 @@ class MariaDBWaits:
     foreground thread but the probe's own when None), read at the start and at the end."""
 
     name = "mariadb waits"
-    fast = False
+    pace = Pace.INTERVAL  # read at the start and the end: never sampled in between
     drop_idle = False
 
     def __init__(self, connect: Callable[[], Any], sessions: Sequence[int] | None = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from iolab.probes.interface import Findings, Kind, Reading, SeriesKey, Warn, counter_delta
+from iolab.probes.interface import Findings, Kind, Pace, Reading, SeriesKey, Warn, counter_delta
 
 PROBE = "workload"
 
@@ -14,7 +14,7 @@ class CounterProbe:
     thread-safe to call: reading an int is), sampled as a rate."""
 
     name = PROBE
-    fast = False
+    pace = Pace.FINE
     drop_idle = False
 
     def __init__(self, series: str, unit: str, read: Callable[[], float]) -> None:
