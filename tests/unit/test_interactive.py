@@ -93,3 +93,12 @@ def test_the_warmup_is_shaded_apart_from_checkpoints() -> None:
     assert all(c == "#999" for x0, _, c in rects if x0 >= 1.0)
     assert "blue: warm-up" in json.dumps(layout["annotations"])
     assert "grey: checkpoints" in json.dumps(layout["annotations"])
+
+
+def test_numbers_are_written_the_same_the_second_time() -> None:
+    from iolab.report.interactive import _num
+
+    values = [0.0, -0.0, 1.5e-7, 123456789.0, 12.5, float("nan"), float("inf"), -3.0]
+    first = [_num(v) for v in values]
+    assert first == ["0", "-0", "1.5e-7", "1.23457e8", "12.5", "null", "null", "-3"]
+    assert [_num(v) for v in reversed(values)] == first[::-1]  # from the memo, where kept

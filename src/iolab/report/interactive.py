@@ -38,14 +38,23 @@ def plotly_js() -> str:
     return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text("utf-8")
 
 
+_WRITTEN: dict[float, str] = {}  # numbers already written: a timeline's rounded values repeat
+_WRITTEN_MAX = 1 << 16
+
+
 def _num(value: float) -> str:
     """A number for the figure's JSON: six significant figures at most, NaN as null."""
+    text = _WRITTEN.get(value)  # NaN is never found: NaN != NaN
+    if text is not None:
+        return text
     if not math.isfinite(value):
         return "null"
     text = f"{value:.6g}"
-    if "e" not in text:
-        return text
-    return text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+    if "e" in text:
+        text = text.replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+    if value and len(_WRITTEN) < _WRITTEN_MAX:  # not 0.0: -0.0 equals it and writes "-0"
+        _WRITTEN[value] = text
+    return text
 
 
 def _dump(value: object) -> str:
