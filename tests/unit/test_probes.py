@@ -401,3 +401,18 @@ def test_a_run_that_ends_past_the_fine_start_before_its_last_fine_tick_is_merged
     rate = next(s for s in group.series(2.05) if s.key.name == "rate")
     assert rate.n == 2 and rate.values[0] == pytest.approx(0.55, abs=1e-3)
     assert rate.total_num == pytest.approx(sum(0.1 * k * 0.1 for k in range(1, 19)) + 2.05 * 0.25)
+
+
+def test_a_last_reading_folded_into_the_fine_start_counts_when_it_is_merged() -> None:
+    from iolab.probes.recorder import _Group, _Notes
+    from iolab.sampling import Grid
+
+    group = _Group(Grid(1.0, 0.1, 1.0), [Scripted()])  # a 1-s fine start
+    notes = _Notes()
+    for k in range(1, 9):  # ticks up to 0.8 s, then the 0.9 tick woken late, at 0.999 s
+        group.sample(round(0.1 * k, 10), 1, notes)
+    group.sample(0.999, 1, notes)
+    group.finish(1.01, notes)  # 0.011 s later: folded into the last value, then merged
+    rate = next(s for s in group.series(1.01) if s.key.name == "rate")
+    assert not group.fine and rate.n == 1
+    assert rate.values[0] == pytest.approx(rate.total_num / 1.01, rel=1e-5)

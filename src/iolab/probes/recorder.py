@@ -142,6 +142,9 @@ class _Track:
             self.total_num += reading.num
             self.total_den += reading.den
             self.last = (num, den)
+            if self.nums is not None and self.dens is not None:  # the fine start may merge yet
+                self.nums[-1] = (0.0 if math.isnan(self.nums[-1]) else self.nums[-1]) + reading.num
+                self.dens[-1] = (0.0 if math.isnan(self.dens[-1]) else self.dens[-1]) + reading.den
         self._seen(self.values[-1], reading.num)
 
     def _seen(self, value: float, num: float) -> None:
