@@ -91,6 +91,8 @@ def run_loaders(engine: MariaDBEngine, dialect: MariaDBPopulate, spec: LoadSpec,
     calls: list[list[int]] = [[] for _ in counts]
     errors: list[BaseException] = []
     conns = [engine.connect() for _ in counts]
+    for conn in conns:
+        dialect.ready(conn, spec)  # as the workload does before its clock starts
     start = threading.Barrier(len(counts))
 
     def work(i: int) -> None:
@@ -232,6 +234,31 @@ def test_commits_as_often_as_asked(
         assert transactions <= writes <= transactions + 20  # a few for checkpoints, DDL
         assert dialect.table_stats(admin).rows == 300
     finally:
+        admin.close()
+
+
+@pytest.mark.parametrize("mode", [LoadMode.SERVER, LoadMode.CLIENT])
+def test_ready_writes_no_row_and_leaves_the_session_as_it_was(
+    two_dirs: MariaDBEngine, mode: LoadMode
+) -> None:
+    """``ready`` runs before the clock: in server mode one CALL of no row (the session parses
+    the procedure into its cache), in client mode nothing; autocommit stays as it was."""
+    dialect = two_dirs.populate_dialect()
+    spec = LoadSpec(KeyKind.RANDOM, LoadMethod.INSERT, mode, 1, dialect.payload_bytes())
+    admin = two_dirs.connect()
+    loader = two_dirs.connect()
+    try:
+        dialect.create_table(admin, spec)
+        before = int(query(loader, "SHOW SESSION STATUS LIKE 'Com_call_procedure'")[0][1])
+        dialect.ready(loader, spec)
+        after = int(query(loader, "SHOW SESSION STATUS LIKE 'Com_call_procedure'")[0][1])
+        assert after - before == (1 if mode is LoadMode.SERVER else 0)
+        assert not loader.get_autocommit()
+        assert query(admin, f"SELECT COUNT(*) FROM {TABLE}") == [(0,)]
+        dialect.load(loader, spec, 30, lambda n: None)
+        assert query(admin, f"SELECT COUNT(*), COUNT(DISTINCT id) FROM {TABLE}") == [(30, 30)]
+    finally:
+        loader.close()
         admin.close()
 
 

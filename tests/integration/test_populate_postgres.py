@@ -92,6 +92,7 @@ def populate(
 
     def loader(i: int) -> None:
         with engine.connect() as conn:
+            dialect.ready(conn, spec)  # as the workload does before its clock starts
             dialect.load(conn, spec, counts[i], calls[i].append)
 
     with ThreadPoolExecutor(len(counts)) as pool:
@@ -335,6 +336,38 @@ def test_server_progress_arrives_while_the_call_runs(engine: PostgresEngine, ver
     assert sum(calls) == count
     assert len(calls) == count
     assert seen and 1 <= seen[0] < count  # the CALL was still inserting
+
+
+@pytest.mark.parametrize("mode", [LoadMode.SERVER, LoadMode.CLIENT])
+def test_ready_writes_no_row_and_leaves_the_session_as_it_was(
+    engine: PostgresEngine, version: int, mode: LoadMode
+) -> None:
+    """``ready`` runs before the clock: in server mode one CALL of no transaction (the session
+    compiles the procedure), in client mode nothing. No row, no open transaction, autocommit as
+    it was; the load that follows inserts exactly its rows."""
+    dialect = PostgresPopulate(engine.tablespaces, version)
+    spec = LoadSpec(KeyKind.SEQUENTIAL, LoadMethod.INSERT, mode, 1, WIDTH)
+    with engine.connect() as conn:
+        dialect.create_table(conn, spec)
+    from psycopg import pq
+
+    with engine.connect() as loader, engine.connect() as watcher:
+        watcher.autocommit = True
+        loader.execute("SET track_functions = 'pl'")
+        loader.commit()
+        dialect.ready(loader, spec)
+        assert loader.autocommit is False
+        assert loader.info.transaction_status == pq.TransactionStatus.IDLE
+        loader.execute("SELECT pg_stat_force_next_flush()")  # the CALL's count, when idle
+        loader.commit()
+        calls = watcher.execute(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions WHERE funcname = %s",
+            (PROCEDURE,),
+        ).fetchone()
+        assert calls == (1 if mode is LoadMode.SERVER else 0,)
+        assert watcher.execute(f"SELECT count(*) FROM {TABLE}").fetchone() == (0,)
+        dialect.load(loader, spec, 40, lambda n: None)
+        assert watcher.execute(f"SELECT count(*), max(id) FROM {TABLE}").fetchone() == (40, 40)
 
 
 # (method, commit_every, batch): transactions of one row, of 4 statements (3, 3, 3, 1 at the

@@ -103,6 +103,11 @@ class PopulateDialect(Protocol):
         the server mode needs; committed when it returns."""
         ...
 
+    def ready(self, conn: Connection, spec: LoadSpec) -> None:
+        """Ready a loader's session before the clock starts, writing no row: what every session
+        pays once (server mode: compiling the procedure) then falls outside the measured time."""
+        ...
+
     def load(
         self,
         conn: Connection,

@@ -89,6 +89,9 @@ class SQLitePopulate:
             k = next_key()
             yield self._schema(k), k, payload
 
+    def ready(self, conn: Any, spec: LoadSpec) -> None:
+        """Nothing to ready: SQLite compiles a statement on its first use, in-process."""
+
     def load(
         self,
         conn: Any,

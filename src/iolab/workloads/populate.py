@@ -584,6 +584,7 @@ def load_and_measure(
         shares = split(rows, options.connections) if fixed else [UNLIMITED] * options.connections
         for i, n in enumerate(shares):
             loaders.append(_Loader(i, n, engine.connect()))
+            dialect.ready(loaders[-1].conn, spec)
         dialect.checkpoint(admin)
         log_presized = _presize(options, dialect, admin, placement, events)
         schedule = _schedule(options, dialect, engine, extra)
