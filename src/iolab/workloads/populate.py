@@ -40,6 +40,7 @@ from iolab.engines.loading import (
     LoadSpec,
     MultiplexedLoad,
     PopulateDialect,
+    TableStats,
 )
 from iolab.engines.log_control import allocated_bytes, log_control, settings_control
 from iolab.errors import BadInput, RunFailed
@@ -47,7 +48,7 @@ from iolab.events import EventSink, Phase, Step, Warning
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
 from iolab.latency.data import summary as latency_summary
-from iolab.latency.recording import LatencyRecording, Pacing
+from iolab.latency.recording import Interval, LatencyRecording, Pacing
 from iolab.probes.checkpoints import merge_requested
 from iolab.probes.data import ProbeData
 from iolab.probes.interface import Checkpoint
@@ -555,7 +556,6 @@ def load_and_measure(
             f"{sorted(m.value for m in dialect.modes)}",
         )
     payload = dialect.payload_bytes()
-    fixed = options.duration is None
     rows = (
         options.rows
         if options.rows is not None
@@ -573,10 +573,50 @@ def load_and_measure(
     )
     timed = options.record_latency and options.mode is LoadMode.CLIENT
     latency = LatencyRecording(options.connections, pacing, timed=timed)
+    measured = _load(engine, placement, dialect, spec, rows, latency, options, outcome, events)
+    _summarise(engine, placement, dialect, options, latency, measured, outcome, events)
+
+
+@dataclass
+class _Measured:
+    """What the measured part left behind: the loaders' times, the counters before and after
+    it, the table's statistics; ``rows`` as committed."""
+
+    rows: int
+    elapsed_each: list[float]
+    wall: float
+    t0: float  # perf_counter seconds when the loaders were released
+    probe_t0: float | None  # the recorder's start on the same clock, when probes ran
+    warm: _Mark | None
+    intervals: list[Interval]
+    requested: list[Checkpoint]
+    log_presized: int | None
+    devices: dict[str, list[str]]
+    disk_before: dict[str, diskstats.DiskCounters]
+    disk_after: dict[str, diskstats.DiskCounters]
+    log_before: int | None
+    log_after: int | None
+    stats: TableStats
+
+
+def _load(
+    engine: PopulateEngine,
+    placement: Placement,
+    dialect: PopulateDialect,
+    spec: LoadSpec,
+    rows: int,
+    latency: LatencyRecording,
+    options: PopulateOptions,
+    outcome: RunOutcome,
+    events: EventSink,
+) -> _Measured:
+    """Create the table, open and ready the loaders, then release them together under the
+    probes; what the run measured once every loader has ended (raises RunFailed if one
+    failed)."""
+    fixed = options.duration is None
     admin = engine.connect()
     loaders: list[_Loader] = []
     extra: list[Connection] = []  # the requested checkpoints' connection
-    warm: _Mark | None = None
     try:
         dialect.create_table(admin, spec)
         devices = role_devices(placement)
@@ -617,29 +657,10 @@ def load_and_measure(
                 t0_ns = time.perf_counter_ns()
                 latency.begin(t0_ns)
                 barrier.wait()
-                t0 = t0_ns / 1e9
-                warm_due = (
-                    t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
-                )
                 if schedule is not None:
-                    schedule.start(recorder.t0 if recorder is not None else t0)
-                while not all(w.ended.is_set() for w in workers):
-                    if warm is None and options.warmup:  # wake when the warm-up ends
-                        pause = PROGRESS_EVERY
-                        if warm_due is not None:
-                            left = (warm_due - time.perf_counter_ns()) / 1e9
-                            pause = min(pause, max(0.0, left))
-                        shared.warmed.wait(pause)  # set by the commit that ends a warm-up of rows
-                    else:
-                        for w in workers:
-                            w.ended.wait(PROGRESS_EVERY / len(workers))
-                    latency.collect()
-                    if warm is None and options.warmup:
-                        warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
-                    events(_progress(shared.committed, time.perf_counter() - t0, rows, options))
-                if warm is None and options.warmup:  # it ended as the loaders did
-                    warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
-                wall = time.perf_counter() - t0
+                    schedule.start(recorder.t0 if recorder is not None else t0_ns / 1e9)
+                warm = _watch(workers, shared, t0_ns, rows, dialect, admin, options, events)
+                wall = time.perf_counter() - t0_ns / 1e9
                 intervals = latency.finish(time.perf_counter_ns())
                 requested = schedule.stop() if schedule is not None else []
         except BaseException:
@@ -659,10 +680,75 @@ def load_and_measure(
         for conn in [*(ld.conn for ld in loaders), *extra]:
             _close(conn)
         _close(admin)
-    if not fixed:
-        rows = shared.committed
-    elapsed_each = [ld.elapsed or 0.0 for ld in loaders]
-    elapsed = max(elapsed_each)
+    return _Measured(
+        rows=rows if fixed else shared.committed,
+        elapsed_each=[ld.elapsed or 0.0 for ld in loaders],
+        wall=wall,
+        t0=t0_ns / 1e9,
+        probe_t0=recorder.t0 if recorder is not None else None,
+        warm=warm,
+        intervals=intervals,
+        requested=requested,
+        log_presized=log_presized,
+        devices=devices,
+        disk_before=disk_before,
+        disk_after=disk_after,
+        log_before=log_before,
+        log_after=log_after,
+        stats=stats,
+    )
+
+
+def _watch(
+    workers: Sequence[Worker],
+    shared: _Shared,
+    t0_ns: int,
+    rows: int,
+    dialect: PopulateDialect,
+    admin: Connection,
+    options: PopulateOptions,
+    events: EventSink,
+) -> _Mark | None:
+    """Wait for the loaders to end, sending progress and collecting latencies as they go, and
+    mark where the warm-up ended (None without a warm-up)."""
+    warm: _Mark | None = None
+    warm_due = t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
+    latency = shared.latency
+    while not all(w.ended.is_set() for w in workers):
+        if warm is None and options.warmup:  # wake when the warm-up ends
+            pause = PROGRESS_EVERY
+            if warm_due is not None:
+                left = (warm_due - time.perf_counter_ns()) / 1e9
+                pause = min(pause, max(0.0, left))
+            shared.warmed.wait(pause)  # set by the commit that ends a warm-up of rows
+        else:
+            for w in workers:
+                w.ended.wait(PROGRESS_EVERY / len(workers))
+        latency.collect()
+        if warm is None and options.warmup:
+            warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
+        elapsed = (time.perf_counter_ns() - t0_ns) / 1e9
+        events(_progress(shared.committed, elapsed, rows, options))
+    if warm is None and options.warmup:  # it ended as the loaders did
+        warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
+    return warm
+
+
+def _summarise(
+    engine: PopulateEngine,
+    placement: Placement,
+    dialect: PopulateDialect,
+    options: PopulateOptions,
+    latency: LatencyRecording,
+    m: _Measured,
+    outcome: RunOutcome,
+    events: EventSink,
+) -> None:
+    """The run's summary, latencies and probe series from what was measured, then the checks:
+    the warm-up ended before the load did, every row is there once, rows fill pages."""
+    rows, warm, stats = m.rows, m.warm, m.stats
+    payload = dialect.payload_bytes()
+    elapsed = max(m.elapsed_each)
     if options.warmup and (warm is None or warm.seconds >= elapsed):
         given = (
             f"{options.warmup_seconds:g} s"
@@ -675,13 +761,13 @@ def load_and_measure(
         )
     measured_rows = rows - (warm.rows if warm else 0)
     measured_seconds = elapsed - (warm.seconds if warm else 0.0)
-    device_io = device_deltas(warm.disk if warm else disk_before, disk_after, devices)
+    device_io = device_deltas(warm.disk if warm else m.disk_before, m.disk_after, m.devices)
     for d in device_io.values():
         d["write_bytes_per_row"] = d["write_bytes"] / max(1, measured_rows)
     target_ppr = 1.0 / dialect.rows_per_page
     fill_ok = abs(stats.pages_per_row - target_ppr) <= FILL_TOLERANCE * target_ppr
-    log_start = warm.log_bytes if warm else log_before
-    wal_bytes = (log_after - log_start) if log_start is not None and log_after else None
+    log_start = warm.log_bytes if warm else m.log_before
+    wal_bytes = (m.log_after - log_start) if log_start is not None and m.log_after else None
     rate = measured_rows / measured_seconds if measured_seconds > 0 else 0.0
     outcome.summary.update(
         {
@@ -691,9 +777,9 @@ def load_and_measure(
             "connections": options.connections,
             "payload_bytes": payload,
             "elapsed_seconds": elapsed,
-            "first_finished_seconds": min(elapsed_each),
-            "wall_seconds": wall,
-            "loader_seconds": elapsed_each,
+            "first_finished_seconds": min(m.elapsed_each),
+            "wall_seconds": m.wall,
+            "loader_seconds": m.elapsed_each,
             "rows_per_second": rate,
             "payload_mb_per_second": rate * payload / 1e6,
             "table_bytes": stats.table_bytes,
@@ -714,7 +800,7 @@ def load_and_measure(
                 "temp": str(placement.temp) if placement.temp else None,
             },
             "settings": engine.effective_settings(),
-            "latency": latency_summary(intervals, timed),
+            "latency": latency_summary(m.intervals, latency.timed),
         }
     )
     if warm is not None:
@@ -737,10 +823,10 @@ def load_and_measure(
                 )
             )
     outcome.latency = LatencyData(
-        intervals=tuple(intervals),
+        intervals=tuple(m.intervals),
         interval_s=latency.interval_s,
-        start_unix=time.time() - (time.perf_counter() - t0),
-        probe_offset_s=t0 - recorder.t0 if recorder is not None else 0.0,
+        start_unix=time.time() - (time.perf_counter() - m.t0),
+        probe_offset_s=m.t0 - m.probe_t0 if m.probe_t0 is not None else 0.0,
         warmup_s=warm.seconds if warm else None,
     )
     if outcome.probes is not None:
@@ -749,7 +835,9 @@ def load_and_measure(
             series=outcome.probes.series + tuple(latency_series(outcome.latency)),
             warmup_end_s=outcome.latency.probe_offset_s + warm.seconds if warm else None,
         )
-    outcome.summary.update(_variations_summary(options, requested, log_presized, outcome.probes))
+    outcome.summary.update(
+        _variations_summary(options, m.requested, m.log_presized, outcome.probes)
+    )
     if stats.rows != rows or stats.distinct_keys != rows:
         raise RunFailed(
             f"correctness check failed: expected {rows:,} rows with distinct keys, the table "
