@@ -520,3 +520,43 @@ def test_plan_says_which_runs_another_live_driver_is_running(
     done = iolab("plan", str(path), "--results", str(store.path))
     assert done.code == 0, done
     assert "1 of them is running now in another iolab process" in done.stdout.replace("\n", " ")
+
+
+def _fleet_plan(tmp_path: Path, matrix: str, fleet: str = "") -> runner.Plan:
+    path = experiment_file(tmp_path, experiment="repetitions = 3", matrix=matrix)
+    if fleet:
+        path.write_text(path.read_text() + f"[fleet]\n{fleet}\n")
+    return runner.make_plan(config.load(path), None)
+
+
+def test_plan_on_a_fleet_estimates_the_hosts_wall_time(fake: FakeWorkload, tmp_path: Path) -> None:
+    each = fake.estimate_seconds
+    # no fleet: the runs one after another
+    alone = _fleet_plan(tmp_path, "rows = [100, 200]")
+    assert alone.hosts == ()
+    assert alone.estimated_wall_seconds == alone.estimated_seconds == 6 * each
+    # 6 runs spread over 2 hosts: 3 each
+    spread = _fleet_plan(tmp_path, "rows = [100, 200]", 'hosts = ["db1", "db2"]')
+    assert spread.hosts == ("db1", "db2")
+    assert spread.estimated_seconds == 6 * each
+    assert spread.estimated_wall_seconds == 3 * each
+    # hosts compared: each cell on its own host, 2 cells a host
+    compared = _fleet_plan(tmp_path, 'rows = [100, 200]\nhost = ["db1", "db2", "db3"]')
+    assert compared.hosts == ("db1", "db2", "db3")
+    assert compared.estimated_wall_seconds == 2 * 3 * each
+    # runs spread over a fleet of unknown size: no wall-time estimate beyond the runs'
+    unknown = _fleet_plan(tmp_path, "rows = [100]", 'address = "auto"')
+    assert unknown.hosts == ()
+    assert unknown.estimated_wall_seconds == 3 * each
+
+
+def test_plan_command_gives_the_fleet_estimate(fake: FakeWorkload, tmp_path: Path) -> None:
+    path = experiment_file(tmp_path, experiment="repetitions = 2", matrix="rows = [100, 200]")
+    path.write_text(path.read_text() + '[fleet]\nhosts = ["db1", "db2"]\n')
+    result = iolab("plan", str(path), "--json", "--results", str(tmp_path / "r.db"))
+    doc = json.loads(result.stdout)
+    assert doc["hosts"] == ["db1", "db2"]
+    assert doc["estimated_wall_seconds"] == pytest.approx(doc["estimated_seconds"] / 2)
+    text = iolab("plan", str(path), "--results", str(tmp_path / "r.db")).stdout
+    assert "4 runs to do" in text
+    assert "on 2 hosts" in text

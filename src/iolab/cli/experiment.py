@@ -35,7 +35,9 @@ def _clock(seconds: float) -> str:
 
 def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption = False) -> None:
     """Print the cells of an experiment file, how many runs are left and how long they should
-    take; nothing runs. Runs already in the results database count (resume).
+    take; nothing runs. Runs already in the results database count (resume). On a fleet
+    whose hosts the file names (`host` in the matrix, `[fleet] hosts`), the estimate is the
+    wall time with one run at a time on each host.
 
     It checks what `iolab run` checks before recording a run: each cell's options, directories
     and free space, engine settings (read by the engine), the name (one workload kind per
@@ -64,6 +66,8 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
             "kept": p.kept,
             "estimated_seconds": p.estimated_seconds,
             "estimated_max_seconds": p.estimated_max_seconds,
+            "hosts": list(p.hosts),
+            "estimated_wall_seconds": p.estimated_wall_seconds,
         }
         print(json.dumps(doc, indent=2))
         return
@@ -84,6 +88,11 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     else:
         out.print(experiment_report.plan_table(rows, title))
     line = f"{p.runs} runs to do, about {_clock(p.estimated_seconds)}"
+    if len(p.hosts) > 1 and p.runs:
+        line = (
+            f"{p.runs} runs to do, about {_clock(p.estimated_wall_seconds)} on "
+            f"{len(p.hosts)} hosts ({_clock(p.estimated_seconds)} of runs)"
+        )
     if p.auto:
         line += f" (up to {_clock(p.estimated_max_seconds)} if every cell needs the maximum)"
     if p.kept:

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from iolab.config.experiment import Cell, Experiment, IsolationSection
+from iolab.config.experiment import HOST_KEY, Cell, Experiment, IsolationSection
 from iolab.errors import BadInput, IolabError, MissingTool
 from iolab.events import Event, EventSink, Phase, Warning
 from iolab.fleet import cluster
@@ -32,8 +32,6 @@ from iolab.results import RunOutcome, RunStatus
 from iolab.runner.executors import Executor, Task, execute_cell
 from iolab.runner.single import Executed
 from iolab.store import Store
-
-HOST_KEY = "host"  # the matrix key naming fleet hosts
 
 
 def _now() -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.analysis.stats import summarize
-from iolab.config.experiment import DEVICE_PREFIX, Cell, Experiment
+from iolab.config.experiment import DEVICE_PREFIX, HOST_KEY, Cell, Experiment
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import EventSink, ExperimentProgress, Phase, Warning
 from iolab.probes.recorder import LiveSink
@@ -73,6 +73,38 @@ class Plan:
     @property
     def estimated_seconds(self) -> float:
         return sum(c.remaining * c.seconds_each for c in self.cells)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The fleet hosts the runs go to, as far as the file says: its ``host`` values and
+        ``[fleet] hosts``; empty without a fleet, or when the fleet picks any of its hosts."""
+        named = {str(c.cell.values[HOST_KEY]) for c in self.cells if HOST_KEY in c.cell.values}
+        spread = self.experiment.spec.fleet.hosts
+        return tuple(sorted(named | set(spread))) if spread or not self._unpinned else ()
+
+    @property
+    def _unpinned(self) -> bool:
+        return any(HOST_KEY not in c.cell.values and c.remaining for c in self.cells)
+
+    @property
+    def estimated_wall_seconds(self) -> float:
+        """The estimate when the runs go to :attr:`hosts`, one run at a time on each: a cell's
+        runs on its ``host``, the others to the host that is free first, longest first."""
+        hosts = self.hosts
+        if len(hosts) < 2:
+            return self.estimated_seconds
+        busy = dict.fromkeys(hosts, 0.0)
+        spread: list[float] = []
+        for c in self.cells:
+            if HOST_KEY in c.cell.values:
+                busy[str(c.cell.values[HOST_KEY])] += c.remaining * c.seconds_each
+            else:
+                spread += [c.seconds_each] * c.remaining
+        targets = self.experiment.spec.fleet.hosts or list(hosts)
+        for seconds in sorted(spread, reverse=True):
+            first = min(targets, key=lambda h: busy[h])
+            busy[first] += seconds
+        return max(busy.values())
 
     @property
     def estimated_max_seconds(self) -> float:
