@@ -135,3 +135,19 @@ layout = ["w1", "w2"]
     taken = chromium(f"--screenshot={shot}", "--window-size=1200,4000", page.as_uri())
     assert taken.returncode == 0, taken.stderr[-2000:]
     assert shot.stat().st_size > 20_000
+
+    # the same numbers in `iolab report --json`: per kind, each cell's runs merged, and the
+    # device's commit test beside the commit latencies
+    doc = json.loads(iolab("report", str(exp), "--json").stdout)
+    kinds = {k["kind"]: k for k in doc["latency"]}
+    assert sorted(kinds) == ["commit", "statement"]
+    commits_json = {c["cell"]: c for c in kinds["commit"]["cells"]}
+    assert sorted(commits_json) == ["layout=w1", "layout=w2"]
+    for cell in commits_json.values():
+        assert (cell["runs"], cell["count"]) == (2, 2 * 1500 // 10)
+        assert cell["p50_us"] <= cell["p99_us"] <= cell["max_us"]
+    (test,) = kinds["commit"]["commit_tests"]
+    assert (test["disk_run"], test["passes"], test["count"]) == (disk_run, 1, measured.total)
+    assert test["p99_us"] == measured.percentile(99.0)
+    assert kinds["commit"]["untested_wal_devices"] == []
+    assert kinds["statement"]["commit_tests"] == []

@@ -105,7 +105,11 @@ def build(
         for c, d, stats in zip(cells, data, found.cells, strict=True)
     )
     name = (cfg.get("experiment") or {}).get("name") or store_experiments.name_of(store, exp)
-    report = ExperimentReport(str(name), exp, chosen, declaration, found, report_cells)
+    labelled = [(d.label, c) for c, d in zip(cells, data, strict=True)]
+    spectra = spectrum.read(store, labelled, [r.id for r in disk_runs])
+    report = ExperimentReport(
+        str(name), exp, chosen, declaration, found, report_cells, spectra=spectra
+    )
     if timelines is None:
         return report
     views, grids, environment = _html_parts(store, cells, data, chosen, timelines == "all")
@@ -113,14 +117,8 @@ def build(
         DiskGrid(str(r.params.get("path", r.id)), tuple(disk_summarize(store.disk_passes(r.id))))
         for r in disk_runs
     ]
-    labelled = [(d.label, c) for c, d in zip(cells, data, strict=True)]
-    spectra = spectrum.read(store, labelled, [r.id for r in disk_runs])
     return dataclasses.replace(
-        report,
-        timelines=tuple(views),
-        disks=tuple(grids),
-        environment=environment,
-        spectra=spectra,
+        report, timelines=tuple(views), disks=tuple(grids), environment=environment
     )
 
 

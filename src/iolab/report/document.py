@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from iolab.analysis.findings import Ratio, sentence
 from iolab.report.comparison import Comparison
+from iolab.report.spectrum import Spectrum
 from iolab.report.value import ExperimentReport
 
 
@@ -117,8 +119,36 @@ def report_document(report: ExperimentReport) -> dict[str, object]:
     }
 
 
+def latency_document(spectra: Sequence[Spectrum]) -> list[dict[str, object]]:
+    """The spectra's numbers: per operation kind, each cell's runs merged (count, mean,
+    p50 .. p99.99, max in microseconds), the WAL devices' commit tests beside them, and the WAL
+    devices no disk run measured."""
+    return [
+        {
+            "kind": s.kind,
+            "cells": [
+                {"cell": line.label, "runs": line.runs, **line.histogram.stats()}
+                for line in s.lines
+            ],
+            "commit_tests": [
+                {
+                    "test": line.label,
+                    "disk_run": line.disk_run,
+                    "passes": line.runs,
+                    **line.histogram.stats(),
+                }
+                for line in s.disks
+            ],
+            "untested_wal_devices": list(s.missing),
+        }
+        for s in spectra
+    ]
+
+
 def report_json(report: ExperimentReport) -> str:
-    return json.dumps(report_document(report), indent=2)
+    doc = report_document(report)
+    doc["latency"] = latency_document(report.spectra)
+    return json.dumps(doc, indent=2)
 
 
 def comparison_document(c: Comparison) -> dict[str, object]:

@@ -73,9 +73,9 @@ class DiskGrid:
 
 @dataclass(frozen=True)
 class ExperimentReport:
-    """An experiment's answer: the metric, the findings over its cells, and (when asked for,
-    for HTML) the runs underneath, disk grids, the environment of the first run and the
-    latency spectra."""
+    """An experiment's answer: the metric, the findings over its cells, the latency spectra,
+    and (when asked for, for HTML) the runs underneath, disk grids and the environment of the
+    first run."""
 
     name: str
     experiment: ExperimentId
@@ -86,7 +86,7 @@ class ExperimentReport:
     timelines: tuple[RunView, ...] = ()
     disks: tuple[DiskGrid, ...] = ()
     environment: Mapping[str, JsonValue] | None = None
-    spectra: tuple[Spectrum, ...] = ()  # latency by percentile, per operation kind (HTML)
+    spectra: tuple[Spectrum, ...] = ()  # latency by percentile, per operation kind
 
     @property
     def lower_is_better(self) -> bool:
