@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
 
 from iolab.latency.histogram import Histogram
 from iolab.results import RunId
@@ -151,3 +153,22 @@ layout = ["w1", "w2"]
     assert test["p99_us"] == measured.percentile(99.0)
     assert kinds["commit"]["untested_wal_devices"] == []
     assert kinds["statement"]["commit_tests"] == []
+
+    # and in `iolab export --histograms`: the disk run's commit test as an interval log, a
+    # line per pass (the warm-up pass tagged), read back by HdrHistogram's reader
+    (listed,) = [r for r in runs if r["id"] == disk_run]
+    out = open_tmp / "hist"
+    done = iolab("export", listed["experiment"], "--histograms", str(out))
+    assert done.returncode == 0, done.stderr
+    log = out / f"run-{disk_run}-{COMMIT_TEST}-fdatasync.hlog"
+    assert log.name in [p.name for p in out.iterdir()]
+    total = HdrHistogram(1, 3_600_000_000, 3)
+    reader = HistogramLogReader(str(log), total)
+    tags = []
+    while (h := reader.get_next_interval_histogram()) is not None:
+        tags.append(h.get_tag())
+        if h.get_tag() is None:
+            total.add(h)
+    assert tags == ["warmup", None]
+    assert total.get_total_count() == measured.total
+    assert total.get_value_at_percentile(99.0) == pytest.approx(measured.percentile(99.0), rel=0.01)

@@ -166,7 +166,8 @@ def export(
         typer.Option(
             "--histograms",
             help="Write each run's latency histograms instead, one HdrHistogram interval log "
-            "per run and operation kind (run-ID-KIND.hlog), into this directory.",
+            "per run and operation kind (run-ID-KIND.hlog; a disk run's commit test: "
+            "run-ID-TEST-fdatasync.hlog), into this directory.",
         ),
     ] = None,
     results: ResultsOption = None,
@@ -229,7 +230,10 @@ def _export_histograms(target: str, directory: Path, results: Path | None) -> No
         logs = export_lib.histogram_logs(store, target)
     if not logs:
         raise BadInput(
-            "EXPERIMENT", target, "give an experiment with populate runs that timed operations"
+            "EXPERIMENT",
+            target,
+            "give an experiment with populate runs that timed operations, or disk runs of the "
+            "commit test",
         )
     if directory.exists() and not directory.is_dir():
         raise BadInput("--histograms", str(directory), "give a directory")

@@ -1,6 +1,7 @@
 """A run's latency histograms in HdrHistogram's interval log format (``iolab export
---histograms``), readable by HdrHistogram's own tools (HistogramLogProcessor) and by the
-``hdrhistogram`` package's ``HistogramLogReader``.
+--histograms``): a populate run's operations, a disk run's commit-test fdatasyncs. Readable
+by HdrHistogram's own tools (HistogramLogProcessor) and by the ``hdrhistogram`` package's
+``HistogramLogReader``.
 
 One log per run and operation kind. Each interval has an untagged line, every loader's histogram
 merged (what the tools total by default), then one line per loader tagged ``loader-N``. Values
@@ -11,11 +12,12 @@ the start of the load (``BaseTime`` = ``StartTime``).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from iolab.latency.data import LatencyData
 from iolab.latency.histogram import Histogram
 from iolab.latency.recording import Interval
+from iolab.results import SyncHistogram
 
 FORMAT_VERSION = "1.3"
 
@@ -41,6 +43,27 @@ def interval_log(data: LatencyData, kind: str, title: str) -> str:
         merged = Histogram.merged(p.histogram for p in parts)
         lines.append(_line(None, start_s, end_s, merged))
         lines += [_line(f"loader-{p.loader}", start_s, end_s, p.histogram) for p in parts]
+    return "\n".join(lines) + "\n"
+
+
+def passes_log(passes: Sequence[SyncHistogram], test: str, title: str) -> str:
+    """The interval log of a disk run's ``test`` (the commit test): one line per pass of its
+    ``fdatasync`` latencies, tagged ``warmup`` for the discarded pass 0. fio keeps no time per
+    bin, so the timestamps count passes: pass N is the interval from N to N + 1."""
+    lines = [
+        f"#[{title}: {test} fdatasync latency, values in microseconds, Interval_Max in "
+        "milliseconds]",
+        "#[timestamps are pass numbers: fio's bins hold no time; pass 0, tagged warmup, is "
+        "left out of iolab's results]",
+        f"#[Histogram log format version {FORMAT_VERSION}]",
+        "#[StartTime: 0.000 (seconds since epoch)]",
+        "#[BaseTime: 0.000 (seconds since epoch)]",
+        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"',
+    ]
+    for p in sorted((p for p in passes if p.test == test), key=lambda p: p.pass_no):
+        lines.append(
+            _line("warmup" if p.discarded else None, p.pass_no, p.pass_no + 1, p.histogram)
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -87,17 +87,25 @@ def parquet_bytes(table: RunTable) -> bytes:
 
 
 def histogram_logs(store: Store, target: str) -> list[tuple[str, str]]:
-    """``(file name, interval log)`` of each run of ``target`` that timed its operations, one
-    per operation kind (:mod:`iolab.latency.export`)."""
-    from iolab.latency.export import interval_log, kinds
+    """``(file name, interval log)`` of each run of ``target`` that kept histograms: one per
+    operation kind of a run that timed its operations, one of the commit test's fdatasyncs of
+    a disk run (:mod:`iolab.latency.export`)."""
+    from iolab.latency.export import interval_log, kinds, passes_log
 
     exp = find_experiment(store, target)
     out: list[tuple[str, str]] = []
     for cell in store_experiments.cells(store, exp):
         for run in cell.runs:
-            data = store.latency(run.id)
-            if data is None:
-                continue
             title = f"iolab run {run.id} of {target}, cell {cell.id}"
-            out += [(f"run-{run.id}-{k}.hlog", interval_log(data, k, title)) for k in kinds(data)]
+            data = store.latency(run.id)
+            if data is not None:
+                out += [
+                    (f"run-{run.id}-{k}.hlog", interval_log(data, k, title)) for k in kinds(data)
+                ]
+            synced = store.sync_histograms(run.id)
+            tests = sorted({s.test for s in synced})
+            out += [
+                (f"run-{run.id}-{test}-fdatasync.hlog", passes_log(synced, test, title))
+                for test in tests
+            ]
     return out
