@@ -18,9 +18,8 @@ from iolab.events import Collect, EventSink, ExperimentProgress
 from iolab.results import RunOutcome, RunStatus
 from iolab.runner import experiment as runner
 from iolab.runner.executors import Executor, Resolve, Task, execute_cell
-from iolab.runner.kinds import KINDS
 from iolab.runner.single import Executed
-from iolab.store import Store, open_store
+from iolab.store import Store
 from tests.unit.cli import no_programs
 from tests.unit.fakes import FakeWorkload, experiment_file, run_rows
 
@@ -29,19 +28,6 @@ from tests.unit.fakes import FakeWorkload, experiment_file, run_rows
 def _no_programs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with no_programs(monkeypatch):
         yield
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeWorkload:
-    workload = FakeWorkload()
-    monkeypatch.setitem(KINDS, "populate", workload.kind())
-    return workload
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with open_store(tmp_path / "results.db") as s:
-        yield s
 
 
 class Hosts:

@@ -8,8 +8,7 @@ import dataclasses
 import io
 import json
 import math
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from iolab.report import document
 from iolab.report.comparison import compare
 from iolab.report.export import csv_text, run_table
 from iolab.results import CellId, DiskPass, EnvId, Latency, QueryResult, RunOutcome, RunStatus
-from iolab.store import Store, open_store
+from iolab.store import Store
 
 POPULATE = {
     "experiment": {"name": "layouts", "baseline": {"engine": "sqlite"}},
@@ -77,12 +76,6 @@ def _runs(
         store.finish_run(run, outcome)
         ids.append(int(run))
     return ids
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with open_store(tmp_path / "results.db") as s:
-        yield s
 
 
 @pytest.fixture

@@ -31,20 +31,6 @@ def _no_programs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeWorkload:
-    """The fake, registered as the populate kind for the test."""
-    workload = FakeWorkload()
-    monkeypatch.setitem(KINDS, "populate", workload.kind())
-    return workload
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with open_store(tmp_path / "results.db") as s:
-        yield s
-
-
 def run_file(path: Path, store: Store, events: Collect | None = None) -> runner.Outcome:
     return runner.run(config.load(path), store, events or Collect())
 

@@ -1,0 +1,28 @@
+"""Fixtures shared by the unit tests of the runner (test_runner.py, test_executors.py) and the
+report builder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab.runner.kinds import KINDS
+from iolab.store import Store, open_store
+from tests.unit.fakes import FakeWorkload
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeWorkload:
+    """The fake workload kind (tests/unit/fakes.py), registered as the populate kind."""
+    workload = FakeWorkload()
+    monkeypatch.setitem(KINDS, "populate", workload.kind())
+    return workload
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh results database."""
+    with open_store(tmp_path / "results.db") as s:
+        yield s
