@@ -162,6 +162,14 @@ def test_missing_section_and_syntax_errors(root: Path) -> None:
         load(write(root, "[experiment\n"))
     with pytest.raises(BadInput, match="give an existing experiment file"):
         load(root / "missing.toml")
+    testbed = write(root, '[devices.ssd]\nmodel = "ssd"\n')
+    with pytest.raises(BadInput) as bad:
+        load(testbed)
+    assert str(bad.value) == (
+        f"EXPERIMENT: {str(testbed)!r} is not allowed; this is a testbed file ([devices] and no "
+        f"[experiment]): bring its devices up with `iolab testbed up {testbed}`, or give an "
+        "experiment file"
+    )
 
 
 def test_baseline_names_one_cell(root: Path) -> None:

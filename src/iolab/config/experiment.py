@@ -150,6 +150,13 @@ def load(path: Path) -> Experiment:
 
 
 def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
+    if "devices" in raw and not {"experiment", "workload"} & raw.keys():
+        raise BadInput(
+            "EXPERIMENT",
+            str(source),
+            "this is a testbed file ([devices] and no [experiment]): bring its devices up with "
+            f"`iolab testbed up {source}`, or give an experiment file",
+        )
     try:
         spec = ExperimentFile.model_validate(raw)
     except ValidationError as exc:
