@@ -9,7 +9,9 @@ under ``/var/tmp`` (removed at the end, on Ctrl-C and errors too). Then ``iolab 
 installed CLI) is started on 127.0.0.1, a free port, and these pages are fetched over HTTP,
 whole, ``--rounds`` times each in turn: ``/`` (the experiments list), ``/experiments/1`` (the
 report page with its 50 median-run timelines: once as built, with a fresh server each round,
-then again from the server's page cache), ``/runs/N`` (one run's page) and
+then again from the server's page cache; the page holds each timeline's box, and its figure is
+fetched as the box nears the screen), the first timeline's figure as the page fetches it
+(``/runs/N/figure.json``), ``/runs/N`` (one run's page) and
 ``/runs/N/timeline.json`` (what a live page polls every second). Beside them, as the peer
 measured in the same run, ``iolab report EXP --html FILE`` (the same page written to a file
 by the CLI, Python start-up included): the ratio says how the served page compares. Printed:
@@ -24,6 +26,7 @@ not run).
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import shutil
@@ -46,6 +49,7 @@ IOLAB = [sys.executable, "-m", "iolab"]
 LIST = "experiments list (/)"
 BUILT = "experiment page, built (/experiments/1)"
 CACHED = "experiment page, again (cached)"
+FIGURE = "a timeline's figure (/runs/N/figure.json)"
 
 
 def fetch(url: str) -> tuple[float, bytes]:
@@ -80,7 +84,7 @@ def measure(base: Path, db: Path, runs: int, cells: int, rounds: int) -> dict[st
         "run page (/runs/500)": "runs/500",
         "live timeline (/runs/500/timeline.json)": "runs/500/timeline.json",
     }
-    seconds: dict[str, list[float]] = {name: [] for name in paths}
+    seconds: dict[str, list[float]] = {name: [] for name in [*paths, FIGURE]}
     sizes: dict[str, int] = {}
     bodies: dict[str, str] = {}
     cli: list[float] = []
@@ -92,6 +96,12 @@ def measure(base: Path, db: Path, runs: int, cells: int, rounds: int) -> dict[st
                 took, body = fetch(url + path)
                 seconds[name].append(took)
                 sizes[name], bodies[name] = len(body), body.decode()
+            src = re.search(r"data-src='([^']+)'", bodies[BUILT])  # the first timeline's figure
+            if src is None:
+                raise IolabError("the experiment page fetches no timeline figure")
+            took, body = fetch(url + html.unescape(src[1]).lstrip("/"))
+            seconds[FIGURE].append(took)
+            sizes[FIGURE] = len(body)
         finally:
             proc.terminate()
             proc.wait(timeout=30)

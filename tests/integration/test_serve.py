@@ -204,9 +204,29 @@ def test_an_experiment_page_is_the_report_with_its_runs(
         assert cell["label"] in text
     runs = tab.locator("#run-list a")
     assert runs.count() == 6
-    box = tab.locator(".iplot").first  # a median run's timeline, drawn by Plotly served here
+    # each cell's median run: its box only, the figure fetched as it nears the screen
+    boxes = tab.locator(".iplot[data-src]")
+    assert boxes.count() == len(report["cells"])
+    assert tab.locator("script[type='application/json']").count() == 0
+    box = boxes.first
     box.scroll_into_view_if_needed()
-    tab.wait_for_selector(".iplot .main-svg")
+    tab.wait_for_selector(".iplot .main-svg")  # drawn by Plotly served here
+    src = box.get_attribute("data-src")
+    assert src is not None
+    served = json.loads(tab.evaluate("u => fetch(u).then(r => r.text())", src))
+    # the same figure `iolab report --html` puts in its file for that run
+    run_id = int(re.search(r"/runs/(\d+)/figure\.json", src)[1])  # type: ignore[index]
+    page = seeded[0] / "report-for-serve.html"
+    assert run_iolab(seeded[1], "report", "serve-seed", "--html", str(page)).returncode == 0
+    text = page.read_text()
+    block = re.search(
+        rf" · run {run_id}</h3><div class='iplot' data-fig='([^']+)'[^>]*></div>"
+        r"<script type='application/json' id='\1'>(.*?)</script>",
+        text,
+        re.S,
+    )
+    assert block is not None
+    assert served == json.loads(block[2])
     runs.first.click()
     tab.wait_for_load_state("load")
     assert tab.locator("#state").inner_text() == "done"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from iolab.analysis.disk import DiskTestSummary
@@ -341,7 +341,10 @@ def page(
     environment: Mapping[str, Any] | None = None,
     spectra: Sequence[spectrum.Spectrum] = (),
     chart_by: Sequence[str] = (),
+    figure_src: Callable[[RunView], str] | None = None,
 ) -> str:
+    """The report page. ``figure_src``: where the page fetches each run's timeline figure
+    (``iolab serve``); without it, every figure is in the page."""
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{timeline.STYLE}"
@@ -374,7 +377,11 @@ def page(
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
             parts.append(
                 timeline.interactive(
-                    r.probes, f"{r.cell} · run {r.run_id}", r.marks, steady=r.steady
+                    r.probes,
+                    f"{r.cell} · run {r.run_id}",
+                    r.marks,
+                    steady=r.steady,
+                    src=figure_src(r) if figure_src is not None else None,
                 )
             )
             parts.append(timeline.sections(r.probes, r.run_id))
@@ -392,9 +399,15 @@ def page(
     return "".join(parts)
 
 
-def report_page(report: ExperimentReport, generated: str, chart_by: Sequence[str] = ()) -> str:
+def report_page(
+    report: ExperimentReport,
+    generated: str,
+    chart_by: Sequence[str] = (),
+    figure_src: Callable[[RunView], str] | None = None,
+) -> str:
     """``iolab report --html``: the page of an experiment's report (built with timelines);
-    ``chart_by``: the matrix key on the charts' x axis and the one in colour (--chart-by)."""
+    ``chart_by``: the matrix key on the charts' x axis and the one in colour (--chart-by);
+    ``figure_src``: where the page fetches each timeline's figure (``iolab serve``)."""
     return page(
         f"iolab report: {report.name}",
         f"{report.metric} ({report.direction}); {report.run_count} runs in "
@@ -407,4 +420,5 @@ def report_page(report: ExperimentReport, generated: str, chart_by: Sequence[str
         environment=report.environment,
         spectra=report.spectra,
         chart_by=chart_by,
+        figure_src=figure_src,
     )

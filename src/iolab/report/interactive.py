@@ -112,6 +112,11 @@ def _merged(bands: Sequence[Band], x_max: float) -> list[tuple[float, float]]:
     return out
 
 
+def height(panels: int) -> int:
+    """The height in pixels of a figure of ``panels`` panels."""
+    return PANEL_HEIGHT * panels + 60 * (panels - 1) + 145
+
+
 def figure(
     plots: Sequence[Plot], x_max: float, title: str, max_points: int = MAX_POINTS
 ) -> dict[str, object]:
@@ -120,7 +125,7 @@ def figure(
     share = (1.0 - GAP * (n - 1)) / n if n else 1.0
     data: list[object] = []
     layout: dict[str, object] = {
-        "height": PANEL_HEIGHT * n + 60 * (n - 1) + 145,
+        "height": height(n),
         "margin": {"l": 70, "r": 230, "t": 95, "b": 50},
         "hovermode": "x unified",
         "hoverdistance": -1,  # the nearest sample, however far: zoomed in, samples are sparse
@@ -295,17 +300,33 @@ def block(
     )
 
 
-# Draws each box as it comes near the screen, and all of them before printing.
+def fetched(ident: str, src: str, panels: int) -> str:
+    """A timeline box whose figure (:func:`figure_json`) :data:`SCRIPT` fetches from ``src``
+    when the box nears the screen: ``iolab serve``'s pages, which then need not build every
+    figure before the first byte."""
+    return (
+        f"<div class='iplot' data-fig='{ident}' data-src='{html.escape(src, quote=True)}' "
+        f"style='height:{height(panels)}px'></div>"
+    )
+
+
+# Draws each box as it comes near the screen (its figure in the page, or fetched from its
+# data-src), and all of them before printing.
 SCRIPT = """<script>(function(){
 var config={responsive:true,displaylogo:false,toImageButtonOptions:{format:'png',scale:2},
 modeBarButtonsToAdd:[{name:'Download plot as SVG',icon:Plotly.Icons.disk,click:function(gd){
 Plotly.downloadImage(gd,{format:'svg',filename:gd.dataset.fig});}}]};
-function draw(el){if(el.dataset.drawn)return;el.dataset.drawn='1';
-var f=JSON.parse(document.getElementById(el.dataset.fig).textContent);
+function plot(el,f){
 f.data.forEach(function(t){if(t.xlast===undefined)return;var n=t.y.length,x=new Array(n);
 for(var i=0;i<n-1;i++)x[i]=t.x0+i*t.dx;x[n-1]=t.xlast;t.x=x;
 delete t.x0;delete t.dx;delete t.xlast;});
 Plotly.newPlot(el,f.data,f.layout,config);}
+function draw(el){if(el.dataset.drawn)return;el.dataset.drawn='1';
+if(el.dataset.src){fetch(el.dataset.src,{credentials:'same-origin'}).then(function(r){
+if(!r.ok)throw new Error(r.status);return r.json();}).then(function(f){plot(el,f);})
+.catch(function(e){el.textContent='the timeline could not be loaded ('+e.message+')';});
+return;}
+plot(el,JSON.parse(document.getElementById(el.dataset.fig).textContent));}
 var boxes=Array.prototype.slice.call(document.querySelectorAll('.iplot'));
 if('IntersectionObserver' in window){var seen=new IntersectionObserver(function(es){
 es.forEach(function(e){if(e.isIntersecting){seen.unobserve(e.target);draw(e.target);}});},

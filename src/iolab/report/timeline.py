@@ -21,8 +21,11 @@ from iolab.report.interactive import (
     WARMUP,
     WARMUP_COLOUR,
     block,
+    fetched,
+    figure,
     head,
 )
+from iolab.report.interactive import figure_json as interactive_figure_json
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
 from iolab.results import QueryResult
 
@@ -159,11 +162,29 @@ def interactive(
     marks: Sequence[Mark] = (),
     max_points: int = MAX_POINTS,
     steady: tuple[float, float, float] | None = None,
+    src: str | None = None,
 ) -> str:
     """The timeline as an interactive Plotly chart (:mod:`iolab.report.interactive`): a box
-    and its figure; the page carries :func:`~iolab.report.interactive.head` and its script."""
+    and its figure; the page carries :func:`~iolab.report.interactive.head` and its script.
+    With ``src``, the box only: the page fetches the figure (:func:`figure_json` of the same
+    arguments) from that address when the box nears the screen."""
     panels = plots(data, marks, steady)
-    return block(f"timeline-{next(_ids)}", panels, data.duration, title, max_points)
+    ident = f"timeline-{next(_ids)}"
+    if src is not None:
+        return fetched(ident, src, len(panels))
+    return block(ident, panels, data.duration, title, max_points)
+
+
+def figure_json(
+    data: ProbeData,
+    title: str,
+    marks: Sequence[Mark] = (),
+    max_points: int = MAX_POINTS,
+    steady: tuple[float, float, float] | None = None,
+) -> str:
+    """The figure :func:`interactive` draws, as the JSON a page fetches."""
+    panels = plots(data, marks, steady)
+    return interactive_figure_json(figure(panels, data.duration, title, max_points))
 
 
 _ids = itertools.count(1)  # each figure's id: unique within any page this process writes

@@ -7,6 +7,8 @@
                              waits, checkpoints, server log; live while it runs
     /runs/ID/timeline.json   the run's timeline figure so far, its number of points, and its
                              waits and checkpoints so far (HTML)
+    /runs/ID/figure.json     the run's timeline figure as the report draws it (?title=): the
+                             experiment page fetches each as it nears the screen
     /compare?a=&b=&metric=   ``iolab compare``'s answer with charts
     /static/plotly.min.js    Plotly's JavaScript from the installed package
 
@@ -23,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,6 +39,7 @@ from iolab.report import html as html_report
 from iolab.report import interactive
 from iolab.report import timeline as timeline_report
 from iolab.report.comparison import compare
+from iolab.report.value import RunView
 from iolab.results import ExperimentId, RunId
 from iolab.serve import pages
 from iolab.serve.access import TokenGuard
@@ -114,6 +118,7 @@ def create_app(results: Path, token: str | None = None) -> Starlette:
         Route("/experiments/{id:int}", reading(experiment)),
         Route("/runs/{id:int}", reading(_run)),
         Route("/runs/{id:int}/timeline.json", reading(_timeline_json)),
+        Route("/runs/{id:int}/figure.json", reading(_figure_json)),
         Route("/compare", reading(_compare)),
         Route("/static/plotly.min.js", _plotly),
     ]
@@ -139,8 +144,12 @@ def _experiments(store: Store, request: Request) -> Response:
 
 
 def _experiment_page(store: Store, exp: ExperimentId) -> str:
+    """The report page, its timelines fetched as they near the screen (building the figures
+    of 50 timelines took 0.65-0.75 s of a 1 s page, bench/serve_scale.py)."""
     built = report_lib.build(store, exp, timelines="median")
-    page = html_report.report_page(built, datetime.now().isoformat(timespec="seconds"))
+    page = html_report.report_page(
+        built, datetime.now().isoformat(timespec="seconds"), figure_src=_figure_src
+    )
     labels = {str(c.id): c.label for c in built.cells}
     return pages.experiment_page(page, built.name, browse_store.runs_of(store, exp), labels)
 
@@ -180,6 +189,24 @@ def _timeline_json(store: Store, request: Request) -> Response:
         f'"checkpoints":{len(data.checkpoints) if data else 0},'
         f'"sections":{json.dumps(sections)},"figure":{figure}}}'
     )
+    return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
+
+
+def _figure_src(view: RunView) -> str:
+    title = urlencode({"title": f"{view.cell} · run {view.run_id}"})
+    return f"/runs/{view.run_id}/figure.json?{title}"
+
+
+def _figure_json(store: Store, request: Request) -> Response:
+    """A finished run's timeline figure, as the experiment report draws it."""
+    run = store.run(int(request.path_params["id"]))
+    data = store.probes(run.id, names=timeline_report.SERIES)
+    if data is None or not data.series:
+        raise BadInput("run", run.id, "give a run whose probes recorded a timeline")
+    title = request.query_params.get("title") or f"run {run.id}"
+    marks = timeline_report.query_marks(store.query_results(run.id))
+    steady = timeline_report.steady_span(run.summary)
+    body = timeline_report.figure_json(data, title, marks, steady=steady)
     return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
 
 
