@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -461,6 +462,47 @@ def test_a_failed_up_undoes_the_failed_device(bed: Path, backing: Path, tmp_path
     assert len(loops_on(backing)) == 1
     assert [p.name[:18] for p in backing.iterdir()] == [".iolab-testbed-ok-"]
     assert sorted(p.name for p in (bed / "mnt").iterdir()) == ["ok"]
+
+
+@requires_testbed
+def test_an_experiment_whose_devices_fail_to_come_up_takes_down_those_it_made(
+    bed: Path, backing: Path, tmp_path: Path, results_db: Path
+) -> None:
+    """``iolab testbed up`` keeps what it made before a failure (above); an experiment owns its
+    devices, so it takes down those it brought up, and leaves those that were up before."""
+    testbed.up(testbed.parse_devices({"keep": {"size": "64MiB", "backing_dir": str(backing)}}))
+    (tmp_path / "exp.toml").write_text(
+        textwrap.dedent(
+            f"""
+            [experiment]
+            name = "devices-fail"
+            [workload]
+            kind = "populate"
+            engine = "sqlite"
+            rows = 100
+            [layouts.a]
+            data_dirs = ["device:ok"]
+            [devices.keep]
+            size = "64MiB"
+            backing_dir = "{backing}"
+            [devices.ok]
+            size = "64MiB"
+            backing_dir = "{backing}"
+            [devices.bad]
+            size = "64MiB"
+            backing_dir = "{backing}"
+            mkfs_options = "-b 999"
+            """
+        )
+    )
+    done = iolab("run", str(tmp_path / "exp.toml"))
+    assert done.returncode == 1, done.stderr
+    assert "mkfs.ext4: invalid block size - 999" in done.stderr
+    assert "taking down the testbed devices brought up: ok" in done.stderr + done.stdout
+    (kept,) = testbed.status()
+    assert (kept.name, kept.up) == ("keep", True)
+    assert len(loops_on(backing)) == 1
+    assert sorted(p.name for p in (bed / "mnt").iterdir()) == ["keep"]
 
 
 def test_without_root_says_so(open_tmp: Path) -> None:

@@ -199,7 +199,8 @@ def default_resolve(text: str) -> Path:
 
 def devices_up(table: dict[str, dict[str, Any]], events: EventSink) -> list[str]:
     """Bring a file's ``[devices]`` up on this machine; returns the names this brought up
-    (those already up are kept as they are, and left up afterwards)."""
+    (those already up are kept as they are, and left up afterwards). When one fails, those
+    this call brought up before it are taken down again before the error goes on."""
     if not table:
         return []
     from iolab import testbed
@@ -207,7 +208,18 @@ def devices_up(table: dict[str, dict[str, Any]], events: EventSink) -> list[str]
     specs = testbed.parse_devices(table, "devices")
     already = {d.name for d in testbed.status() if d.up}
     events(Phase(f"bringing up testbed devices: {', '.join(s.name for s in specs)}"))
-    testbed.up(specs, events)
+    try:
+        testbed.up(specs, events)
+    except BaseException:
+        named = {s.name for s in specs}
+        made = [d.name for d in testbed.status() if d.name in named and d.name not in already]
+        if made:
+            events(Phase(f"taking down the testbed devices brought up: {', '.join(made)}"))
+            try:
+                testbed.down(events, names=made)
+            except Exception as exc:  # the first error is the one to report
+                events(Warning(f"testbed devices left up: {exc}; `iolab testbed down` takes them"))
+        raise
     return [s.name for s in specs if s.name not in already]
 
 
