@@ -367,7 +367,10 @@ SSD: dict[str, tuple[object, str]] = {
     "write_us": (200, "latency of a 4 KiB write to flash, microseconds"),
     "channels": (8, "flash channels working in parallel"),
     "mb_s": (250, "read bandwidth over all channels, MB/s"),
-    "sustained_write_mb_s": (100, "write rate once the cache is full, MB/s, at 28 % spare"),
+    "sustained_write_mb_s": (
+        100,
+        "write rate once the cache is full at write amplification 1 (100 % spare), MB/s",
+    ),
     "over_provisioning": (0.28, "spare flash as a fraction of the capacity (0.07 to 4)"),
     "cache_mb": (0, "write cache, MB"),
     "power_loss_protection": (False, "the cache survives power loss, so a flush does not wait"),
