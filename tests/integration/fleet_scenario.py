@@ -80,6 +80,28 @@ def node_pids(host: str) -> list[int]:
     return raylets + children
 
 
+RAY = str(Path(sys.executable).parent / "ray")
+FOREIGN_PORT = 6401
+
+
+def foreign_ray(said: dict[str, Any]) -> list[int]:
+    """A Ray head that is not iolab's (Ray's own directory under /tmp, no token), started
+    beside the fleet: `iolab fleet stop` must leave it running. Its gcs_server and raylet."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    done = subprocess.run(
+        [RAY, "start", "--head", f"--port={FOREIGN_PORT}", "--num-cpus=1",
+         "--include-dashboard=false", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],
+        capture_output=True, text=True, env=env, check=False, timeout=180,
+    )  # fmt: skip
+    said["foreign start"] = {"rc": done.returncode, "stderr": done.stderr[-2000:]}
+    ours = f"(gcs_server|raylet/raylet) .*[=:]{FOREIGN_PORT}( |$)"
+    found = subprocess.run(
+        ["pgrep", "-f", ours], capture_output=True, text=True, check=False
+    ).stdout
+    said["foreign pids"] = [int(p) for p in found.split()]
+    return said["foreign pids"]  # type: ignore[no-any-return]
+
+
 def main(work: Path) -> None:
     said: dict[str, Any] = {}
     out = work / "scenario.json"
@@ -192,8 +214,12 @@ def main(work: Path) -> None:
         said["kill"] = {"rc": killer.returncode, "stdout": stdout, "stderr": stderr[-4000:]}
         said["status after kill"] = iolab("fleet", "status", "--address", HEAD, "--json")
     finally:
+        foreign = foreign_ray(said)
         said["stop"] = iolab("fleet", "stop")
         time.sleep(1)
+        said["foreign after stop"] = [pid for pid in foreign if Path(f"/proc/{pid}").exists()]
+        if foreign:  # Ray's own stop, for the Ray that is not iolab's
+            subprocess.run([RAY, "stop", "--force"], capture_output=True, check=False, timeout=120)
         said["left"] = subprocess.run(
             ["pgrep", "-af", "ray/core/src/ray|ray/_private|ray::"],
             capture_output=True,

@@ -387,4 +387,14 @@ def test_a_host_that_dies_fails_its_run_and_the_others_complete(
 def test_stop_leaves_no_ray_process(scenario: tuple[Path, dict[str, Any]]) -> None:
     _, said = scenario
     assert said["stop"]["rc"] == 0, said["stop"]["stderr"]
+    assert "fleet stopped on this machine" in said["stop"]["stdout"]
     assert said["left"] == ""
+
+
+def test_stop_leaves_a_ray_that_is_not_the_fleets(scenario: tuple[Path, dict[str, Any]]) -> None:
+    """A Ray head started beside the fleet with Ray's own directory: `iolab fleet stop` stops
+    the fleet's processes only (Ray's own stop then took it down)."""
+    _, said = scenario
+    assert said["foreign start"]["rc"] == 0, said["foreign start"]["stderr"]
+    assert len(said["foreign pids"]) >= 2  # its gcs_server and raylet
+    assert said["foreign after stop"] == said["foreign pids"]

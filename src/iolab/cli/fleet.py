@@ -123,9 +123,13 @@ def status(
 
 @app.command("stop")
 def stop() -> None:
-    """Stop the fleet's Ray processes on this machine (run it on every host, the head last).
-    It is `ray stop`: every Ray node of this machine stops."""
+    """Stop the fleet's Ray processes on this machine (run it on every host, the head last):
+    those iolab started, found by its Ray directory in their command lines, and their
+    children. Another Ray on the machine keeps running."""
     from iolab.fleet import cluster
 
-    cluster.stop()
-    out.print("fleet stopped on this machine")
+    stopped = cluster.stop()
+    if stopped:
+        out.print(f"fleet stopped on this machine ({stopped} Ray processes)")
+    else:
+        out.print(f"no fleet process runs on this machine (none under {cluster.ray_dir()})")

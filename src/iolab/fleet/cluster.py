@@ -1,4 +1,8 @@
-"""The fleet's Ray cluster: thin wrappers over ``ray start`` / ``ray stop``, and its hosts.
+"""The fleet's Ray cluster: thin wrappers over ``ray start``, its stop, and its hosts.
+
+iolab's Ray keeps its sessions in a directory of its own (:func:`ray_dir`, not Ray's
+``/tmp/ray``): ``iolab fleet stop`` stops the processes started with it and their children, and
+leaves any other Ray on the machine running; ``auto`` finds the cluster started here from it.
 
 Every host of the fleet is a Ray node carrying the custom resource ``iolab-host:NAME`` = 1:
 a run takes the whole of it, so a host runs one run at a time. The cluster uses Ray's token
@@ -24,6 +28,7 @@ from typing import Any
 
 from iolab.errors import BadInput, IolabError, MissingTool
 from iolab.process import run as run_program
+from iolab.system import processes
 
 RESOURCE_PREFIX = "iolab-host:"
 DEFAULT_PORT = 6379
@@ -101,10 +106,16 @@ def _resource(name: str) -> str:
     return json.dumps({RESOURCE_PREFIX + name: 1})
 
 
+def ray_dir() -> Path:
+    """Where iolab's Ray nodes keep their sessions (Ray's ``--temp-dir``): beside Ray's own
+    ``/tmp/ray`` (under ``$RAY_TMPDIR`` when set), so that they are told apart from it."""
+    return Path(os.environ.get("RAY_TMPDIR") or "/tmp") / "iolab-ray"
+
+
 def _ray_start(args: Sequence[str], create_token: bool) -> str:
     env = {**os.environ, **_token_env(create_token), "RAY_USAGE_STATS_ENABLED": "0"}
     done = run_program(
-        [_ray_program(), "start", *args, "--disable-usage-stats"],
+        [_ray_program(), "start", *args, f"--temp-dir={ray_dir()}", "--disable-usage-stats"],
         env=env,
         check=False,
         timeout=180,
@@ -136,11 +147,36 @@ def join(head: str, name: str, *, node_ip: str | None = None) -> None:
     _ray_start(args, create_token=False)
 
 
-def stop() -> None:
-    """Stop the Ray processes of the fleet on this machine."""
-    done = run_program([_ray_program(), "stop", "--force"], check=False, timeout=120)
-    if done.returncode != 0:
-        raise IolabError("ray stop failed: " + (done.stderr or done.stdout).strip()[-300:])
+def stop() -> int:
+    """Stop the fleet's Ray processes on this machine: Ray's programs whose command line names
+    :func:`ray_dir` and every process under them (Ray's agents and workers). Another Ray's are
+    left alone, and so is this process's own line of parents. Returns how many processes were
+    stopped."""
+    here = str(ray_dir()) + "/"
+
+    def ours(p: processes.Process) -> bool:  # a program of Ray's package, in iolab's sessions
+        return any("/ray/" in a for a in p.argv[:3]) and any(here in a for a in p.argv)
+
+    procs = processes.listing()
+    mine = processes.ancestors(os.getpid(), procs)
+    pids = [
+        pid
+        for pid in processes.with_children(processes.matching(ours, procs), procs)
+        if pid not in mine
+    ]
+    processes.stop(pids)
+    return len(pids)
+
+
+def local_address() -> str | None:
+    """The address of the fleet started on this machine, from the session Ray keeps in
+    :func:`ray_dir`, or None."""
+    found = ray_dir() / "ray_current_cluster"
+    try:
+        text = found.read_text().strip()
+    except OSError:
+        return None
+    return text or None
 
 
 @contextmanager
@@ -152,6 +188,8 @@ def connected(address: str) -> Iterator[ModuleType]:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray = ray_module()
     _errors_to_stderr()
+    if address == "auto":  # the fleet started here, not whichever Ray Ray's own lookup finds
+        address = local_address() or address
     try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
     except ConnectionError as exc:

@@ -1,0 +1,104 @@
+"""The processes of this machine, read from /proc: their command lines and parents, the tree
+under some of them, and stopping a set of them (SIGTERM, then SIGKILL after a grace time).
+
+What iolab stops it finds by its own paths in their command lines, and their children, so
+that a program of the same name that iolab did not start is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    ppid: int
+    argv: tuple[str, ...]
+
+
+def listing(proc: Path = PROC) -> list[Process]:
+    """Every process readable now (one that ends meanwhile is left out)."""
+    out = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            raw = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # from the state on: ppid is the second
+        argv = tuple(a.decode(errors="replace") for a in raw.split(b"\0") if a)
+        out.append(Process(int(entry.name), int(fields[1]), argv))
+    return out
+
+
+def matching(test: Callable[[Process], bool], procs: Sequence[Process] | None = None) -> list[int]:
+    """The pids of the processes ``test`` accepts."""
+    return sorted(p.pid for p in (listing() if procs is None else procs) if test(p))
+
+
+def with_children(roots: Iterable[int], procs: Sequence[Process]) -> list[int]:
+    """``roots`` and every process under them."""
+    children: dict[int, list[int]] = {}
+    for p in procs:
+        children.setdefault(p.ppid, []).append(p.pid)
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.add(pid)
+        todo += children.get(pid, [])
+    return sorted(found)
+
+
+def ancestors(pid: int, procs: Sequence[Process]) -> set[int]:
+    """``pid`` and its parents up to the first process."""
+    parent = {p.pid: p.ppid for p in procs}
+    found = set()
+    while pid > 0 and pid not in found:
+        found.add(pid)
+        pid = parent.get(pid, 0)
+    return found
+
+
+def stop(pids: Iterable[int], grace: float = 15.0) -> list[int]:
+    """SIGTERM to each of ``pids``, then SIGKILL to those still there after ``grace`` seconds;
+    returns the pids that had to be killed. Gone ones are skipped."""
+    left = set(pids)
+    for pid in sorted(left):
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while left and time.monotonic() < deadline:
+        left = {pid for pid in left if _alive(pid)}
+        if left:
+            time.sleep(0.1)
+    killed = sorted(pid for pid in left if _alive(pid))
+    for pid in killed:
+        _signal(pid, signal.SIGKILL)
+    return killed
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # gone meanwhile
+        os.kill(pid, sig)
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as gone: it only waits for its parent)."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
