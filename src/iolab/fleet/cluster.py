@@ -152,6 +152,7 @@ def stop() -> int:
     :func:`ray_dir` and every process under them (Ray's agents and workers). Another Ray's are
     left alone, and so is this process's own line of parents. Returns how many processes were
     stopped."""
+    require_ray()
     here = str(ray_dir()) + "/"
 
     def ours(p: processes.Process) -> bool:  # a program of Ray's package, in iolab's sessions
