@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from iolab.errors import BadInput
-from iolab.testbed import models, parse_devices
+from iolab.testbed import models, nbd, parse_devices
 from iolab.testbed.spec import DeviceSpec
 
 GIB = 1 << 30
@@ -253,3 +254,51 @@ def test_bad_model_keys_are_refused_with_their_path() -> None:
         parse_devices({"sata": {"size": "1GiB", "rpm": 7200}})
     assert "devices.sata.rpm" in str(err.value)
     assert "model" in str(err.value)
+
+
+def test_a_fault_on_a_model_device_becomes_error_filter_parameters(tmp_path: Path) -> None:
+    (spec,) = parse_devices(
+        {"wal": {"size": "64MiB", "model": "null", "fault": {"op": "write", "on": False}}}
+    )
+    assert spec.fault_params == {"op": "write", "error": "EIO", "rate": 1.0, "on": False}
+    assert DeviceSpec.from_json(spec.as_json()) == spec
+    assert spec.layout_key()["fault"] == spec.fault_params
+    switch = str(tmp_path / "nbd" / "wal.fault")
+    assert nbd.fault_args(tmp_path, "wal", spec.fault_params) == [
+        "error-pwrite=EIO", "error-pwrite-rate=1", f"error-pwrite-file={switch}",
+        "error-zero=EIO", "error-zero-rate=1", f"error-zero-file={switch}",
+    ]  # fmt: skip
+    some = {"op": "read", "error": "ENOSPC", "rate": 0.25, "on": True}
+    assert nbd.fault_args(tmp_path, "wal", some) == [
+        "error-pread=ENOSPC",
+        "error-pread-rate=0.25",
+        f"error-pread-file={switch}",
+    ]
+    (plain,) = parse_devices({"p": {"size": "64MiB", "model": "null"}})
+    assert plain.fault_params is None
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        (5, "devices.d.fault: 5 is not allowed; give a table, e.g."),
+        ({"op": "flush"}, "devices.d.fault.op: 'flush' is not allowed; choose one of: write, read"),
+        ({"error": "EBUSY"}, "devices.d.fault.error: 'EBUSY' is not allowed; choose one of: EIO"),
+        ({"rate": 0}, "devices.d.fault.rate: 0 is not allowed; give the fraction of requests"),
+        ({"rate": 1.5}, "devices.d.fault.rate: 1.5 is not allowed; give the fraction"),
+        ({"rate": True}, "devices.d.fault.rate: True is not allowed; give the fraction"),
+        ({"on": "yes"}, "devices.d.fault.on: 'yes' is not allowed; give true (failing once"),
+        ({"after": 10}, "devices.d.fault.after: 10 is not allowed; keys of a fault: op, error"),
+    ],
+)
+def test_bad_faults_name_the_key(fault: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        parse_devices({"d": {"size": "64MiB", "model": "null", "fault": fault}})
+    assert str(err.value).startswith(message)
+
+
+def test_a_fault_needs_a_model_device() -> None:
+    with pytest.raises(BadInput) as err:
+        parse_devices({"d": {"size": "64MiB", "fault": {"op": "write"}}})
+    assert str(err.value).startswith("devices.d.fault: {'op': 'write'} is not allowed; a fault")
+    assert 'model = "null"' in str(err.value)

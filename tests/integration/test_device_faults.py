@@ -1,0 +1,120 @@
+"""A device that starts failing in the middle of a run, on the real stack: nbdkit's error filter
+in front of iolab's model plugin, nbdfuse, a loop device, ext4, a real SQLite load.
+
+The run on the failing device is recorded failed with one line that names the engine's error
+and the device (not a traceback), the experiment goes on to its next run, and when it ends
+no nbdkit, nbdfuse, loop device, mount or file of the testbed is left.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from iolab import testbed
+from iolab.testbed import nbd
+from tests.conftest import signal_when
+from tests.integration.test_faults import commands
+
+pytestmark = pytest.mark.integration
+NO_STACK = testbed.unavailable_reason(limits=False) or nbd.unavailable_reason()
+
+EXPERIMENT = """
+[experiment]
+name = "failing device"
+repetitions = 1
+order = "sequential"
+on_failure = "skip"
+[workload]
+kind = "populate"
+engine = "sqlite"
+rows = 3000
+connections = 1
+[devices.bad]
+size = "64MiB"
+backing_dir = "{files}"
+model = "null"
+fault = {{ op = "write", error = "EIO", on = false }}
+[devices.good]
+size = "64MiB"
+backing_dir = "{files}"
+model = "null"
+[layouts.bad]
+data_dirs = ["device:bad"]
+settings = {{ synchronous = "full", journal_mode = "wal" }}
+[layouts.good]
+data_dirs = ["device:good"]
+settings = {{ synchronous = "full", journal_mode = "wal" }}
+[isolation]
+settle_seconds = 0
+drop_caches = false
+[matrix]
+layout = ["bad", "good"]
+"""
+
+
+def runs(db: Path) -> list[tuple[str, str | None]]:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            rows = conn.execute("SELECT status, error FROM runs ORDER BY id").fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [(str(s), e) for s, e in rows]
+
+
+def loading(mount: Path) -> bool:
+    """The load has written its first rows to the device (a database of 256 KiB or more)."""
+    try:
+        return any(p.stat().st_size >= 256 * 1024 for p in mount.rglob("*") if p.is_file())
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(NO_STACK is not None, reason=str(NO_STACK))
+def test_a_device_failing_writes_mid_run_fails_that_run_and_the_next_one_runs(
+    open_tmp: Path, results_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = open_tmp / "testbed"
+    files = open_tmp / "files"
+    files.mkdir()
+    monkeypatch.setenv("IOLAB_TESTBED_DIR", str(state))
+    exp = open_tmp / "exp.toml"
+    exp.write_text(EXPERIMENT.format(files=files))
+    out_file, err_file = open_tmp / "out", open_tmp / "err"
+    with out_file.open("w") as out, err_file.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "iolab", "run", str(exp)], stdout=out, stderr=err, text=True
+        )
+    switch = nbd.fault_file(state, "bad")
+    # switch the fault on while the first run (on device bad) is loading (signal 0: none)
+    signal_when(
+        proc,
+        lambda: [s for s, _ in runs(results_db)] == ["running"] and loading(state / "mnt" / "bad"),
+        0,
+        what="the load on the device",
+        timeout=120,
+    )
+    switch.touch()
+    proc.wait(timeout=300)
+    out, err = out_file.read_text(), err_file.read_text()
+    assert proc.returncode == 1, err  # a cell gave up
+    assert "Traceback" not in out + err
+    (bad, good) = runs(results_db)
+    assert bad[0] == "failed"
+    assert good == ("done", None)
+    error = bad[1] or ""
+    assert "disk I/O error" in error  # SQLite's own words
+    assert "device:bad failed" in error and "injecting EIO error into pwrite" in error
+    assert "\n" not in error
+    assert f"run 1 of layout=bad failed: {error[:40]}" in " ".join(err.split())
+    # nothing of the testbed is left: processes, loop devices, mounts, files
+    assert [c for c in commands() if str(state) in c and ("nbd" in c)] == []
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=True).stdout
+    assert str(files) not in loops
+    assert str(state) not in Path("/proc/self/mountinfo").read_text()
+    assert list(files.iterdir()) == []
+    assert not state.exists() or list(state.iterdir()) == []
