@@ -70,6 +70,26 @@ def test_seek_grows_with_distance_and_a_stream_out_of_order_costs_its_transfer()
     assert (64 << 20) / now / models.MB == pytest.approx(150, rel=0.02)
 
 
+def test_after_a_seek_the_piece_just_before_its_target_costs_no_second_seek() -> None:
+    """The stack delivers the second 512 KiB piece of a stream before the first: the half
+    track that passed under the head during the half turn after the seek is in the buffer."""
+    disk = models.Disk(GIB, 7200, seek_ms=8.5, track_to_track_ms=1.0, mb_s=150)
+    half_turn = 60 / 7200 / 2
+    piece = 512 << 10
+    start = 500 << 20
+    second = disk.submit("read", start + piece, piece, 0.0)
+    first = disk.submit("read", start, piece, 0.0)
+    assert first == second  # in the buffer already: no platter time
+    after = disk.submit("read", start + 2 * piece, piece, 0.0)
+    assert after - second == pytest.approx(piece / 150e6)
+    # a piece more than half a track before the target is a seek back
+    far = disk.submit("read", start - (2 << 20), piece, 0.0)
+    assert far - after > half_turn
+    # writes keep no look-behind
+    disk.submit("write", 100 << 20, piece, 0.0)
+    assert disk.buffered_from == 100 << 20
+
+
 def test_queued_ios_wait_for_the_actuator() -> None:
     disk = models.build(hdd(), GIB)
     first = disk.submit("read", 500 << 20, 4096, 0.0)
