@@ -1,9 +1,10 @@
 """A device that starts failing in the middle of a run, on the real stack: nbdkit's error filter
-in front of iolab's model plugin, nbdfuse, a loop device, ext4, a real SQLite load.
+in front of iolab's model plugin, nbdfuse, a loop device, ext4, a real load: SQLite with its
+database on the failing device, PostgreSQL with its WAL there.
 
 The run on the failing device is recorded failed with one line that names the engine's error
 and the device (not a traceback), the experiment goes on to its next run, and when it ends
-no nbdkit, nbdfuse, loop device, mount or file of the testbed is left.
+no server, nbdkit, nbdfuse, loop device, mount or file of the testbed is left.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from iolab import testbed
 from iolab.testbed import nbd
-from tests.conftest import signal_when
+from tests.conftest import make_dirs, signal_when
 from tests.integration.test_faults import commands
+from tests.integration.test_populate_cli import servers_of
 
 pytestmark = pytest.mark.integration
 NO_STACK = testbed.unavailable_reason(limits=False) or nbd.unavailable_reason()
@@ -31,30 +34,29 @@ order = "sequential"
 on_failure = "skip"
 [workload]
 kind = "populate"
-engine = "sqlite"
-rows = 3000
-connections = 1
+engine = "{engine}"
+rows = {rows}
+connections = {connections}
 [devices.bad]
-size = "64MiB"
+size = "128MiB"
 backing_dir = "{files}"
 model = "null"
 fault = {{ op = "write", error = "EIO", on = false }}
 [devices.good]
-size = "64MiB"
+size = "128MiB"
 backing_dir = "{files}"
 model = "null"
 [layouts.bad]
-data_dirs = ["device:bad"]
-settings = {{ synchronous = "full", journal_mode = "wal" }}
+{bad}
 [layouts.good]
-data_dirs = ["device:good"]
-settings = {{ synchronous = "full", journal_mode = "wal" }}
+{good}
 [isolation]
 settle_seconds = 0
 drop_caches = false
 [matrix]
 layout = ["bad", "good"]
 """
+SQLITE = 'settings = {{ synchronous = "full", journal_mode = "wal" }}'
 
 
 def runs(db: Path) -> list[tuple[str, str | None]]:
@@ -66,7 +68,7 @@ def runs(db: Path) -> list[tuple[str, str | None]]:
     return [(str(s), e) for s, e in rows]
 
 
-def loading(mount: Path) -> bool:
+def sqlite_loading(mount: Path) -> bool:
     """The load has written its first rows to the device (a database of 256 KiB or more)."""
     try:
         return any(p.stat().st_size >= 256 * 1024 for p in mount.rglob("*") if p.is_file())
@@ -74,47 +76,88 @@ def loading(mount: Path) -> bool:
         return False
 
 
+def postgres_loading(mount: Path) -> bool:
+    """The load has filled the first WAL segment (initdb's) and gone on to the next."""
+    try:
+        return any(p.name.endswith("0002") for p in mount.rglob("0000000*"))
+    except OSError:
+        return False
+
+
+CASES = {
+    # engine: (rows, connections, layout bad, layout good, ready, the engine's words)
+    "sqlite": (
+        3000,
+        1,
+        f'data_dirs = ["device:bad"]\n{SQLITE}',
+        f'data_dirs = ["device:good"]\n{SQLITE}',
+        sqlite_loading,
+        "disk I/O error",
+    ),
+    "postgres": (
+        20000,
+        2,
+        'data_dirs = ["{data}"]\nwal_dir = "device:bad"',
+        'data_dirs = ["{data}"]\nwal_dir = "device:good"',
+        postgres_loading,
+        "Input/output error",  # could not fdatasync file "0000000100...": Input/output error
+    ),
+}
+
+
 @pytest.mark.skipif(NO_STACK is not None, reason=str(NO_STACK))
+@pytest.mark.parametrize("engine", list(CASES))
 def test_a_device_failing_writes_mid_run_fails_that_run_and_the_next_one_runs(
-    open_tmp: Path, results_db: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str, open_tmp: Path, results_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    rows, connections, bad, good, ready, words = CASES[engine]
+    ready_on: Callable[[Path], bool] = ready  # type: ignore[assignment]
     state = open_tmp / "testbed"
-    files = open_tmp / "files"
-    files.mkdir()
+    (files, data) = make_dirs(open_tmp, "files", "data")
     monkeypatch.setenv("IOLAB_TESTBED_DIR", str(state))
     exp = open_tmp / "exp.toml"
-    exp.write_text(EXPERIMENT.format(files=files))
+    exp.write_text(
+        EXPERIMENT.format(
+            engine=engine,
+            rows=rows,
+            connections=connections,
+            files=files,
+            bad=str(bad).format(data=data),
+            good=str(good).format(data=data),
+        )
+    )
     out_file, err_file = open_tmp / "out", open_tmp / "err"
     with out_file.open("w") as out, err_file.open("w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "iolab", "run", str(exp)], stdout=out, stderr=err, text=True
         )
-    switch = nbd.fault_file(state, "bad")
     # switch the fault on while the first run (on device bad) is loading (signal 0: none)
     signal_when(
         proc,
-        lambda: [s for s, _ in runs(results_db)] == ["running"] and loading(state / "mnt" / "bad"),
+        lambda: [s for s, _ in runs(results_db)] == ["running"] and ready_on(state / "mnt" / "bad"),
         0,
         what="the load on the device",
         timeout=120,
     )
-    switch.touch()
+    nbd.fault_file(state, "bad").touch()
     proc.wait(timeout=300)
     out, err = out_file.read_text(), err_file.read_text()
     assert proc.returncode == 1, err  # a cell gave up
     assert "Traceback" not in out + err
-    (bad, good) = runs(results_db)
-    assert bad[0] == "failed"
-    assert good == ("done", None)
-    error = bad[1] or ""
-    assert "disk I/O error" in error  # SQLite's own words
+    (failed, done) = runs(results_db)
+    assert failed[0] == "failed"
+    assert done == ("done", None)
+    error = failed[1] or ""
+    assert words in error  # the engine's own
     assert "device:bad failed" in error and "injecting EIO error into pwrite" in error
     assert "\n" not in error
     assert f"run 1 of layout=bad failed: {error[:40]}" in " ".join(err.split())
-    # nothing of the testbed is left: processes, loop devices, mounts, files
-    assert [c for c in commands() if str(state) in c and ("nbd" in c)] == []
+    # nothing of the run or the testbed is left: servers, processes, loop devices, mounts, files
+    assert servers_of(open_tmp) == []
+    assert [c for c in commands() if str(state) in c and "nbd" in c] == []
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=True).stdout
     assert str(files) not in loops
     assert str(state) not in Path("/proc/self/mountinfo").read_text()
     assert list(files.iterdir()) == []
+    assert list(data.iterdir()) == []
     assert not state.exists() or list(state.iterdir()) == []
