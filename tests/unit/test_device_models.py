@@ -322,3 +322,22 @@ def test_a_fault_needs_a_model_device() -> None:
         parse_devices({"d": {"size": "64MiB", "fault": {"op": "write"}}})
     assert str(err.value).startswith("devices.d.fault: {'op': 'write'} is not allowed; a fault")
     assert 'model = "null"' in str(err.value)
+
+
+def test_the_requests_nbdkit_failed_are_counted_from_its_log_since_a_mark(tmp_path: Path) -> None:
+    log = nbd.log_path(tmp_path, "wal")
+    log.parent.mkdir()
+    log.write_text(
+        "nbdkit: python[1]: error: write: sending newstyle handshake: Broken pipe\n"
+        "nbdkit: python.3: error: injecting EIO error into pwrite\n"
+    )
+    mark = nbd.log_mark(tmp_path, "wal")
+    assert nbd.errors_since(tmp_path, "wal", 0) == (1, "injecting EIO error into pwrite")
+    assert nbd.errors_since(tmp_path, "wal", mark) == (0, "")
+    with log.open("a") as f:
+        f.write("nbd_aio_command_completed: write: command failed: Input/output error\n")
+        f.write("nbdkit: python.7: error: injecting ENOSPC error into zero\n")
+        f.write("nbdkit: python.9: error: injecting EIO error into pwrite\n")
+    assert nbd.errors_since(tmp_path, "wal", mark) == (2, "injecting EIO error into pwrite")
+    assert nbd.errors_since(tmp_path, "gone", 0) == (0, "")
+    assert nbd.log_mark(tmp_path, "gone") == 0
