@@ -1,6 +1,8 @@
 """A device that starts failing in the middle of a run, on the real stack: nbdkit's error filter
-in front of iolab's model plugin, nbdfuse, a loop device, ext4, a real load: SQLite with its
-database on the failing device, PostgreSQL with its WAL there.
+in front of iolab's model plugin, nbdfuse, a loop device, ext4, a real SQLite load with its
+database on the failing device. (PostgreSQL with its WAL there fails the same way, checked by
+hand on 2026-11-24, but its fast shutdown after the PANIC can wait out iolab's 60 s before
+SIGQUIT: 19-76 s a case, over this file's budget; docs/testbed.md.)
 
 The run on the failing device is recorded failed with one line that names the engine's error
 and the device (not a traceback), the experiment goes on to its next run, and when it ends
@@ -76,14 +78,6 @@ def sqlite_loading(mount: Path) -> bool:
         return False
 
 
-def postgres_loading(mount: Path) -> bool:
-    """The load has filled the first WAL segment (initdb's) and gone on to the next."""
-    try:
-        return any(p.name.endswith("0002") for p in mount.rglob("0000000*"))
-    except OSError:
-        return False
-
-
 CASES = {
     # engine: (rows, connections, layout bad, layout good, ready, the engine's words)
     "sqlite": (
@@ -93,14 +87,6 @@ CASES = {
         f'data_dirs = ["device:good"]\n{SQLITE}',
         sqlite_loading,
         "disk I/O error",
-    ),
-    "postgres": (
-        20000,
-        2,
-        'data_dirs = ["{data}"]\nwal_dir = "device:bad"',
-        'data_dirs = ["{data}"]\nwal_dir = "device:good"',
-        postgres_loading,
-        "Input/output error",  # could not fdatasync file "0000000100...": Input/output error
     ),
 }
 
