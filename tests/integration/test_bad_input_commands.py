@@ -132,6 +132,7 @@ TESTBED = [
     (["testbed", "up", "{tmp}/bad-key.toml"], "sise"),
     (["testbed", "up", "{tmp}/bad-fs.toml"], "filesystem"),
     (["testbed", "up", "{tmp}/bad-iops.toml"], "write_iops"),
+    (["testbed", "up", "{tmp}/bad-fault.toml"], "devices.a.fault.error: 'EBUSY'"),
 ]
 DEMO = [
     (["demo", "--rows", "0"], "--rows"),
@@ -145,6 +146,7 @@ TESTBEDS = {
     "bad-key.toml": '[devices.a]\nsise = "64MiB"\n',
     "bad-fs.toml": '[devices.a]\nsize = "64MiB"\nfilesystem = "fat12"\n',
     "bad-iops.toml": '[devices.a]\nsize = "64MiB"\nwrite_iops = -3\n',
+    "bad-fault.toml": '[devices.a]\nsize = "64MiB"\nmodel = "null"\nfault = { error = "EBUSY" }\n',
 }
 
 

@@ -31,7 +31,10 @@ NO_STACK = testbed.unavailable_reason(limits=False) or nbd.unavailable_reason()
 requires_stack = pytest.mark.skipif(NO_STACK is not None, reason=str(NO_STACK))
 HDD = {"model": "hdd", "rpm": 7200, "seek_ms": 8.5, "track_to_track_ms": 1.0, "mb_s": 150}
 DEVICES: dict[str, dict[str, Any]] = {
-    "hdd": {"size": "256MiB", **HDD},
+    # 4 KiB blocks: mke2fs gives a filesystem this small 1 KiB blocks and a block group (with
+    # its metadata between the file's extents) every 8 MiB, which a sequential read of a file
+    # must pass over: 0.87-0.91x the platter's rate where 4 KiB blocks give 0.95-0.98x
+    "hdd": {"size": "256MiB", **HDD, "mkfs_options": "-b 4096"},
     # the array's disks at 50 MB/s, so that 4 of them in parallel (200 MB/s) stay well inside
     # what the stack carries (400-550 MB/s of 1 MiB writes on a loaded 2-core machine)
     "one": {"size": "256MiB", **HDD, "mb_s": 50},
@@ -102,9 +105,11 @@ def test_a_7200_rpm_disk_reads_as_the_datasheet_says(bed: Path, tmp_path: Path) 
     assert 60 <= rnd["iops"] <= 120
     assert rnd["lat"]["p50"] > 5_000  # us: no cache answers a random read
     # sequential: fio on a file laid out in one sequential pass (see docs/testbed.md for why
-    # not `iolab disk` here yet); never faster than the platter, and the stack's cost per
-    # 1 MiB request (nbdfuse's 128 KiB pieces) on top: 104-140 MB/s measured on a loaded
-    # 2-core machine, so the lower bound is loose (docs/testbed.md)
+    # not `iolab disk` here yet); never faster than the platter. What it loses is the file's
+    # layout (a seek at each wrap of the file and between extents, 2-3 %) and, under load,
+    # time the model's disk waits idle for the stack's next request: 0.96x at load 6, down
+    # to 0.73x at load 8 on a 2-core machine (2026-11-24), so the lower bound stays loose
+    # (docs/testbed.md)
     target = bed / "mnt" / "hdd" / "seq"
     common = ["--bs=1M", "--size=160M", "--direct=1", "--ioengine=libaio", "--iodepth=4"]
     common += ["--output-format=json", f"--filename={target}"]
@@ -170,9 +175,10 @@ def test_ssd_read_latency_is_its_parameter(bed: Path, tmp_path: Path) -> None:
     null = disk(bed, tmp_path, "null", "4k", 1, "randread", "64MiB")
     assert ssd["lat"]["p50"] >= 1000  # us: never faster than the model
     # what the stack costs a request is what the zero-cost model shows; the model's sleep
-    # also waits for the scheduler to wake it, which the zero-cost model never does: 3 % over
-    # on a quiet machine (docs/testbed.md), up to 11 % seen under load
-    assert 950 <= ssd["lat"]["p50"] - null["lat"]["p50"] <= 1150
+    # also waits for the scheduler to wake it, which the zero-cost model never does: the
+    # plugin wakes early by what its last sleeps overran, leaving 1-3 % over at load 6-8
+    # on a 2-core machine (2026-11-24; 4-6 % and up to 11 % before), so within 10 %
+    assert 900 <= ssd["lat"]["p50"] - null["lat"]["p50"] <= 1100
 
 
 @requires_stack

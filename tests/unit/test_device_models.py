@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from iolab.errors import BadInput
-from iolab.testbed import models, parse_devices
+from iolab.testbed import models, nbd, parse_devices
 from iolab.testbed.spec import DeviceSpec
 
 GIB = 1 << 30
@@ -67,6 +68,26 @@ def test_seek_grows_with_distance_and_a_stream_out_of_order_costs_its_transfer()
         for offset in order:
             now = disk.submit("read", offset, 1 << 20, now)
     assert (64 << 20) / now / models.MB == pytest.approx(150, rel=0.02)
+
+
+def test_after_a_seek_the_piece_just_before_its_target_costs_no_second_seek() -> None:
+    """The stack delivers the second 512 KiB piece of a stream before the first: the half
+    track that passed under the head during the half turn after the seek is in the buffer."""
+    disk = models.Disk(GIB, 7200, seek_ms=8.5, track_to_track_ms=1.0, mb_s=150)
+    half_turn = 60 / 7200 / 2
+    piece = 512 << 10
+    start = 500 << 20
+    second = disk.submit("read", start + piece, piece, 0.0)
+    first = disk.submit("read", start, piece, 0.0)
+    assert first == second  # in the buffer already: no platter time
+    after = disk.submit("read", start + 2 * piece, piece, 0.0)
+    assert after - second == pytest.approx(piece / 150e6)
+    # a piece more than half a track before the target is a seek back
+    far = disk.submit("read", start - (2 << 20), piece, 0.0)
+    assert far - after > half_turn
+    # writes keep no look-behind
+    disk.submit("write", 100 << 20, piece, 0.0)
+    assert disk.buffered_from == 100 << 20
 
 
 def test_queued_ios_wait_for_the_actuator() -> None:
@@ -253,3 +274,70 @@ def test_bad_model_keys_are_refused_with_their_path() -> None:
         parse_devices({"sata": {"size": "1GiB", "rpm": 7200}})
     assert "devices.sata.rpm" in str(err.value)
     assert "model" in str(err.value)
+
+
+def test_a_fault_on_a_model_device_becomes_error_filter_parameters(tmp_path: Path) -> None:
+    (spec,) = parse_devices(
+        {"wal": {"size": "64MiB", "model": "null", "fault": {"op": "write", "on": False}}}
+    )
+    assert spec.fault_params == {"op": "write", "error": "EIO", "rate": 1.0, "on": False}
+    assert DeviceSpec.from_json(spec.as_json()) == spec
+    assert spec.layout_key()["fault"] == spec.fault_params
+    switch = str(tmp_path / "nbd" / "wal.fault")
+    assert nbd.fault_args(tmp_path, "wal", spec.fault_params) == [
+        "error-pwrite=EIO", "error-pwrite-rate=1", f"error-pwrite-file={switch}",
+        "error-zero=EIO", "error-zero-rate=1", f"error-zero-file={switch}",
+    ]  # fmt: skip
+    some = {"op": "read", "error": "ENOSPC", "rate": 0.25, "on": True}
+    assert nbd.fault_args(tmp_path, "wal", some) == [
+        "error-pread=ENOSPC",
+        "error-pread-rate=0.25",
+        f"error-pread-file={switch}",
+    ]
+    (plain,) = parse_devices({"p": {"size": "64MiB", "model": "null"}})
+    assert plain.fault_params is None
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        (5, "devices.d.fault: 5 is not allowed; give a table, e.g."),
+        ({"op": "flush"}, "devices.d.fault.op: 'flush' is not allowed; choose one of: write, read"),
+        ({"error": "EBUSY"}, "devices.d.fault.error: 'EBUSY' is not allowed; choose one of: EIO"),
+        ({"rate": 0}, "devices.d.fault.rate: 0 is not allowed; give the fraction of requests"),
+        ({"rate": 1.5}, "devices.d.fault.rate: 1.5 is not allowed; give the fraction"),
+        ({"rate": True}, "devices.d.fault.rate: True is not allowed; give the fraction"),
+        ({"on": "yes"}, "devices.d.fault.on: 'yes' is not allowed; give true (failing once"),
+        ({"after": 10}, "devices.d.fault.after: 10 is not allowed; keys of a fault: op, error"),
+    ],
+)
+def test_bad_faults_name_the_key(fault: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        parse_devices({"d": {"size": "64MiB", "model": "null", "fault": fault}})
+    assert str(err.value).startswith(message)
+
+
+def test_a_fault_needs_a_model_device() -> None:
+    with pytest.raises(BadInput) as err:
+        parse_devices({"d": {"size": "64MiB", "fault": {"op": "write"}}})
+    assert str(err.value).startswith("devices.d.fault: {'op': 'write'} is not allowed; a fault")
+    assert 'model = "null"' in str(err.value)
+
+
+def test_the_requests_nbdkit_failed_are_counted_from_its_log_since_a_mark(tmp_path: Path) -> None:
+    log = nbd.log_path(tmp_path, "wal")
+    log.parent.mkdir()
+    log.write_text(
+        "nbdkit: python[1]: error: write: sending newstyle handshake: Broken pipe\n"
+        "nbdkit: python.3: error: injecting EIO error into pwrite\n"
+    )
+    mark = nbd.log_mark(tmp_path, "wal")
+    assert nbd.errors_since(tmp_path, "wal", 0) == (1, "injecting EIO error into pwrite")
+    assert nbd.errors_since(tmp_path, "wal", mark) == (0, "")
+    with log.open("a") as f:
+        f.write("nbd_aio_command_completed: write: command failed: Input/output error\n")
+        f.write("nbdkit: python.7: error: injecting ENOSPC error into zero\n")
+        f.write("nbdkit: python.9: error: injecting EIO error into pwrite\n")
+    assert nbd.errors_since(tmp_path, "wal", mark) == (2, "injecting EIO error into pwrite")
+    assert nbd.errors_since(tmp_path, "gone", 0) == (0, "")
+    assert nbd.log_mark(tmp_path, "gone") == 0

@@ -68,7 +68,9 @@ def up(
     under iolab's directory, and the limits in the testbed's cgroup. A device with a model is
     served by nbdkit running the model (unix socket under iolab's directory), exposed as a file
     by nbdfuse, and the loop device reads and writes that file; without nbdkit, FUSE or loop
-    devices it is refused with the reason (exit 2). Devices already up with
+    devices it is refused with the reason (exit 2). A model device's fault = {...} fails its
+    requests through nbdkit's error filter while STATE_DIR/nbd/NAME.fault exists (made at up
+    for on = true; touch it to switch a fault on). Devices already up with
     the same settings are kept (changed limits are applied in place); others are left alone."""
     specs = testbed.load_file(file)
     with ProgressView() as view:

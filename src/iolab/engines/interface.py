@@ -226,7 +226,10 @@ def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
 
     An error inside the block while the server died under it (a crash, the OOM killer, a
     SIGKILL) becomes one line: how the server ended during ``what``, and the end of its log.
+    What cannot be removed after such an error (a device that fails its writes) is said after
+    it, not instead of it.
     """
+    failure: IolabError | None = None
     try:
         placement = engine.provision()
         engine.start()
@@ -237,8 +240,16 @@ def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
             if how is None:
                 raise
             raise RunFailed(_stopped_during(engine.title, how, placement.log, what)) from None
+    except IolabError as exc:
+        failure = None if isinstance(exc, BadInput) else exc
+        raise
     finally:
         try:
             engine.stop()
         finally:
-            engine.destroy()
+            try:
+                engine.destroy()
+            except IolabError as left:
+                if failure is None:
+                    raise
+                raise RunFailed(f"{failure}; then {left}") from failure

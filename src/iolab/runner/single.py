@@ -14,14 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iolab.errors import BadInput, IolabError
+from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.probes.recorder import LiveSink, publishing
 from iolab.redaction import redact
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
 from iolab.store import Store
 from iolab.store.live import ChunkWriter
 from iolab.system.snapshot import capture
-from iolab.testbed import throttle_for
+from iolab.testbed import error_marks, errors_note, throttle_for
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,9 @@ def execute_run(
     """
     outcome = RunOutcome(RunStatus.RUNNING)
     done = Executed(outcome, None, _now(), began=time.time())
+    marks: dict[str, int] = {}
     try:
+        marks = error_marks(roles.values())
         done.environment = capture(roles, versions)
         live = None
         if started is not None:
@@ -107,9 +109,27 @@ def execute_run(
         outcome.status = RunStatus.FAILED
         outcome.error = redact(f"internal error: {exc!r}")
         done.failure = exc
+    if isinstance(done.failure, IolabError) and not isinstance(done.failure, BadInput):
+        _name_failing_devices(done, marks)
     done.ended_at = _now()
     done.finished = time.time()
     return done
+
+
+def _name_failing_devices(done: Executed, marks: dict[str, int]) -> None:
+    """A run that failed on a model device whose requests failed (a fault, a full backing
+    file) says so: the engine's "disk I/O error" alone does not name the device."""
+    try:
+        note = errors_note(marks)
+    except (IolabError, OSError):
+        return
+    if note is None:
+        return
+    reason = f"{done.outcome.error}; {note}"
+    done.outcome.error = redact(reason)
+    failure = RunFailed(reason)
+    failure.__cause__ = done.failure
+    done.failure = failure
 
 
 def commit(store: Store, run_id: RunId, executed: Executed) -> None:

@@ -8,7 +8,8 @@ What the rest of iolab calls:
 - :func:`up`, :func:`down`, :func:`status` (-> :class:`DeviceStatus`);
 - :func:`resolve_path` for ``device:NAME[/sub]`` paths given by the user;
 - :func:`throttle_for` / :func:`throttled` around a run;
-- :func:`device_of`, :func:`device_on`, :func:`block_names` to name devices in records.
+- :func:`device_of`, :func:`device_on`, :func:`block_names` to name devices in records;
+- :func:`error_marks`, :func:`errors_note`: which model devices failed requests during a run.
 """
 
 from iolab.testbed.lifecycle import (
@@ -20,7 +21,15 @@ from iolab.testbed.lifecycle import (
     unavailable_reason,
     up,
 )
-from iolab.testbed.paths import PREFIX, block_names, device_of, device_on, resolve_path
+from iolab.testbed.paths import (
+    PREFIX,
+    block_names,
+    device_of,
+    device_on,
+    error_marks,
+    errors_note,
+    resolve_path,
+)
 from iolab.testbed.spec import DeviceSpec, Limits, load_file, parse_devices
 from iolab.testbed.state import state_dir
 from iolab.testbed.throttle import throttle_for, throttled
@@ -36,6 +45,8 @@ __all__ = [
     "device_of",
     "device_on",
     "down",
+    "error_marks",
+    "errors_note",
     "load_file",
     "parse_devices",
     "resolve_path",

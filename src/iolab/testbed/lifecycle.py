@@ -405,7 +405,7 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         params = spec.model_params
         if params is not None:
             events(Phase(f"{name}: serving it through nbdkit as {models.describe(params)}"))
-            target = nbd.start(directory, name, rec.backing_file, params)
+            target = nbd.start(directory, name, rec.backing_file, params, spec.fault_params)
         events(Phase(f"{name}: attaching a loop device"))
         try:
             loop = loops.attach(target, spec.direct_io)
@@ -438,6 +438,12 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         rec = replace(rec, mounted=True)
         state = state.with_device(rec)
         save(directory, state)
+        fault = spec.fault_params
+        if fault is not None:
+            switch = nbd.fault_file(directory, name)
+            if fault["on"]:
+                switch.touch(mode=0o600)
+            events(Phase(f"{name}: {_fault_line(fault, switch)}"))
         return _apply_limits(state, directory, rec)
     except BaseException:
         try:
@@ -448,6 +454,14 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         if state.empty:
             remove_dirs(directory)
         raise
+
+
+def _fault_line(fault: dict[str, Any], switch: Path) -> str:
+    what = {"any": "requests", "write": "writes", "read": "reads", "trim": "trims"}[fault["op"]]
+    share = "all" if fault["rate"] >= 1 else f"{fault['rate']:.0%} of the"
+    if fault["on"]:
+        return f"fault on: {share} {what} fail with {fault['error']} (remove {switch} to stop it)"
+    return f"fault armed: {share} {what} fail with {fault['error']} once {switch} exists"
 
 
 def _take_down(rec: DeviceRecord, state: State, directory: Path, events: EventSink) -> State:

@@ -56,6 +56,33 @@ def log_path(directory: Path, name: str) -> Path:
     return directory / NBD / f"{name}.log"
 
 
+def fault_file(directory: Path, name: str) -> Path:
+    """While this file exists, a device with a ``fault`` fails its requests (nbdkit's error
+    filter checks it on each request)."""
+    return directory / NBD / f"{name}.fault"
+
+
+# a fault's op -> the error filter's request kinds (a write of zeroes is a write)
+FILTER_OPS = {
+    "write": ("pwrite", "zero"),
+    "read": ("pread",),
+    "trim": ("trim",),
+    "any": ("pread", "pwrite", "zero", "trim"),
+}
+
+
+def fault_args(directory: Path, name: str, fault: Mapping[str, Any]) -> list[str]:
+    """nbdkit's error-filter parameters for a checked fault table (see spec.FAULT_KEYS)."""
+    args = []
+    for kind in FILTER_OPS[str(fault["op"])]:
+        args += [
+            f"error-{kind}={fault['error']}",
+            f"error-{kind}-rate={float(fault['rate']):g}",
+            f"error-{kind}-file={fault_file(directory, name)}",
+        ]
+    return args
+
+
 def fuse_dir(directory: Path, name: str) -> Path:
     return directory / FUSE / name
 
@@ -155,9 +182,16 @@ def _accepts(path: Path) -> bool:
 
 
 def start(
-    directory: Path, name: str, backing: Path, params: Mapping[str, Any], threads: int = 64
+    directory: Path,
+    name: str,
+    backing: Path,
+    params: Mapping[str, Any],
+    fault: Mapping[str, Any] | None = None,
+    threads: int = 64,
 ) -> Path:
-    """Serve ``backing`` through the model and expose it as a file; returns the file."""
+    """Serve ``backing`` through the model and expose it as a file; returns the file. With a
+    ``fault``, nbdkit's error filter fails requests while :func:`fault_file` exists (the caller
+    creates it when the device is up, or the user does)."""
     (directory / NBD).mkdir(mode=0o700, exist_ok=True)
     sock = socket_path(directory, name)
     if len(str(sock)) > SOCKET_MAX:
@@ -165,13 +199,16 @@ def start(
             f"the socket path {sock} is too long for a unix socket; use a shorter testbed directory"
         )
     sock.unlink(missing_ok=True)  # of a crashed run: no server holds it (down stopped them)
+    fault_file(directory, name).unlink(missing_ok=True)
     params_path(directory, name).write_text(json.dumps(dict(params)))
     log = log_path(directory, name)
     nbdkit = require("nbdkit", HOW["nbdkit"])
+    errors = ["--filter=error"] if fault is not None else []
     _spawn(
         [
-            nbdkit, "--foreground", "--unix", str(sock), "--threads", str(threads),
+            nbdkit, "--foreground", "--unix", str(sock), "--threads", str(threads), *errors,
             "python", str(PLUGIN), f"file={backing}", f"params={params_path(directory, name)}",
+            *(fault_args(directory, name, fault) if fault is not None else []),
         ],
         log,
     )  # fmt: skip
@@ -191,6 +228,31 @@ def start(
         log,
     )
     return fuse_file(directory, name)
+
+
+def log_mark(directory: Path, name: str) -> int:
+    """Where the device's log ends now (see :func:`errors_since`)."""
+    try:
+        return log_path(directory, name).stat().st_size
+    except OSError:
+        return 0
+
+
+def errors_since(directory: Path, name: str, mark: int) -> tuple[int, str]:
+    """The requests nbdkit failed since ``mark`` (an injected fault, or the backing file's own
+    error) and the last such line of its log (``injecting EIO error into pwrite``)."""
+    try:
+        with log_path(directory, name).open("rb") as f:
+            f.seek(mark)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return 0, ""
+    lines = [
+        line.split(": error: ", 1)[1]
+        for line in text.splitlines()
+        if line.startswith("nbdkit:") and ": error: " in line and "handshake" not in line
+    ]
+    return len(lines), (lines[-1].strip() if lines else "")
 
 
 def _gone(pids: list[int], wait: float) -> bool:
@@ -247,7 +309,11 @@ def stop(directory: Path, name: str) -> None:
     pids = nbdkit_pids(directory, name)
     if pids:
         _stop(pids)
-    for path in (socket_path(directory, name), params_path(directory, name)):
+    for path in (
+        socket_path(directory, name),
+        params_path(directory, name),
+        fault_file(directory, name),
+    ):
         path.unlink(missing_ok=True)
     log_path(directory, name).unlink(missing_ok=True)
     with suppress(FileNotFoundError, OSError):

@@ -7,10 +7,12 @@ PATH``, a layout's ``data_dirs``), ``device:hdd`` names the mount point of the t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from iolab.errors import BadInput, IolabError
 from iolab.system.devices import mount_of
+from iolab.testbed import nbd
 from iolab.testbed.lifecycle import DeviceStatus, status
 from iolab.testbed.state import STATE_FILE, state_dir
 
@@ -81,3 +83,27 @@ def block_names() -> dict[str, str]:
         return {Path(d.loop).name: d.name for d in status() if d.up and d.loop}
     except IolabError:
         return {}
+
+
+def error_marks(paths: Iterable[Path]) -> dict[str, int]:
+    """Model devices under ``paths`` -> where their logs end now (for :func:`errors_note`)."""
+    marks: dict[str, int] = {}
+    for path in paths:
+        found = device_of(path)
+        if found is not None and found.spec.model is not None and found.name not in marks:
+            marks[found.name] = nbd.log_mark(state_dir(), found.name)
+    return marks
+
+
+def errors_note(marks: dict[str, int]) -> str | None:
+    """``device:wal failed 12 requests since the run started (injecting EIO error into
+    pwrite)`` for each model device of ``marks`` whose requests failed since; None if none."""
+    notes = []
+    for name, mark in marks.items():
+        count, last = nbd.errors_since(state_dir(), name, mark)
+        if count:
+            plural = "s" if count > 1 else ""
+            notes.append(
+                f"{PREFIX}{name} failed {count} request{plural} since the run started ({last})"
+            )
+    return "; ".join(notes) or None

@@ -40,7 +40,12 @@ KEYS = (
     "read_mbps",
     "write_mbps",
     "model",
+    "fault",
 )
+# fault = { op, error, rate, on }: I/O errors injected by nbdkit's error filter (docs/testbed.md)
+FAULT_OPS = ("write", "read", "trim", "any")
+FAULT_ERRORS = ("EIO", "ENOSPC", "EPERM", "ENOMEM", "EINVAL", "ESHUTDOWN")
+FAULT_KEYS = ("op", "error", "rate", "on")
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,12 @@ class DeviceSpec:
     read_mbps: float | None = None
     write_mbps: float | None = None
     model: str | None = None  # the checked model table as canonical JSON; None: a plain loop
+    fault: str | None = None  # the checked fault table as canonical JSON (model devices only)
+
+    @property
+    def fault_params(self) -> dict[str, Any] | None:
+        """The fault to inject (``op``, ``error``, ``rate``, ``on``), None for none."""
+        return None if self.fault is None else dict(json.loads(self.fault))
 
     @property
     def model_params(self) -> dict[str, Any] | None:
@@ -147,6 +158,7 @@ class DeviceSpec:
             "direct_io": self.direct_io,
             "rotational": self.rotational,
             "model": self.model_params,
+            "fault": self.fault_params,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -175,6 +187,7 @@ class DeviceSpec:
             read_mbps=doc.get("read_mbps"),
             write_mbps=doc.get("write_mbps"),
             model=_canonical(doc["model"]) if doc.get("model") else None,
+            fault=_canonical(doc["fault"]) if doc.get("fault") else None,
         )
 
 
@@ -194,6 +207,38 @@ def _model(table: Mapping[str, Any], at: str) -> str | None:
         if exc.key in params and "keys of a" in allowed:
             allowed += "; and the device's own: " + ", ".join(KEYS)
         raise BadInput(f"{at}.{exc.key}", exc.value, allowed) from None
+
+
+def _fault(table: Mapping[str, Any], at: str) -> str | None:
+    """The checked ``fault`` table of a device, or None."""
+    if "fault" not in table:
+        return None
+    fault = table["fault"]
+    at = f"{at}.fault"
+    if "model" not in table:
+        raise BadInput(at, fault, 'a fault needs a model device; add model = "null" for no cost')
+    if not isinstance(fault, Mapping):
+        raise BadInput(at, fault, 'give a table, e.g. { op = "write", error = "EIO" }')
+    for key in fault:
+        if key not in FAULT_KEYS:
+            raise BadInput(f"{at}.{key}", fault[key], "keys of a fault: " + ", ".join(FAULT_KEYS))
+    op = fault.get("op", "write")
+    if op not in FAULT_OPS:
+        raise BadInput.choice(f"{at}.op", op, FAULT_OPS)
+    error = fault.get("error", "EIO")
+    if error not in FAULT_ERRORS:
+        raise BadInput.choice(f"{at}.error", error, FAULT_ERRORS)
+    rate = fault.get("rate", 1.0)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
+        raise BadInput(
+            f"{at}.rate", rate, "give the fraction of requests that fail, above 0 and up to 1"
+        )
+    on = fault.get("on", True)
+    if not isinstance(on, bool):
+        raise BadInput(
+            f"{at}.on", on, "give true (failing once the device is up) or false (once switched on)"
+        )
+    return _canonical({"op": op, "error": error, "rate": float(rate), "on": on})
 
 
 def _iops(value: object, field: str) -> int | None:
@@ -291,6 +336,7 @@ def parse_device(name: str, table: object, where: str = "devices") -> DeviceSpec
         read_mbps=_mbps(table.get("read_mbps"), f"{at}.read_mbps"),
         write_mbps=_mbps(table.get("write_mbps"), f"{at}.write_mbps"),
         model=_model(table, at),
+        fault=_fault(table, at),
     )
 
 

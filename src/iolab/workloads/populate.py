@@ -672,9 +672,9 @@ def _load(
         if schedule is not None and schedule.error is not None:
             raise RunFailed(f"a requested checkpoint failed: {_first_line(schedule.error)}")
         disk_after = diskstats.read()
-        log_after = dialect.log_bytes(admin)
-        if any(ld.error is not None for ld in loaders):
+        if any(ld.error is not None for ld in loaders):  # before asking a server that may be gone
             raise RunFailed(_failure(loaders))
+        log_after = dialect.log_bytes(admin)
         stats = dialect.table_stats(admin)
     finally:
         for conn in [*(ld.conn for ld in loaders), *extra]:

@@ -15,7 +15,8 @@ answering, so the emulated device costs in wall-clock time what the model says.
   after the platter has turned on, the rest of the turn), transfer at the sustained rate. A
   read up to ``NEAR`` ahead of the head reads on over the gap into the look-ahead buffer; one
   up to ``NEAR`` behind it finds its data there: the stack's parallel paths deliver a
-  sequential stream out of order, as a disk's queue would reorder it.
+  sequential stream out of order, as a disk's queue would reorder it. After a read's seek the
+  buffer also holds the half track that passed under the head while it waited for its sector.
   I/Os queue on the actuator in the order they arrive.
 - :class:`Ssd`: ``channels`` independent channels; an I/O takes the first free one (a large
   one is striped over the channels free first) and costs its latency plus the transfer at the
@@ -139,7 +140,12 @@ class Disk(Model):
         if op == "read" and -NEAR <= gap <= NEAR and (gap >= 0 or offset >= self.buffered_from):
             self.head = max(self.head, end)  # read on: the buffer runs on from buffered_from
         else:
-            self.buffered_from = offset  # a seek, or a write: the buffer starts afresh
+            # a seek, or a write: the buffer starts afresh. A read waits half a turn for its
+            # sector after the seek, and the half track before it passes under the head
+            # meanwhile: the buffer keeps it (read look-behind), so the piece of a stream the
+            # stack delivers just after the one that made the seek costs no second seek
+            behind = int(self.rotation / 2 * self.rate) if op == "read" else 0
+            self.buffered_from = max(0, offset - behind)
             self.head = end
         self.busy_until = done
         return done
