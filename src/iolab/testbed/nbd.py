@@ -155,11 +155,12 @@ def _spawn(argv: list[str], log: Path) -> None:
 
 
 def _tail(log: Path) -> str:
+    """The last lines of ``log``, or where it is when it says nothing."""
     try:
         lines = log.read_text(errors="replace").strip().splitlines()
     except OSError:
-        return ""
-    return " / ".join(lines[-3:])
+        lines = []
+    return " / ".join(lines[-3:]) if lines else f"nothing in its log ({log})"
 
 
 def _wait_for(ready: Any, alive: Any, what: str, log: Path) -> None:

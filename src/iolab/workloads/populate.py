@@ -714,23 +714,27 @@ def _watch(
     warm: _Mark | None = None
     warm_due = t0_ns + round(options.warmup_seconds * 1e9) if options.warmup_seconds else None
     latency = shared.latency
-    while not all(w.ended.is_set() for w in workers):
+    shown = 0.0  # when progress was last sent, in seconds from the start
+    while (running := next((w for w in workers if not w.ended.is_set()), None)) is not None:
         if warm is None and options.warmup:  # wake when the warm-up ends
             pause = PROGRESS_EVERY
             if warm_due is not None:
                 left = (warm_due - time.perf_counter_ns()) / 1e9
                 pause = min(pause, max(0.0, left))
             shared.warmed.wait(pause)  # set by the commit that ends a warm-up of rows
-        else:
-            for w in workers:
-                w.ended.wait(PROGRESS_EVERY / len(workers))
+        else:  # one wake-up per interval, or when a loader ends: this thread shares the CPUs
+            running.ended.wait(PROGRESS_EVERY)
         latency.collect()
         if warm is None and options.warmup:
             warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
         elapsed = (time.perf_counter_ns() - t0_ns) / 1e9
-        events(_progress(shared.committed, elapsed, rows, options))
+        if elapsed - shown >= PROGRESS_EVERY:
+            shown = elapsed
+            events(_progress(shared.committed, elapsed, rows, options))
     if warm is None and options.warmup:  # it ended as the loaders did
         warm = _warm_mark(shared, warm_due, t0_ns, dialect, admin)
+    elapsed = (time.perf_counter_ns() - t0_ns) / 1e9
+    events(_progress(shared.committed, elapsed, rows, options))  # where the load ended
     return warm
 
 
