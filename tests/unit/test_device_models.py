@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import statistics
 from pathlib import Path
@@ -341,3 +342,28 @@ def test_the_requests_nbdkit_failed_are_counted_from_its_log_since_a_mark(tmp_pa
     assert nbd.errors_since(tmp_path, "wal", mark) == (2, "injecting EIO error into pwrite")
     assert nbd.errors_since(tmp_path, "gone", 0) == (0, "")
     assert nbd.log_mark(tmp_path, "gone") == 0
+
+
+def test_status_shows_a_fault_armed_or_failing_now(tmp_path: Path) -> None:
+    """``testbed status`` says whether a device's fault fails requests now: its switch file."""
+    from iolab.testbed.lifecycle import DeviceStatus
+    from iolab.testbed.spec import Limits
+
+    (spec,) = parse_devices(
+        {"wal": {"size": "64MiB", "model": "null", "fault": {"op": "write", "rate": 0.5}}}
+    )
+    switch = nbd.fault_file(tmp_path, "wal")
+    switch.parent.mkdir()
+    status = DeviceStatus(
+        "wal", tmp_path / "mnt", "/dev/loop9", (7, 9), tmp_path / "f", 1 << 26, "ext4", (),
+        True, False, Limits(), spec, fault_switch=switch,
+    )  # fmt: skip
+    assert status.fault == f"fault armed: 50% of the writes fail with EIO once {switch} exists"
+    assert status.as_json()["fault_failing_now"] is False
+    switch.touch()
+    assert status.fault == f"fault on: 50% of the writes fail with EIO (remove {switch} to stop it)"
+    doc = status.as_json()
+    assert doc["fault_failing_now"] is True
+    assert doc["fault"] == spec.fault_params  # as the file gave it
+    plain = dataclasses.replace(status, spec=parse_devices({"d": {"size": "64MiB"}})[0])
+    assert plain.fault is None

@@ -45,7 +45,7 @@ def _table(devices: list[testbed.DeviceStatus]) -> Table:
             loop,
             format_bytes(d.size),
             d.filesystem,
-            escape(d.model or "-"),
+            escape(d.model or "-") + (f"\n[red]{escape(d.fault)}[/]" if d.fault else ""),
             d.limits.describe(),
             str(d.backing_file),
         )
@@ -114,7 +114,7 @@ def down(
 @app.command("status")
 def status(as_json: JsonOption = False) -> None:
     """List the testbed's devices: state, mount point, loop device (maj:min), size,
-    filesystem, model, limits in force and backing file."""
+    filesystem, model and fault (failing now or armed), limits in force and backing file."""
     devices = testbed.status()
     if as_json:
         print(json.dumps([d.as_json() for d in devices], indent=2))

@@ -79,12 +79,21 @@ class DeviceStatus:
     limits: Limits
     spec: DeviceSpec
     problem: str | None = None
+    fault_switch: Path | None = None  # a device with a fault: the file whose presence fails I/O
 
     @property
     def model(self) -> str | None:
         """The device model in a line (``hdd 7200 rpm ...``), None for a plain loop device."""
         params = self.spec.model_params
         return None if params is None else models.describe(params)
+
+    @property
+    def fault(self) -> str | None:
+        """The device's fault in a line, and whether it fails requests now; None for none."""
+        fault = self.spec.fault_params
+        if fault is None or self.fault_switch is None:
+            return None
+        return _fault_line({**fault, "on": self.fault_switch.exists()}, self.fault_switch)
 
     @property
     def up(self) -> bool:
@@ -112,6 +121,9 @@ class DeviceStatus:
             "limits_text": self.limits.describe(),
             "model": self.spec.model_params,
             "model_text": self.model,
+            "fault": self.spec.fault_params,
+            "fault_failing_now": self.fault_switch.exists() if self.fault_switch else None,
+            "fault_text": self.fault,
         }
 
 
@@ -290,6 +302,7 @@ def _device_status(
         limits=limits,
         spec=rec.spec,
         problem=problem,
+        fault_switch=nbd.fault_file(directory, rec.spec.name) if rec.spec.fault else None,
     )
 
 
