@@ -35,7 +35,6 @@ from iolab.engines.server_process import (
     how_it_ended,
     kill_session,
     make_owned_dir,
-    processes,
     run_as,
     server_user,
     spawn,
@@ -43,6 +42,7 @@ from iolab.engines.server_process import (
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
 from iolab.ownership import owned_name, reap
 from iolab.process import tail
+from iolab.system import processes
 
 if TYPE_CHECKING:
     import psycopg
@@ -144,7 +144,7 @@ def _require_psycopg() -> None:
 
 def _children(pid: int) -> list[int]:
     """The direct children of ``pid``, from /proc."""
-    return [child for child, fields in processes() if len(fields) > 1 and fields[1] == str(pid)]
+    return [p.pid for p in processes.listing() if p.ppid == pid]
 
 
 def _gone(pids: Iterable[int], timeout: float) -> bool:

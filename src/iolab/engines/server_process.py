@@ -20,13 +20,13 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import IolabError, RunFailed, Unavailable
 from iolab.process import run, tail
-from iolab.system import launch
+from iolab.system import launch, processes
 
 USER_ENV = "IOLAB_SERVER_USER"
 DEFAULT_USER = "iolab"
@@ -231,26 +231,11 @@ def how_it_ended(proc: subprocess.Popen[bytes] | None, grace: float = 1.0) -> st
     return f"exit status {code}"
 
 
-def processes() -> Iterator[tuple[int, list[str]]]:
-    """Every process: its pid and the fields of ``/proc/PID/stat`` after its name (state,
-    parent, process group, session, ...)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        yield int(entry.name), stat[stat.rfind(")") + 2 :].split()
-
-
 def kill_session(leader: int, timeout: float = 10.0) -> list[int]:
     """SIGKILL what is left of a dead server's session (a postmaster's backends keep its
     session id after it died) and wait for them; returns the pids that would not go."""
     members = [
-        pid
-        for pid, fields in processes()
-        if len(fields) > 3 and fields[3] == str(leader) and fields[0] not in ("Z", "X")
+        p.pid for p in processes.listing() if p.session == leader and p.state not in ("Z", "X")
     ]
     for pid in members:
         try:
@@ -261,13 +246,5 @@ def kill_session(leader: int, timeout: float = 10.0) -> list[int]:
     left = members
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = [pid for pid in left if _running(pid)]
+        left = [pid for pid in left if processes.alive(pid)]
     return left
-
-
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")

@@ -1,5 +1,7 @@
-"""The processes of this machine, read from /proc: their command lines and parents, the tree
-under some of them, and stopping a set of them (SIGTERM, then SIGKILL after a grace time).
+"""The processes of this machine, read from /proc: their state, parent, session and command
+line, the tree under some of them, and stopping a set of them (SIGTERM, then SIGKILL after a
+grace time). The one place iolab reads the process table (servers' sessions, the testbed's
+nbdkit and nbdfuse, the fleet's Ray).
 
 What iolab stops it finds by its own paths in their command lines, and their children, so
 that a program of the same name that iolab did not start is left alone.
@@ -22,6 +24,8 @@ PROC = Path("/proc")
 class Process:
     pid: int
     ppid: int
+    state: str  # R, S, D, Z (a zombie, waiting for its parent), ...
+    session: int
     argv: tuple[str, ...]
 
 
@@ -36,9 +40,9 @@ def listing(proc: Path = PROC) -> list[Process]:
             raw = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # from the state on: ppid is the second
+        fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, session, ...
         argv = tuple(a.decode(errors="replace") for a in raw.split(b"\0") if a)
-        out.append(Process(int(entry.name), int(fields[1]), argv))
+        out.append(Process(int(entry.name), int(fields[1]), fields[0], int(fields[3]), argv))
     return out
 
 
@@ -81,10 +85,10 @@ def stop(pids: Iterable[int], grace: float = 15.0) -> list[int]:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while left and time.monotonic() < deadline:
-        left = {pid for pid in left if _alive(pid)}
+        left = {pid for pid in left if alive(pid)}
         if left:
             time.sleep(0.1)
-    killed = sorted(pid for pid in left if _alive(pid))
+    killed = sorted(pid for pid in left if alive(pid))
     for pid in killed:
         _signal(pid, signal.SIGKILL)
     return killed
@@ -95,10 +99,11 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as gone: it only waits for its parent)."""
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie or a dead task counts as gone: it only waits for its
+    parent)."""
     try:
         stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return False
-    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+    return stat[stat.rindex(")") + 2 :].split()[0] not in ("Z", "X")

@@ -28,6 +28,7 @@ from typing import Any
 
 from iolab.errors import MissingTool, RunFailed, Unavailable
 from iolab.process import require, run
+from iolab.system import processes
 from iolab.testbed import filesystems
 
 NBD = "nbd"
@@ -122,19 +123,9 @@ def unavailable_reason() -> str | None:
 def _holders(needle: str, programs: tuple[str, ...]) -> list[int]:
     """Pids of ``programs`` whose command line has the argument ``needle`` (one of iolab's
     paths under the state directory)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if not argv or Path(argv[0].decode(errors="replace")).name not in programs:
-            continue
-        if any(a.decode(errors="replace") == needle for a in argv[1:]):
-            found.append(int(entry.name))
-    return sorted(found)
+    return processes.matching(
+        lambda p: bool(p.argv) and Path(p.argv[0]).name in programs and needle in p.argv[1:]
+    )
 
 
 def nbdkit_pids(directory: Path, name: str) -> list[int]:
@@ -263,20 +254,13 @@ def _gone(pids: list[int], wait: float) -> bool:
         for pid in pids:
             with suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # our own child: reap it
-            if Path(f"/proc/{pid}").exists() and not _zombie(pid):
+            if processes.alive(pid):
                 alive.append(pid)
         if not alive:
             return True
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _stop(pids: list[int]) -> None:
