@@ -316,6 +316,16 @@ def _drift(
     return None
 
 
+def run_view(store: Store, run: RunId, summary: Mapping[str, Any], label: str) -> RunView | None:
+    """A finished run as its timeline shows it: the series the timeline draws, where each
+    query began (TPC-H), the steady part of a populate run; None without probes."""
+    probes = store.probes(run, names=timeline_report.SERIES)
+    if probes is None:
+        return None
+    marks = timeline_report.query_marks(store.query_results(run))
+    return RunView(label, run, probes, marks, timeline_report.steady_span(summary))
+
+
 def _html_parts(
     store: Store,
     cells: Sequence[StoredCell],
@@ -340,12 +350,9 @@ def _html_parts(
             else [sorted(done, key=lambda x: (x[0], x[1]))[(len(done) - 1) // 2][2]]
         )
         for run in chosen:
-            probes = store.probes(run.id, names=timeline_report.SERIES)
-            if probes is not None:
-                queries = store.query_results(run.id) if c.params.get("kind") == "tpch" else []
-                marks = timeline_report.query_marks(queries)
-                steady = timeline_report.steady_span(run.summary)
-                views.append(RunView(d.label, run.id, probes, marks, steady))
+            view = run_view(store, RunId(run.id), run.summary, d.label)
+            if view is not None:
+                views.append(view)
             if c.params.get("kind") == "disk":  # a disk cell: its run's CrystalDiskMark grid
                 passes = store.disk_passes(RunId(run.id))
                 grids.append(DiskGrid(f"{d.label} · run {run.id}", tuple(disk_summarize(passes))))

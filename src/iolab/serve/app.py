@@ -35,6 +35,7 @@ from starlette.routing import Route
 from iolab import report as report_lib
 from iolab.errors import BadInput, IolabError
 from iolab.probes.data import ProbeData
+from iolab.report import builder as report_builder
 from iolab.report import html as html_report
 from iolab.report import interactive
 from iolab.report import timeline as timeline_report
@@ -200,13 +201,11 @@ def _figure_src(view: RunView) -> str:
 def _figure_json(store: Store, request: Request) -> Response:
     """A finished run's timeline figure, as the experiment report draws it."""
     run = store.run(int(request.path_params["id"]))
-    data = store.probes(run.id, names=timeline_report.SERIES)
-    if data is None or not data.series:
+    view = report_builder.run_view(store, run.id, run.summary, f"run {run.id}")
+    if view is None or not view.probes.series:
         raise BadInput("run", run.id, "give a run whose probes recorded a timeline")
-    title = request.query_params.get("title") or f"run {run.id}"
-    marks = timeline_report.query_marks(store.query_results(run.id))
-    steady = timeline_report.steady_span(run.summary)
-    body = timeline_report.figure_json(data, title, marks, steady=steady)
+    title = request.query_params.get("title") or view.cell
+    body = timeline_report.figure_json(view.probes, title, view.marks, steady=view.steady)
     return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
 
 
