@@ -56,3 +56,18 @@ def test_diskstats_delta() -> None:
     assert delta.read_bytes == 40 * 512
     assert delta.write_bytes == 240 * 512
     assert delta.in_flight == 1
+
+
+def test_diskstats_only_the_named_devices(tmp_path: Path) -> None:
+    text = (
+        "   8       0 sda 10 0 80 5 20 0 160 7 0 12 12 0 0 0 0\n"
+        "   7       0 loop0 1 0 8 0 0 0 0 0 0 1 1 0 0 0 0\n"
+        "   8       1 sda1 9 0 72 5 20 0 160 7 0 12 12 0 0 0 0\n"
+    )
+    assert sorted(diskstats.parse(text)) == ["loop0", "sda", "sda1"]
+    assert sorted(diskstats.parse(text, {"sda1", "vdz"})) == ["sda1"]
+    source = tmp_path / "diskstats"
+    source.write_text(text)
+    read = diskstats.read(source, ["loop0"])
+    assert list(read) == ["loop0"] and read["loop0"].read_bytes == 8 * 512
+    assert diskstats.read(source) == diskstats.parse(text)

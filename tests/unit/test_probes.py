@@ -25,6 +25,7 @@ from iolab.probes.interface import (
     counter_delta,
 )
 from iolab.probes.recorder import Recorder
+from iolab.probes.standard import wait_interval
 from iolab.probes.waits import WaitTally, classify, split_event, summary_waits
 from iolab.system import diskstats
 
@@ -180,6 +181,20 @@ def test_wait_tables() -> None:
     assert got["b"].samples == 2 and got["b"].est_seconds == pytest.approx(1.0)
     assert got["a"].share == pytest.approx(0.75)
     assert got["c"].share == 0
+
+
+def test_waits_of_many_sessions_are_sampled_less_often() -> None:
+    # 10 Hz up to 16 sessions; then at least 160 session-samples a second; never below 1 Hz
+    assert [wait_interval(n) for n in (1, 16, 17, 32, 64, 100, 160, 1000)] == [
+        0.1,
+        0.1,
+        0.2,
+        0.2,
+        0.4,
+        0.7,
+        1.0,
+        1.0,
+    ]
 
 
 class Ticker:

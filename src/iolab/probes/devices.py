@@ -154,10 +154,10 @@ class DeviceProbe:
             raise ProbeUnavailable(f"none of the run's devices appears in {self._source}")
 
     def start(self, t0_wall: float) -> None:
-        self._before = diskstats.read(self._source)
+        self._before = diskstats.read(self._source, self._devices)
 
     def sample(self, t: float, dt: float) -> list[Reading]:
-        now = diskstats.read(self._source)
+        now = diskstats.read(self._source, self._devices)
         out: list[Reading] = []
         for name, role in self._devices.items():
             if name in now and name in self._before:

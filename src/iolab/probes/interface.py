@@ -136,7 +136,7 @@ class ProbeUnavailable(Exception):
 class Pace(StrEnum):
     """How often a probe is sampled, on one thread per pace."""
 
-    WAITS = "waits"  # 10 Hz throughout: wait events, a snapshot per sample
+    WAITS = "waits"  # the wait interval throughout (10 Hz): wait events, a snapshot per sample
     FINE = "fine"  # 10 Hz for a run's first 10 s, then the interval (iolab.sampling.Grid): cheap
     # samplers (a /proc file, a counter in this process, a log's new lines)
     INTERVAL = "interval"  # the interval from the start: engine counters, a query per sample

@@ -16,7 +16,7 @@ from iolab.probes.host import HostProbe
 from iolab.probes.interface import Probe
 from iolab.probes.mariadb import MariaDBProbe
 from iolab.probes.postgres import PostgresProbe
-from iolab.probes.recorder import Recorder
+from iolab.probes.recorder import WAIT_INTERVAL, Recorder
 from iolab.probes.sqlite import SQLiteProbe
 from iolab.probes.waits import MariaDBWaits, PostgresWaits
 from iolab.probes.workload import rows_probe
@@ -139,6 +139,21 @@ def disk_probes(path: Path) -> list[Probe]:
     return [DeviceProbe([("target", path)]), HostProbe()]
 
 
+SESSIONS_PER_WAIT_SAMPLE = 16  # session-samples a wait sample may bring at the full rate
+SLOWEST_WAIT_INTERVAL = 1.0
+
+
+def wait_interval(sessions: int) -> float:
+    """Seconds between two samples of the waits of ``sessions`` sessions: 0.1 s up to 16
+    sessions, then longer so that a second still brings 160 session-samples (0.4 s at 64
+    sessions), at most 1 s. Each sample reads every backend's status on the server and every
+    watched session's row in the client, beside a workload that may need every CPU: at 64
+    sessions on 2 cores, sampling at 10 Hz cost about 1 % of the load's speed
+    (bench/README.md)."""
+    steps = max(1, -(-sessions // SESSIONS_PER_WAIT_SAMPLE))
+    return min(SLOWEST_WAIT_INTERVAL, round(WAIT_INTERVAL * steps, 6))
+
+
 def populate_recorder(
     engine: Engine,
     placement: Placement,
@@ -151,7 +166,9 @@ def populate_recorder(
     if interval is None:
         return None
     probes = populate_probes(engine, placement, connections, committed)
-    return Recorder(probes, interval=interval, events=events)
+    return Recorder(
+        probes, interval=interval, wait_interval=wait_interval(len(connections)), events=events
+    )
 
 
 def disk_recorder(path: Path, interval: float | None, events: EventSink) -> Recorder | None:

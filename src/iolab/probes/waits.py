@@ -1,8 +1,9 @@
 """Wait statistics: what the database sessions were waiting for during the run.
 
-PostgreSQL (sampled at 10 Hz): ``pg_stat_activity`` of the watched sessions (the workload's
-loaders; by default every client backend of the database except the probe's own). Each sample
-counts every session once under its wait event (``IO: WALSync``, ``LWLock: WALWrite``,
+PostgreSQL (sampled at 10 Hz, less often beyond 16 sessions: see
+:func:`iolab.probes.standard.wait_interval`): ``pg_stat_activity`` of the watched sessions (the
+workload's loaders; by default every client backend of the database except the probe's own). Each
+sample counts every session once under its wait event (``IO: WALSync``, ``LWLock: WALWrite``,
 ``Lock: relation``), under ``CPU: running`` when it is active and waits for nothing, and under
 ``Client: ClientRead`` when it waits for the client's next statement. A wait's share is its part
 of all session-samples; its estimated seconds are session-seconds: each sample stands for the
@@ -32,8 +33,10 @@ from iolab.probes.interface import Findings, Pace, ProbeUnavailable, Reading, Wa
 
 CPU = ("CPU", "running")
 
+# The watched pids are written into the statement: passed as a parameter, a list of 64 cost the
+# client 70 us per sample to adapt and the server 15 us more to read (bench/README.md).
 PG_QUERY_SESSIONS = (
-    "SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE pid = ANY(%s)"
+    "SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE pid = ANY('{{{pids}}}')"
 )
 PG_QUERY_DATABASE = (
     "SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
@@ -85,7 +88,11 @@ class PostgresWaits:
 
     def __init__(self, connect: Callable[[], Any], sessions: Sequence[int] | None = None) -> None:
         self._connect = connect
-        self._sessions = list(sessions) if sessions is not None else None
+        self._query = (
+            PG_QUERY_DATABASE
+            if sessions is None
+            else PG_QUERY_SESSIONS.format(pids=",".join(str(int(s)) for s in sessions))
+        )
         self._conn: Any = None
         self.tally = WaitTally("pg_stat_activity")
 
@@ -101,10 +108,7 @@ class PostgresWaits:
         pass
 
     def sample(self, t: float, dt: float) -> list[Reading]:
-        if self._sessions is None:
-            rows = self._conn.execute(PG_QUERY_DATABASE, prepare=True).fetchall()
-        else:
-            rows = self._conn.execute(PG_QUERY_SESSIONS, (self._sessions,), prepare=True).fetchall()
+        rows = self._conn.execute(self._query, prepare=True).fetchall()
         self.tally.add([classify(*row) for row in rows], dt)
         return []
 
