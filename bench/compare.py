@@ -31,3 +31,22 @@ def geometric_mean(values: Sequence[float]) -> float:
 
 def mark(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
+
+
+def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median: the order statistics k and n-k+1
+    with k the largest such that a binomial(n, 1/2) count falls below k with probability at most
+    (1 - level) / 2; (nan, nan) for fewer than 6 values, which cannot reach 95 %."""
+    n = len(values)
+    ordered = sorted(values)
+    tail = (1.0 - level) / 2.0
+    k = 0  # how many order statistics to cut from each end
+    cumulative = 0.0
+    for i in range(n + 1):
+        cumulative += math.comb(n, i) / 2.0**n
+        if cumulative > tail:
+            break
+        k = i + 1
+    if k == 0:
+        return math.nan, math.nan
+    return ordered[k - 1], ordered[n - k]

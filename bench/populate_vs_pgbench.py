@@ -44,7 +44,8 @@ be iolab's (columns, storage, tablespace, fillfactor, index, constraints) before
 Reported per C: the median rows/s of each side, the ratio iolab client / pgbench (target
 >= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, iolab server /
 bare loop with the ratio of each round's pair (target: the pairs' median >= 0.97, PASS/FAIL
-per C; the sides alternate, so each pair ran back to back), and iolab
+per C; the sides alternate, so each pair ran back to back; with 6 rounds or more, the median's
+95 % confidence interval from the pairs' order statistics), and iolab
 client / pgbench bound (what sending the payload would cost, for information), and the load
 average at the end. This is a measurement: it exits 0 whatever the verdict (2 on bad input, 1
 when it could not run).
@@ -77,7 +78,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
-from compare import json_number, mark, ratio, spread
+from compare import json_number, mark, median_interval, ratio, spread
 from iolab.engines.interface import Layout, PopulateEngine, running
 from iolab.engines.loading import TABLE, KeyKind, LoadMethod, LoadMode, LoadSpec, TableStats
 from iolab.engines.mariadb import MariaDBEngine
@@ -620,6 +621,11 @@ class Comparison:
         return statistics.median(pairs) if pairs else math.nan
 
     @property
+    def paired_interval(self) -> tuple[float, float]:
+        """The 95 % confidence interval of the pairs' median (nan with fewer than 6 rounds)."""
+        return median_interval(self.paired_server_vs_bare())
+
+    @property
     def server_passed(self) -> bool:
         return self.paired_median >= RATIO_TARGET
 
@@ -660,6 +666,9 @@ class Comparison:
             doc["server_vs_bare"] = json_number(self.server_vs_bare)
             doc["server_vs_bare_per_round"] = [json_number(r) for r in self.paired_server_vs_bare()]
             doc["server_vs_bare_paired_median"] = json_number(self.paired_median)
+            doc["server_vs_bare_paired_median_ci95"] = [
+                json_number(v) for v in self.paired_interval
+            ]
             doc["server_verdict"] = mark(self.server_passed)
             doc["cpu_bare_vs_server"] = json_number(self.cpu_bare_vs_server)
         if PGBENCH in self.sides:
@@ -721,9 +730,9 @@ def _pgbench_lines(results: Sequence[Comparison]) -> list[str]:
 def _server_lines(results: Sequence[Comparison]) -> list[str]:
     cols = (
         "C", "rows", "iolab server", "bare loop", "server/bare", "per round", "pairs' median",
-        "verdict",
+        "95% CI", "verdict",
     )  # fmt: skip
-    row = "{:>4} {:>7} {:>12} {:>9} {:>11} {:<24} {:>13} {:>7}"
+    row = "{:>4} {:>7} {:>12} {:>9} {:>11} {:<24} {:>13} {:>11} {:>7}"
     lines = [
         "server mode: iolab's procedure vs the bare loop",
         row.format(*cols),
@@ -739,6 +748,9 @@ def _server_lines(results: Sequence[Comparison]) -> list[str]:
                 f"{r.server_vs_bare:.3f}",
                 " ".join(f"{v:.3f}" for v in r.paired_server_vs_bare()),
                 f"{r.paired_median:.3f}",
+                "-"
+                if math.isnan(low := r.paired_interval[0])
+                else f"{low:.2f}-{r.paired_interval[1]:.2f}",
                 mark(r.server_passed),
             )
         )
