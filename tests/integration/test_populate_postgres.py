@@ -370,10 +370,12 @@ def test_ready_writes_no_row_and_leaves_the_session_as_it_was(
         assert watcher.execute(f"SELECT count(*), max(id) FROM {TABLE}").fetchone() == (40, 40)
 
 
-# (method, commit_every, batch): transactions of one row, of 4 statements (3, 3, 3, 1 at the
-# end), of 2 statements of 7 rows (the last one shorter), of one 40-row statement (a group of 1)
+# (method, commit_every, batch): transactions of one row, of 5 one-row statements, of 4
+# statements (3, 3, 3, 1 at the end), of 2 statements of 7 rows (the last one shorter), of one
+# 40-row statement (a group of 1)
 SERVER_SHAPES = [
     (LoadMethod.INSERT, 1, 1),
+    (LoadMethod.INSERT, 5, 1),
     (LoadMethod.MULTIROW, 10, 3),
     (LoadMethod.MULTIROW, 14, 7),
     (LoadMethod.MULTIROW, 40, 40),
