@@ -240,6 +240,7 @@ def test_waits_and_checkpoints_so_far_go_with_the_chunks(tmp_path: Path) -> None
     assert live is not None
     (wait,) = live.waits
     assert (wait.wait_class, wait.event, wait.samples) == ("IO", "WalSync", 6)
+    assert live.wait_interval == 0.02  # session-seconds over session-samples
     (checkpoint,) = live.checkpoints
     assert (checkpoint.start_s, checkpoint.end_s, checkpoint.detail) == (
         0.02,

@@ -117,6 +117,17 @@ def count(conn: sqlite3.Connection, run: int) -> int:
     return int(n)
 
 
+def _sampled_every(waits: Sequence[WaitStat], otherwise: float) -> float:
+    """Seconds between two wait samples so far: each session-sample stands for the time since
+    the previous sample, so session-seconds over session-samples is the interval (it is longer
+    for many sessions, iolab.probes.standard.wait_interval); ``otherwise`` without samples."""
+    sampled = [w for w in waits if w.source == "pg_stat_activity"]
+    samples = sum(w.samples for w in sampled)
+    if not samples:
+        return otherwise
+    return round(sum(w.est_seconds for w in sampled) / samples, 3)
+
+
 def load(conn: sqlite3.Connection, run: int) -> ProbeData | None:
     """The series a run has flushed so far, with the waits and checkpoints found so far, or
     None when it has flushed nothing. A series' chunks are joined in order; a gap (a chunk
@@ -163,8 +174,8 @@ def load(conn: sqlite3.Connection, run: int) -> ProbeData | None:
         )
     steps = [s.interval for s in out] or [1.0]
     return ProbeData(
-        interval=max(steps),  # the slow probes' step; the wait probes' is the shorter one
-        wait_interval=min(steps),
+        interval=max(steps),  # the slow probes' step
+        wait_interval=_sampled_every(waits, min(steps)),
         duration=max([s.end_s for s in out] + [c.end_s or c.start_s for c in checkpoints] + [0.0]),
         series=tuple(out),
         waits=waits,
