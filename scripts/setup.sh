@@ -11,6 +11,7 @@ want=(fio util-linux)
 if [[ "${1:-}" == "--tests" ]]; then
     want+=(mariadb-server e2fsprogs xfsprogs chromium)
     want+=(nbdkit nbdkit-plugin-python libnbd-bin fuse3)  # testbed device models
+    want+=(strace)  # a test delays a process's exit with it
 fi
 
 missing=()

@@ -177,8 +177,10 @@ def test_ssd_read_latency_is_its_parameter(bed: Path, tmp_path: Path) -> None:
     # what the stack costs a request is what the zero-cost model shows; the model's sleep
     # also waits for the scheduler to wake it, which the zero-cost model never does: the
     # plugin wakes early by what its last sleeps overran, leaving 1-3 % over at load 6-8
-    # on a 2-core machine (2026-11-24; 4-6 % and up to 11 % before), so within 10 %
-    assert 900 <= ssd["lat"]["p50"] - null["lat"]["p50"] <= 1100
+    # on a 2-core VM (2026-11-24, 4-6 % and up to 11 % before). Nearly idle (load 1), the
+    # other hops sleep too while the request waits, and waking them costs more: 6.5-13.7 %
+    # over in 11 runs (2026-11-24, commit 5687afb), so within 20 %
+    assert 900 <= ssd["lat"]["p50"] - null["lat"]["p50"] <= 1200
 
 
 @requires_stack
@@ -250,3 +252,43 @@ def test_without_nbdkit_a_model_device_is_refused_and_a_plain_one_works(
     (dev,) = json.loads(done.stdout)
     assert (dev["name"], dev["state"], dev["model"]) == ("p", "up", None)
     testbed.down(names=["p"])
+
+
+STRACE = shutil.which("strace")
+
+
+@requires_stack
+@pytest.mark.skipif(STRACE is None, reason="strace is not installed (scripts/setup.sh --tests)")
+def test_nbdkit_outlives_a_starter_slow_to_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nbdkit 1.32 arms a parent-death SIGTERM first thing in main. Each setsid iolab starts it
+    through here takes 0.5 s to exit (strace delays its exit_group), as a loaded machine can
+    make it: nbdkit must still serve, and say nothing of a signal."""
+    real_setsid = shutil.which("setsid")
+    assert real_setsid is not None
+    base = Path(tempfile.mkdtemp(prefix="iolab-nbd-test-", dir="/var/tmp"))  # short socket path
+    try:
+        slow = base / "slow-setsid"
+        slow.write_text(
+            f"#!/bin/sh\nexec {STRACE} -o /dev/null -e trace=exit_group "
+            f'-e inject=exit_group:delay_enter=500000 {real_setsid} "$@"\n'
+        )
+        slow.chmod(0o755)
+        real_require = nbd.require
+        monkeypatch.setattr(
+            nbd,
+            "require",
+            lambda tool, how: str(slow) if tool == "setsid" else real_require(tool, how),
+        )
+        backing = base / "backing.img"
+        with backing.open("wb") as f:
+            f.truncate(16 * 1024 * 1024)
+        disk = nbd.start(base, "late", backing, {"model": "null"})
+        time.sleep(1.5)  # every delayed exit is past
+        assert nbd.nbdkit_pids(base, "late")
+        assert nbd.nbdfuse_pids(base, "late")
+        with disk.open("rb") as f:
+            assert f.read(4096) == bytes(4096)  # served
+        assert "signal" not in nbd.log_path(base, "late").read_text().lower()
+    finally:
+        nbd.stop(base, "late")
+        shutil.rmtree(base)

@@ -6,11 +6,16 @@
 Everything it makes lives under the testbed's own state directory, at paths named after the
 device: ``nbd/NAME.sock`` (nbdkit's socket; never a TCP port), ``nbd/NAME.json`` (the model's
 parameters), ``nbd/NAME.log`` (what nbdkit and nbdfuse said), ``fuse/NAME/disk`` (the file the
-loop device reads and writes). nbdkit and nbdfuse run in sessions of their own, started
-through ``setsid --fork`` so that their parent is gone at once (nbdkit 1.32 in the foreground
-was seen to get a SIGTERM when the process that started it exited), so a killed iolab leaves
-them serving; ``testbed down`` finds them again by those paths in their command
+loop device reads and writes). nbdkit and nbdfuse run in sessions of their own, so a killed
+iolab leaves them serving; ``testbed down`` finds them again by those paths in their command
 lines (/proc/PID/cmdline) and stops them, and nothing else.
+
+Each is started as ``setsid --fork setsid --fork --wait PROGRAM``: the first setsid returns at
+once, the second stays as the program's parent until the program exits. nbdkit 1.32 arms a
+parent-death SIGTERM (prctl PR_SET_PDEATHSIG) first thing in main, even without
+``--exit-with-parent``, so its parent must outlive it: under a single ``setsid --fork`` the
+parent exits right after the fork, and when a loaded machine lets nbdkit reach its prctl first,
+that exit kills it before it says anything ("nbdkit stopped: nothing in its log").
 """
 
 from __future__ import annotations
@@ -137,12 +142,20 @@ def nbdfuse_pids(directory: Path, name: str) -> list[int]:
 
 
 def _spawn(argv: list[str], log: Path) -> None:
-    """Start ``argv`` as a daemon: its own session, no parent of iolab's, output to ``log``."""
+    """Start ``argv`` as a daemon, output to ``log``: its own session, no parent of iolab's, and
+    a parent (a waiting setsid) that lives exactly as long as it does (see the module's doc)."""
     setsid = require("setsid", "install Debian's util-linux package")
     with log.open("ab") as out:
         subprocess.run(
-            [setsid, "--fork", *argv], stdin=subprocess.DEVNULL, stdout=out, stderr=out, check=True
-        )
+            [setsid, "--fork", setsid, "--fork", "--wait", *argv],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, check=True,
+        )  # fmt: skip
+
+
+def _started(needle: str, program: str) -> list[int]:
+    """Pids of ``program`` whose command line has ``needle``, and of the setsid that waits on it
+    (or is about to run it: the short while before its exec)."""
+    return _holders(needle, (program, "setsid"))
 
 
 def _tail(log: Path) -> str:
@@ -204,7 +217,7 @@ def start(
         ],
         log,
     )  # fmt: skip
-    _wait_for(lambda: _accepts(sock), lambda: nbdkit_pids(directory, name), "nbdkit", log)
+    _wait_for(lambda: _accepts(sock), lambda: _started(str(sock), "nbdkit"), "nbdkit", log)
     mnt = fuse_dir(directory, name)
     (directory / FUSE).mkdir(mode=0o700, exist_ok=True)
     mnt.mkdir(mode=0o700, exist_ok=True)
@@ -215,7 +228,7 @@ def start(
     )  # fmt: skip
     _wait_for(
         lambda: fuse_file(directory, name).exists(),
-        lambda: nbdfuse_pids(directory, name),
+        lambda: _started(str(fuse_file(directory, name)), "nbdfuse"),
         "nbdfuse",
         log,
     )
@@ -288,10 +301,10 @@ def stop(directory: Path, name: str) -> None:
         done = run([require("fusermount3", HOW["fusermount3"]), "-u", mnt], check=False)
         if done.returncode != 0 and filesystems.mounted_at(mnt) is not None:
             raise RunFailed(f"cannot unmount {mnt}: {done.stderr.strip()}")
-    pids = nbdfuse_pids(directory, name)
+    pids = _started(str(fuse_file(directory, name)), "nbdfuse")
     if pids and not _gone(pids, STOP_WAIT):
         _stop(pids)
-    pids = nbdkit_pids(directory, name)
+    pids = _started(str(socket_path(directory, name)), "nbdkit")
     if pids:
         _stop(pids)
     for path in (
