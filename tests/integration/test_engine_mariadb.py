@@ -203,3 +203,24 @@ def test_missing_server_binaries_say_how_to_install(
     assert "mariadb-server is not installed" in str(err.value)
     assert "apt-get install mariadb-server" in str(err.value)
     assert list(data.iterdir()) == []
+
+
+def test_stop_is_a_clean_shutdown_and_destroy_a_kill(open_tmp: Path) -> None:
+    """stop() lets InnoDB shut down cleanly; destroy() removes the files next, so it kills."""
+    (data,) = make_dirs(open_tmp, "data")
+    engine = MariaDBEngine(Layout(data_dirs=(data,)))
+    try:
+        engine.provision()
+        engine.start()
+        engine.stop()
+        engine.start()
+        assert engine.log_path is not None
+        with engine.log_path.open() as log:  # still readable once destroy() removed it
+            engine.destroy()
+            text = log.read()
+    finally:
+        engine.destroy()
+    assert text.count("Normal shutdown") == 1  # the stop's, not the destroy's
+    assert text.count("ready for connections") == 2
+    assert "crash recovery" not in text.lower()  # the restart found it clean
+    assert list(data.iterdir()) == []

@@ -217,6 +217,29 @@ def test_stop_escalates_to_kill(open_tmp: Path, monkeypatch: pytest.MonkeyPatch)
     assert list(data.iterdir()) == []
 
 
+def test_stop_is_a_clean_shutdown_and_destroy_an_immediate_one(open_tmp: Path) -> None:
+    """stop() keeps the cluster consistent for a restart (tpch --cold); destroy() removes it
+    next, so it halts the server without a shutdown checkpoint."""
+    (data,) = make_dirs(open_tmp, "data")
+    engine = PostgresEngine(Layout(data_dirs=(data,)))
+    try:
+        engine.provision()
+        engine.start()
+        engine.stop()
+        engine.start()
+        assert engine.log_path is not None
+        with engine.log_path.open() as log:  # still readable once destroy() removed it
+            engine.destroy()
+            text = log.read()
+    finally:
+        engine.destroy()
+    assert text.count("received fast shutdown request") == 1
+    assert "database system was shut down at" in text  # the restart found it clean
+    assert "not properly shut down" not in text
+    assert text.count("received immediate shutdown request") == 1
+    assert list(data.iterdir()) == []
+
+
 KILLED_RUN = """
 import os, signal, sys
 from pathlib import Path

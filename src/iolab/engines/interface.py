@@ -141,9 +141,14 @@ class Provisioned(ABC):
     @abstractmethod
     def stop(self) -> None: ...
 
-    def destroy(self) -> None:
-        """Stop, then remove exactly what provision() created; safe to call twice."""
+    def _halt(self) -> None:
+        """Stop for good, at once: what :meth:`destroy` removes next needs no clean shutdown (a
+        server overrides it; :meth:`stop` for an engine without one)."""
         self.stop()
+
+    def destroy(self) -> None:
+        """Halt, then remove exactly what provision() created; safe to call twice."""
+        self._halt()
         self._created = remove(self._created)
         if self._created:
             left = ", ".join(str(p) for p in self._created)
@@ -245,11 +250,8 @@ def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
         raise
     finally:
         try:
-            engine.stop()
-        finally:
-            try:
-                engine.destroy()
-            except IolabError as left:
-                if failure is None:
-                    raise
-                raise RunFailed(f"{failure}; then {left}") from failure
+            engine.destroy()  # a server is halted, not shut down cleanly: its files go next
+        except IolabError as left:
+            if failure is None:
+                raise
+            raise RunFailed(f"{failure}; then {left}") from failure
