@@ -201,7 +201,8 @@ def test_leftovers_of_killed_runs_are_reaped_and_developer_settings_pass(open_tm
 
 
 def test_stop_escalates_to_kill(open_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A postmaster that ignores shutdown requests is killed, and its backends with it."""
+    """A postmaster that ignores shutdown requests is killed, and its backends with it, and
+    the shared memory it could not remove (/dev/shm/PostgreSQL.N) is removed for it."""
     monkeypatch.setattr(postgres_module, "STOP_TIMEOUT", 1.0)
     monkeypatch.setattr(postgres_module, "QUIT_TIMEOUT", 1.0)
     (data,) = make_dirs(open_tmp, "data")
@@ -211,10 +212,16 @@ def test_stop_escalates_to_kill(open_tmp: Path, monkeypatch: pytest.MonkeyPatch)
         assert pid is not None
         children = postgres_module._children(pid)
         assert children
+        mapped = postgres_module._shared_segments(pid)
+        listed = [s for m in mapped for s in postgres_module._listed_segments(m)]
+        assert listed  # the statistics' area, which no process keeps mapped
+        segments = mapped + listed
+        assert all(p.exists() for p in segments)
         os.kill(pid, signal.SIGSTOP)  # deaf to SIGINT and SIGQUIT, not to SIGKILL
     assert_gone(pid)
     assert all(wait_dead(child, 10) for child in children)
     assert list(data.iterdir()) == []
+    assert [p for p in segments if p.exists()] == []
 
 
 def test_stop_is_a_clean_shutdown_and_destroy_an_immediate_one(open_tmp: Path) -> None:

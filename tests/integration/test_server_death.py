@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab.engines.postgres import _listed_segments, _shared_segments
 from tests.conftest import make_dirs, requires_mariadb
 from tests.integration.test_populate_cli import IOLAB, iolab
 
@@ -101,6 +102,9 @@ def kill_server_mid_load(
             time.sleep(2)  # into the load
         victim = _child_named(proc.pid, server)
         assert victim is not None, f"no {server} child of iolab"
+        mapped = _shared_segments(victim) if engine == "postgres" else []
+        segments = mapped + [s for m in mapped for s in _listed_segments(m)]
+        assert len(segments) >= 2 or engine != "postgres"  # control segment, statistics
         os.kill(victim, signal.SIGKILL)
         proc.communicate(timeout=120)
     stderr = err_file.read_text()
@@ -118,6 +122,7 @@ def kill_server_mid_load(
     time.sleep(0.5)
     assert _left_of(victim, data) == []
     assert list(data.iterdir()) == []
+    assert [p for p in segments if p.exists()] == []  # its shared memory in /dev/shm too
 
 
 def test_postgres_killed_during_the_load(open_tmp: Path, tmp_path: Path) -> None:

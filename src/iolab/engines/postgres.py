@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -147,6 +148,78 @@ def _children(pid: int) -> list[int]:
     return [p.pid for p in processes.listing() if p.ppid == pid]
 
 
+SHARED_MEMORY = Path("/dev/shm")
+
+
+def _shared_segments(session: int) -> list[Path]:
+    """The POSIX shared memory segments the server's processes map (the postmaster, whose pid
+    is its ``session``, and its children): /dev/shm/PostgreSQL.N, its dynamic shared memory
+    (the control segment, the statistics' area). PostgreSQL removes them when it shuts down,
+    and a restart of the same cluster removes those a killed one left; a cluster iolab deletes
+    is never restarted, so iolab removes what a killed server left."""
+    found: set[Path] = set()
+    for proc in processes.listing():
+        if proc.session != session:
+            continue
+        try:
+            text = Path(f"/proc/{proc.pid}/maps").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            fields = line.split(None, 5)
+            if len(fields) == 6:
+                path = Path(fields[5].removesuffix(" (deleted)"))
+                if path.parent == SHARED_MEMORY and path.name.startswith("PostgreSQL."):
+                    found.add(path)
+    return sorted(found)
+
+
+# PostgreSQL's dynamic shared memory control segment (src/backend/storage/ipc/dsm.c, versions 13
+# and later, 64-bit): a header (magic, nitems, maxitems: three uint32, then padding to 16 bytes)
+# and maxitems items of 40 bytes, each starting with its segment's handle and reference count.
+DSM_CONTROL_MAGIC = 0x9A503D32
+DSM_ITEMS_AT = 16
+DSM_ITEM_BYTES = 40
+
+
+def _listed_segments(control: Path) -> list[Path]:
+    """The segments a control segment lists as in use: those a restart of the cluster would
+    remove (dsm_cleanup_using_control_segment), such as the statistics' area, which no process
+    may map. Nothing unless the file has exactly that layout."""
+    try:
+        data = control.read_bytes()
+    except OSError:
+        return []
+    if len(data) < DSM_ITEMS_AT:
+        return []
+    magic, nitems, maxitems = struct.unpack_from("=III", data)
+    if (
+        magic != DSM_CONTROL_MAGIC
+        or len(data) != DSM_ITEMS_AT + DSM_ITEM_BYTES * maxitems
+        or nitems > maxitems
+    ):
+        return []
+    found = []
+    for i in range(nitems):
+        handle, refcount = struct.unpack_from("=II", data, DSM_ITEMS_AT + DSM_ITEM_BYTES * i)
+        if refcount != 0:
+            found.append(SHARED_MEMORY / f"PostgreSQL.{handle}")
+    return found
+
+
+def _remove_segments(mapped: Iterable[Path], uid: int) -> None:
+    """Remove what a server that could not shut down left in /dev/shm: the segments its
+    processes mapped and those its control segment lists, still owned by the server's user (a
+    name another server took since is left)."""
+    segments = list(mapped)
+    for path in list(segments):
+        segments += _listed_segments(path)
+    for path in dict.fromkeys(segments):
+        with contextlib.suppress(OSError):
+            if path.stat().st_uid == uid:
+                path.unlink()
+
+
 def _gone(pids: Iterable[int], timeout: float) -> bool:
     """Wait until none of ``pids`` exists (or is a zombie); True when they are all gone."""
     deadline = time.monotonic() + timeout
@@ -189,6 +262,7 @@ class PostgresEngine(Provisioned):
         self._temp_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._pid: int | None = None
+        self._segments: list[Path] = []  # the postmaster's shared memory in /dev/shm
         self._tablespaces: list[str] = []
         self._version: str | None = None
         self._known_settings: set[str] | None = None
@@ -486,6 +560,7 @@ class PostgresEngine(Provisioned):
         try:
             if not self._tablespaces:  # the first start; a restart finds the database there
                 self._create_database(conn)
+            self._segments = _shared_segments(self._proc.pid)  # this backend maps them all
         finally:
             conn.close()
 
@@ -613,15 +688,19 @@ class PostgresEngine(Provisioned):
         proc = self._proc
         if proc is None:
             return
+        clean = False
         try:
             if proc.poll() is None:
-                self._shutdown(proc, steps)
+                clean = self._shutdown(proc, steps)
             else:
                 left = kill_session(proc.pid)
                 if left:
                     raise RunFailed(f"PostgreSQL processes {left} did not exit after SIGKILL")
         finally:
             self._proc = None
+            if not clean and self._segments:
+                _remove_segments(self._segments, self.user.uid)
+            self._segments = []
 
     def died(self, grace: float = 1.0) -> str | None:
         """How the server ended when it was not stopped ("signal 9"), else None."""
@@ -629,12 +708,13 @@ class PostgresEngine(Provisioned):
 
     def _shutdown(
         self, proc: subprocess.Popen[bytes], steps: tuple[tuple[signal.Signals, float], ...]
-    ) -> None:
+    ) -> bool:
+        """True when the server shut down on one of ``steps``; False when it was killed."""
         for sig, wait in steps:
             try:
                 proc.send_signal(sig)
                 proc.wait(wait)
-                return
+                return True
             except subprocess.TimeoutExpired:
                 continue
         # Backends leave their own sessions; kill them along with the postmaster.
@@ -645,6 +725,7 @@ class PostgresEngine(Provisioned):
         proc.wait()
         if not _gone(children, 10.0):
             raise RunFailed(f"PostgreSQL processes {children} did not exit after SIGKILL")
+        return False
 
     # -- helpers ---------------------------------------------------------------------------------
 
