@@ -23,7 +23,8 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -220,6 +221,13 @@ def _remove_segments(mapped: Iterable[Path], uid: int) -> None:
                 path.unlink()
 
 
+def _segments_sweeper(uid: int, session: int) -> Callable[[], None]:
+    """What removes, once ``session``'s processes are killed, the shared memory they had (an
+    initdb stopped by Ctrl-C: its single-user postgres made it)."""
+    mapped = _shared_segments(session)
+    return partial(_remove_segments, mapped, uid)
+
+
 def _gone(pids: Iterable[int], timeout: float) -> bool:
     """Wait until none of ``pids`` exists (or is a zombie); True when they are all gone."""
     deadline = time.monotonic() + timeout
@@ -397,6 +405,7 @@ class PostgresEngine(Provisioned):
                 reach=[*self.install_dirs, *targets],
                 env=_server_env(),
                 timeout=INITDB_TIMEOUT,
+                before_kill=partial(_segments_sweeper, user.uid),
             )
             with log.open("a") as f:
                 f.write(out)

@@ -20,7 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,11 +183,14 @@ def run_as(
     reach: Iterable[Path] = (),
     env: dict[str, str] | None = None,
     timeout: float | None = None,
+    before_kill: Callable[[int], Callable[[], None]] | None = None,
 ) -> str:
     """Run a short tool (initdb, mariadb-install-db) as ``user``; returns its output.
 
     ``reach``: the directories it works in, as for :func:`spawn`. It gets SIGKILL when iolab
     dies (parent-death signal), and on Ctrl-C its whole process group is killed.
+    ``before_kill``: given the session's leader before that kill, it returns what to do after
+    it (remove what the killed processes could not, as PostgreSQL's shared memory).
     """
     args = _as_user(argv, user, reach, "KILL")  # and dies with iolab
     proc = subprocess.Popen(
@@ -202,9 +205,12 @@ def run_as(
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except BaseException:  # Ctrl-C, a time-out: nothing of it may outlive it in its directories
+        after = before_kill(proc.pid) if before_kill is not None else None
         kill_session(proc.pid)
         proc.kill()
         proc.wait()
+        if after is not None:
+            after()
         raise
     if proc.returncode != 0:
         raise RunFailed(
