@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from iolab.engines.mariadb import MariaDBEngine
+from iolab.engines.postgres import PostgresEngine
+
 IOLAB = [sys.executable, "-m", "iolab"]
 SF = "0.01"
 # rows of each query's answer at SF 0.01 (the reference's)
@@ -90,3 +93,19 @@ def placed_under(doc: dict[str, object], directory: Path) -> int:
     placement = doc["placement"]
     assert isinstance(placement, dict)
     return sum(p["bytes"] for p in placement["data"] if Path(p["path"]).is_relative_to(directory))
+
+
+def log_of_stop_restart_destroy(engine: PostgresEngine | MariaDBEngine) -> str:
+    """The server's log through provision, start, stop(), start and destroy(), read through a
+    descriptor opened before destroy() removed it."""
+    try:
+        engine.provision()
+        engine.start()
+        engine.stop()
+        engine.start()
+        assert engine.log_path is not None
+        with engine.log_path.open() as log:
+            engine.destroy()
+            return log.read()
+    finally:
+        engine.destroy()

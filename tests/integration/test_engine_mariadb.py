@@ -10,6 +10,7 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.errors import BadInput, RunFailed
 from tests.conftest import make_dirs, requires_mariadb
+from tests.integration.conftest import log_of_stop_restart_destroy
 
 pytestmark = [
     pytest.mark.integration,
@@ -208,18 +209,7 @@ def test_missing_server_binaries_say_how_to_install(
 def test_stop_is_a_clean_shutdown_and_destroy_a_kill(open_tmp: Path) -> None:
     """stop() lets InnoDB shut down cleanly; destroy() removes the files next, so it kills."""
     (data,) = make_dirs(open_tmp, "data")
-    engine = MariaDBEngine(Layout(data_dirs=(data,)))
-    try:
-        engine.provision()
-        engine.start()
-        engine.stop()
-        engine.start()
-        assert engine.log_path is not None
-        with engine.log_path.open() as log:  # still readable once destroy() removed it
-            engine.destroy()
-            text = log.read()
-    finally:
-        engine.destroy()
+    text = log_of_stop_restart_destroy(MariaDBEngine(Layout(data_dirs=(data,))))
     assert text.count("Normal shutdown") == 1  # the stop's, not the destroy's
     assert text.count("ready for connections") == 2
     assert "crash recovery" not in text.lower()  # the restart found it clean

@@ -21,6 +21,7 @@ from iolab.engines.server_process import server_user
 from iolab.errors import BadInput, MissingTool, RunFailed, Unavailable
 from iolab.ownership import owned_name
 from tests.conftest import is_root, make_dirs
+from tests.integration.conftest import log_of_stop_restart_destroy
 
 pytestmark = pytest.mark.integration
 
@@ -228,18 +229,7 @@ def test_stop_is_a_clean_shutdown_and_destroy_an_immediate_one(open_tmp: Path) -
     """stop() keeps the cluster consistent for a restart (tpch --cold); destroy() removes it
     next, so it halts the server without a shutdown checkpoint."""
     (data,) = make_dirs(open_tmp, "data")
-    engine = PostgresEngine(Layout(data_dirs=(data,)))
-    try:
-        engine.provision()
-        engine.start()
-        engine.stop()
-        engine.start()
-        assert engine.log_path is not None
-        with engine.log_path.open() as log:  # still readable once destroy() removed it
-            engine.destroy()
-            text = log.read()
-    finally:
-        engine.destroy()
+    text = log_of_stop_restart_destroy(PostgresEngine(Layout(data_dirs=(data,))))
     assert text.count("received fast shutdown request") == 1
     assert "database system was shut down at" in text  # the restart found it clean
     assert "not properly shut down" not in text
