@@ -558,21 +558,24 @@ class MariaDBEngine(Provisioned):
         return how_it_ended(self._proc, grace)
 
     def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()  # mariadbd shuts down cleanly on SIGTERM
-        try:
-            proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        """SIGTERM, on which mariadbd shuts down cleanly; SIGKILL after STOP_TIMEOUT."""
+        self._end(clean=True)
 
     def _halt(self) -> None:
         """SIGKILL: the data directory is removed next, so InnoDB needs no clean shutdown (its
         flush of the buffer pool and the log), which a device failing its writes can hold up."""
+        self._end(clean=False)
+
+    def _end(self, clean: bool) -> None:
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
+        if clean:
+            proc.terminate()
+            try:
+                proc.wait(timeout=STOP_TIMEOUT)
+                return
+            except subprocess.TimeoutExpired:
+                pass
         proc.kill()
         proc.wait()
