@@ -102,8 +102,14 @@ CASES = {
         'data_dirs = ["{data}"]\nwal_dir = "device:bad"',
         'data_dirs = ["{data}"]\nwal_dir = "device:good"',
         postgres_loading,
-        # the loader whose backend hit the error, or one the crash restart cut off first
-        ("Input/output error", "server closed the connection unexpectedly"),
+        # the loader whose backend hit the error, or one the crash restart cut off first; or
+        # the server's own log when its recovery could not write either and it shut down
+        (
+            "Input/output error",
+            "server closed the connection unexpectedly",
+            "crash of another server process",
+            "Read-only file system",
+        ),
     ),
 }
 
