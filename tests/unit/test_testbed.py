@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,23 @@ def test_defaults_and_option_forms() -> None:
         ({"size": "1GiB", "direct_io": "yes"}, "devices.d.direct_io", "true or false"),
         ({"size": "1GiB", "rotational": 1}, "devices.d.rotational", "true (a disk)"),
         ({"size": 16 * 2**20 + 1}, "devices.d.size", "multiple of 4 KiB"),
+        # not a number the kernel's throttle can take (nan and inf raised ValueError and
+        # OverflowError before)
+        ({"size": "1GiB", "read_mbps": math.nan}, "devices.d.read_mbps", "MB/s (decimal"),
+        ({"size": "1GiB", "write_mbps": math.inf}, "devices.d.write_mbps", "MB/s (decimal"),
+        ({"size": "1GiB", "read_mbps": 1e300}, "devices.d.read_mbps", "at most 18446744073709"),
+        # the kernel keeps 32 bits of an IOPS limit: 4294967301 was written and read back as 5
+        ({"size": "1GiB", "read_iops": 4294967301}, "devices.d.read_iops", "at most 4294967294"),
+        ({"size": "1GiB", "write_iops": 2**32 - 1}, "devices.d.write_iops", "at most 4294967294"),
+        # mounted read-only, the device failed `up` with "Read-only file system" (an OSError)
+        ({"size": "1GiB", "mount_options": "noatime,ro"}, "devices.d.mount_options", "'ro'"),
+        ({"size": "1GiB", "mount_options": ["ro"]}, "devices.d.mount_options", "read-write"),
+        # a RAID member is a disk or an SSD, as the docs say ("null" was taken before)
+        (
+            {"size": "1GiB", "model": "raid0", "members": 2, "member": {"model": "null"}},
+            "devices.d.member.model",
+            "a member is one device: 'hdd' or 'ssd'",
+        ),
     ],
 )
 def test_bad_device_names_the_key_path(device: dict[str, Any], field: str, allowed: str) -> None:
@@ -243,3 +261,12 @@ def test_resolve_path_without_a_testbed(tmp_path: Path, monkeypatch: pytest.Monk
         "--wal-dir: 'device:hdd/wal' is not allowed; no testbed device is up; bring some up "
         "with `iolab testbed up TESTBED.toml`"
     )
+
+
+def test_the_largest_limits_the_kernel_holds_are_taken() -> None:
+    (spec,) = parse_devices(
+        {"d": {"size": "1GiB", "read_iops": 2**32 - 2, "write_mbps": 18446744073709}}
+    )
+    assert spec.limits.read_iops == 4294967294  # the kernel's "no limit" is one more
+    bps = spec.limits.write_bps
+    assert bps is not None and 18446744073709 * 10**6 <= bps < 2**64 - 1
