@@ -229,6 +229,35 @@ def test_up_status_down_round_trip(bed: Path, backing: Path, tmp_path: Path) -> 
     assert iolab("testbed", "down").stdout.strip() == "no testbed devices were up"
 
 
+def iolab_unread(*args: str) -> int:
+    """Run ``iolab ARGS`` with stdout and stderr on a pipe whose reader has gone (as
+    ``| head -1`` leaves it once head has its line): its exit code."""
+    read, write = os.pipe()
+    os.close(read)  # every write of iolab's fails with a broken pipe
+    try:
+        proc = subprocess.Popen([*IOLAB, *args], stdout=write, stderr=write)
+    finally:
+        os.close(write)
+    return proc.wait(timeout=600)
+
+
+@requires_testbed
+def test_down_finishes_when_its_output_is_not_read(bed: Path, backing: Path) -> None:
+    # `iolab testbed down 2>&1 | head -1` stopped after the first device (exit 1): data was left
+    # "broken: not mounted" with its loop device attached, wal still up
+    testbed.up(
+        testbed.parse_devices(
+            {
+                "data": {"size": "64MiB", "backing_dir": str(backing), "write_iops": 100},
+                "wal": {"size": "64MiB", "backing_dir": str(backing)},
+            }
+        )
+    )
+    assert iolab_unread("testbed", "down") == 0
+    assert testbed.status() == []
+    assert_nothing_left(bed, backing)
+
+
 @requires_testbed
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 def test_write_iops_limit_holds_at_qd1(bed: Path, backing: Path, results_db: Path) -> None:
