@@ -38,6 +38,7 @@ from iolab.testbed.state import (
     CgroupRecord,
     DeviceRecord,
     State,
+    ensure_mounts,
     is_default_dir,
     load,
     locked,
@@ -443,6 +444,7 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         rec = replace(rec, formatted=True)
         state = state.with_device(rec)
         save(directory, state)
+        ensure_mounts(directory)
         rec.mount_point.mkdir(mode=0o755, exist_ok=True)
         if filesystems.mounted_at(rec.mount_point) is not None or any(rec.mount_point.iterdir()):
             raise RunFailed(f"{rec.mount_point} is in use; run `iolab testbed down` first")
