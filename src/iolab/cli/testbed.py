@@ -115,7 +115,9 @@ def down(
 @app.command("status")
 def status(as_json: JsonOption = False) -> None:
     """List the testbed's devices: state, mount point, loop device (maj:min), size,
-    filesystem, model and fault (failing now or armed), limits in force and backing file."""
+    filesystem, model and fault (failing now or armed), limits in force and backing file. A
+    model device is broken when its nbdkit or nbdfuse is gone or its FUSE file does not answer
+    a stat within 2 s; `up` makes a broken device afresh."""
     devices = testbed.status()
     if as_json:
         print(json.dumps([d.as_json() for d in devices], indent=2))

@@ -270,8 +270,10 @@ def _loop_devs(
 def _problem(rec: DeviceRecord, attached: list[loops.Loop], directory: Path) -> str | None:
     if not rec.mounted:
         return "half made (the iolab that made it stopped before it was mounted)"
-    if rec.spec.model is not None and not nbd.running(directory, rec.spec.name):
-        return "its nbdkit or nbdfuse is gone (killed, or the machine rebooted?)"
+    if rec.spec.model is not None:
+        stack = nbd.problem(directory, rec.spec.name)
+        if stack is not None:
+            return stack
     if not attached:
         return "its loop device is gone (the machine rebooted?)"
     mount = filesystems.mounted_at(rec.mount_point)
