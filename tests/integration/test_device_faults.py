@@ -265,3 +265,45 @@ def test_status_says_a_hung_model_device_is_broken_instead_of_hanging(k2: Path) 
     )
     (dev,) = json.loads(iolab("testbed", "status", "--json").stdout)
     assert dev["state"] == "up"  # answering again
+
+
+def test_a_run_whose_device_loses_its_nbdkit_names_the_device(
+    k2: Path, open_tmp: Path, results_db: Path
+) -> None:
+    # kill -9 of the nbdkit under --wal-dir ended the run with PostgreSQL's "could not create
+    # file "pg_wal/xlogtemp...": Read-only file system" and nothing about the device
+    (data,) = make_dirs(open_tmp, "data")
+    out_file, err_file = open_tmp / "out", open_tmp / "err"
+    with out_file.open("w") as out, err_file.open("w") as err:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "iolab", "populate", "--engine", "postgres",
+                "--data-dir", str(data), "--wal-dir", "device:k2", "--rows", "6000",
+                "--connections", "2",
+            ],
+            stdout=out, stderr=err, text=True,
+        )  # fmt: skip
+    (nbdkit,) = nbd.nbdkit_pids(k2, "k2")
+    signal_when(
+        proc,
+        lambda: (
+            [s for s, _ in runs(results_db)] == ["running"] and postgres_loading(k2 / "mnt" / "k2")
+        ),
+        0,
+        what="the load on the device",
+        timeout=120,
+    )
+    os.kill(nbdkit, signal.SIGKILL)
+    proc.wait(timeout=300)
+    err = err_file.read_text()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    ((status, error),) = runs(results_db)
+    assert status == "failed"
+    assert error is not None and "\n" not in error
+    assert error.endswith(
+        "device:k2 stopped serving: its nbdkit is gone (killed, or the machine rebooted?)"
+    ), error
+    assert "device:k2 stopped serving: its nbdkit is gone" in " ".join(err.split())
+    assert servers_of(open_tmp) == []
+    assert list(data.iterdir()) == []
