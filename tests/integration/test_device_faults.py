@@ -7,6 +7,10 @@ shutdown after the PANIC waited 60 s).
 The run on the failing device is recorded failed with one line that names the engine's error
 and the device (not a traceback), the experiment goes on to its next run, and when it ends
 no server, nbdkit, nbdfuse, loop device, mount or file of the testbed is left.
+
+The stack under a model device failing too: a run whose nbdkit is killed names the device and
+what is gone; a device whose nbdfuse was killed or stopped is ``broken`` in ``testbed status``
+(which answers in seconds, not hanging on the stopped FUSE file), and ``up`` makes it afresh.
 """
 
 from __future__ import annotations
