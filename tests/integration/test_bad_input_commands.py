@@ -133,6 +133,11 @@ TESTBED = [
     (["testbed", "up", "{tmp}/bad-fs.toml"], "filesystem"),
     (["testbed", "up", "{tmp}/bad-iops.toml"], "write_iops"),
     (["testbed", "up", "{tmp}/bad-fault.toml"], "devices.a.fault.error: 'EBUSY'"),
+    (["testbed", "up", "{tmp}/nan-mbps.toml"], "devices.a.read_mbps: nan"),
+    (["testbed", "up", "{tmp}/inf-mbps.toml"], "devices.a.write_mbps: inf"),
+    (["testbed", "up", "{tmp}/read-only.toml"], "devices.a.mount_options: 'ro'"),
+    (["testbed", "up", "{tmp}/wrapping-iops.toml"], "devices.a.read_iops: 4294967301"),
+    (["testbed", "up", "{tmp}/null-member.toml"], "devices.a.member.model: 'null'"),
 ]
 DEMO = [
     (["demo", "--rows", "0"], "--rows"),
@@ -147,6 +152,13 @@ TESTBEDS = {
     "bad-fs.toml": '[devices.a]\nsize = "64MiB"\nfilesystem = "fat12"\n',
     "bad-iops.toml": '[devices.a]\nsize = "64MiB"\nwrite_iops = -3\n',
     "bad-fault.toml": '[devices.a]\nsize = "64MiB"\nmodel = "null"\nfault = { error = "EBUSY" }\n',
+    "nan-mbps.toml": '[devices.a]\nsize = "64MiB"\nread_mbps = nan\n',
+    "inf-mbps.toml": '[devices.a]\nsize = "64MiB"\nwrite_mbps = inf\n',
+    "read-only.toml": '[devices.a]\nsize = "64MiB"\nmount_options = "ro"\n',
+    "wrapping-iops.toml": '[devices.a]\nsize = "64MiB"\nread_iops = 4294967301\n',
+    "null-member.toml": (
+        '[devices.a]\nsize = "64MiB"\nmodel = "raid0"\nmembers = 2\nmember = { model = "null" }\n'
+    ),
 }
 
 

@@ -7,6 +7,7 @@ cgroup are its own; a fixture takes down whatever a failing test left.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -227,6 +228,92 @@ def test_up_status_down_round_trip(bed: Path, backing: Path, tmp_path: Path) -> 
     assert_nothing_left(bed, backing)
     assert iolab("testbed", "status").stdout.strip() == "no testbed devices are up"
     assert iolab("testbed", "down").stdout.strip() == "no testbed devices were up"
+
+
+def waits_for_lock(pid: int, directory: Path) -> bool:
+    """True when process ``pid`` waits for the flock on ``directory`` (/proc/locks)."""
+    inode = str(directory.stat().st_ino)
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        waiting = "->" in fields and "FLOCK" in fields and str(pid) in fields
+        if waiting and fields[-3].rsplit(":", 1)[-1] == inode:
+            return True
+    return False
+
+
+def wait_until(ready: Any, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, f"{what} never came"
+        time.sleep(0.02)
+
+
+@requires_testbed
+def test_an_up_that_waited_for_a_down_of_the_last_device_finds_its_directories(
+    bed: Path, backing: Path, tmp_path: Path
+) -> None:
+    # `up` made mnt/ before it took the lock, and the `down` that held it removed mnt/ with its
+    # last device: the `up` then failed with FileNotFoundError: .../mnt/b
+    testbed.up(testbed.parse_devices({"a": {"size": "64MiB", "backing_dir": str(backing)}}))
+    file = write_testbed(tmp_path / "b.toml", {"b": {"size": "64MiB", "backing_dir": str(backing)}})
+    env = {**os.environ, "IOLAB_TESTBED_DIR": str(bed)}
+    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    lock = os.open(bed, os.O_RDONLY | os.O_DIRECTORY)
+    up_b = down = None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the lock held between the two
+        up_b = subprocess.Popen([*IOLAB, "testbed", "up", str(file)], env=env, **pipes)
+        wait_until(lambda: waits_for_lock(up_b.pid, bed), "up b waiting for the lock")
+        up_b.send_signal(signal.SIGSTOP)  # so that the down goes first
+        down = subprocess.Popen([*IOLAB, "testbed", "down"], env=env, **pipes)
+        wait_until(lambda: waits_for_lock(down.pid, bed), "down waiting for the lock")
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        down_out, down_err = down.communicate(timeout=300)
+        assert down.returncode == 0, down_err
+        assert down_out.strip() == "taken down: a"
+        assert not (bed / "mnt").exists()  # the last device's down removes mnt/
+        up_b.send_signal(signal.SIGCONT)
+        _, up_err = up_b.communicate(timeout=300)
+        assert up_b.returncode == 0, up_err
+    finally:
+        os.close(lock)
+        for proc in (up_b, down):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+                proc.wait()
+    ((name, state),) = [(d.name, d.up) for d in testbed.status()]
+    assert (name, state) == ("b", True)
+    assert mounts_under(bed) == [str(bed / "mnt" / "b")]
+
+
+def iolab_unread(*args: str) -> int:
+    """Run ``iolab ARGS`` with stdout and stderr on a pipe whose reader has gone (as
+    ``| head -1`` leaves it once head has its line): its exit code."""
+    read, write = os.pipe()
+    os.close(read)  # every write of iolab's fails with a broken pipe
+    try:
+        proc = subprocess.Popen([*IOLAB, *args], stdout=write, stderr=write)
+    finally:
+        os.close(write)
+    return proc.wait(timeout=600)
+
+
+@requires_testbed
+def test_down_finishes_when_its_output_is_not_read(bed: Path, backing: Path) -> None:
+    # `iolab testbed down 2>&1 | head -1` stopped after the first device (exit 1): data was left
+    # "broken: not mounted" with its loop device attached, wal still up
+    testbed.up(
+        testbed.parse_devices(
+            {
+                "data": {"size": "64MiB", "backing_dir": str(backing), "write_iops": 100},
+                "wal": {"size": "64MiB", "backing_dir": str(backing)},
+            }
+        )
+    )
+    assert iolab_unread("testbed", "down") == 0
+    assert testbed.status() == []
+    assert_nothing_left(bed, backing)
 
 
 @requires_testbed

@@ -742,6 +742,32 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         'devices.ssd.size: missing; give the device size, e.g. size = "20GiB"',
     ),
     (
+        "device-mbps-nan",
+        exp(extra='[devices.ssd]\nsize = "1GiB"\nread_mbps = nan'),
+        "devices.ssd.read_mbps: nan {} give MB/s (decimal megabytes) > 0, e.g. 150 or 0.5, or "
+        "leave the key out for no limit",
+    ),
+    (
+        "device-iops-above-the-kernel",
+        exp(extra='[devices.ssd]\nsize = "1GiB"\nread_iops = 4294967301'),
+        "devices.ssd.read_iops: 4294967301 {} give at most 4294967294 I/Os per second (the "
+        "kernel's limit holds no more), or leave the key out for no limit",
+    ),
+    (
+        "device-read-only",
+        exp(extra='[devices.ssd]\nsize = "1GiB"\nmount_options = "ro"'),
+        "devices.ssd.mount_options: 'ro' {} leave out 'ro': iolab writes to a testbed device "
+        "(its mount point, then the runs' files), so it is mounted read-write",
+    ),
+    (
+        "device-null-member",
+        exp(
+            extra='[devices.ssd]\nsize = "1GiB"\nmodel = "raid0"\nmembers = 2\n'
+            'member = { model = "null" }'
+        ),
+        "devices.ssd.member.model: 'null' {} a member is one device: 'hdd' or 'ssd'",
+    ),
+    (
         "toml-syntax",
         exp() + "\n[broken\n",
         "{tmp}/exp.toml: 'TOML' {} fix the syntax: Expected ']' at the end of a table declaration "

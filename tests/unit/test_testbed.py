@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import math
+import os
+import threading
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,7 +17,7 @@ from iolab.errors import BadInput
 from iolab.testbed import DeviceSpec, Limits, load_file, parse_devices, resolve_path
 from iolab.testbed.cgroups import V2_KEYS, find_hierarchy, limits_of, set_limits
 from iolab.testbed.filesystems import mkfs_argv
-from iolab.testbed.state import CgroupRecord, DeviceRecord, State, load, save
+from iolab.testbed.state import CgroupRecord, DeviceRecord, State, load, locked, save
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -102,6 +107,23 @@ def test_defaults_and_option_forms() -> None:
         ({"size": "1GiB", "direct_io": "yes"}, "devices.d.direct_io", "true or false"),
         ({"size": "1GiB", "rotational": 1}, "devices.d.rotational", "true (a disk)"),
         ({"size": 16 * 2**20 + 1}, "devices.d.size", "multiple of 4 KiB"),
+        # not a number the kernel's throttle can take (nan and inf raised ValueError and
+        # OverflowError before)
+        ({"size": "1GiB", "read_mbps": math.nan}, "devices.d.read_mbps", "MB/s (decimal"),
+        ({"size": "1GiB", "write_mbps": math.inf}, "devices.d.write_mbps", "MB/s (decimal"),
+        ({"size": "1GiB", "read_mbps": 1e300}, "devices.d.read_mbps", "at most 18446744073709"),
+        # the kernel keeps 32 bits of an IOPS limit: 4294967301 was written and read back as 5
+        ({"size": "1GiB", "read_iops": 4294967301}, "devices.d.read_iops", "at most 4294967294"),
+        ({"size": "1GiB", "write_iops": 2**32 - 1}, "devices.d.write_iops", "at most 4294967294"),
+        # mounted read-only, the device failed `up` with "Read-only file system" (an OSError)
+        ({"size": "1GiB", "mount_options": "noatime,ro"}, "devices.d.mount_options", "'ro'"),
+        ({"size": "1GiB", "mount_options": ["ro"]}, "devices.d.mount_options", "read-write"),
+        # a RAID member is a disk or an SSD, as the docs say ("null" was taken before)
+        (
+            {"size": "1GiB", "model": "raid0", "members": 2, "member": {"model": "null"}},
+            "devices.d.member.model",
+            "a member is one device: 'hdd' or 'ssd'",
+        ),
     ],
 )
 def test_bad_device_names_the_key_path(device: dict[str, Any], field: str, allowed: str) -> None:
@@ -243,3 +265,59 @@ def test_resolve_path_without_a_testbed(tmp_path: Path, monkeypatch: pytest.Monk
         "--wal-dir: 'device:hdd/wal' is not allowed; no testbed device is up; bring some up "
         "with `iolab testbed up TESTBED.toml`"
     )
+
+
+def test_the_largest_limits_the_kernel_holds_are_taken() -> None:
+    (spec,) = parse_devices(
+        {"d": {"size": "1GiB", "read_iops": 2**32 - 2, "write_mbps": 18446744073709}}
+    )
+    assert spec.limits.read_iops == 4294967294  # the kernel's "no limit" is one more
+    bps = spec.limits.write_bps
+    assert bps is not None and 18446744073709 * 10**6 <= bps < 2**64 - 1
+
+
+def test_a_lock_taken_on_a_state_directory_removed_meanwhile_is_taken_again(
+    tmp_path: Path,
+) -> None:
+    """``down`` of the last device removes iolab's own state directory with the lock held; one
+    who waited for the lock then holds it on the new directory, not on the removed one (where
+    a third could take it beside them)."""
+    directory = tmp_path / "testbed"
+    got: list[tuple[int, bool]] = []
+
+    def waiter() -> None:
+        with locked(directory):
+            links = directory.stat().st_nlink
+            probe = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                free = True
+            except BlockingIOError:
+                free = False
+            finally:
+                os.close(probe)
+            got.append((links, free))
+
+    with locked(directory):
+        removed = directory.stat()
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not _waits(removed.st_ino):
+            assert time.monotonic() < deadline, "the second never waited for the lock"
+            time.sleep(0.01)
+        for d in (directory / "mnt", directory):  # as remove_dirs does for iolab's own
+            if d.exists():
+                d.rmdir()
+    thread.join(30)
+    # the directory is there again, and its lock is held: no one else could take it meanwhile
+    assert got == [(2, False)]
+
+
+def _waits(inode: int) -> bool:
+    """Someone waits for an flock on the file ``inode`` (/proc/locks)."""
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and fields[-3].rsplit(":", 1)[-1] == str(inode):
+            return True
+    return False

@@ -23,7 +23,7 @@ from iolab.cli import (
     timeline,
     tpch,
 )
-from iolab.cli.console import stderr
+from iolab.cli.console import guarded, stderr
 from iolab.errors import IolabError
 from iolab.redaction import redact
 
@@ -74,20 +74,23 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
 def run() -> None:
     """Entry point: errors meant for people become one line and an exit code, never a traceback.
 
-    typer renders usage errors itself (exit 2) and turns Ctrl-C into exit 130.
+    typer renders usage errors itself (exit 2) and turns Ctrl-C into exit 130. Output whose
+    reader has gone (``| head -1``) is dropped and the command finishes its work, exiting as
+    it would have (see :mod:`iolab.cli.console`).
     """
     signal.signal(signal.SIGTERM, _terminate)
-    try:
-        app()
-    except IolabError as exc:
-        stderr.print(
-            f"[bold red]error:[/] {escape(redact(str(exc)))}", highlight=False, soft_wrap=True
-        )
-        sys.exit(exc.exit_code)
-    except SystemExit as exc:
-        if exc.code == INTERRUPTED:
-            stderr.print("[yellow]interrupted[/]: cleaned up; finished results are kept")
-        raise
+    with guarded():
+        try:
+            app()
+        except IolabError as exc:
+            stderr.print(
+                f"[bold red]error:[/] {escape(redact(str(exc)))}", highlight=False, soft_wrap=True
+            )
+            sys.exit(exc.exit_code)
+        except SystemExit as exc:
+            if exc.code == INTERRUPTED:
+                stderr.print("[yellow]interrupted[/]: cleaned up; finished results are kept")
+            raise
 
 
 INTERRUPTED = 130

@@ -97,7 +97,8 @@ def down(
     iolab's own socket and FUSE paths in their command lines). Also cleans what a crashed run
     left behind. Only what carries iolab's mark is removed (its loop file with the recorded
     inode and token, its own mount points and cgroup); anything else the state names is left
-    in place and named in a warning. A state directory or file others could write is refused."""
+    in place and named in a warning. A state directory or file others could write is refused.
+    Output that is no longer read (`| head -1`) does not stop it: every device is taken down."""
     with ProgressView() as view:
         done = testbed.down(view, names or None)
     if done:
@@ -114,7 +115,9 @@ def down(
 @app.command("status")
 def status(as_json: JsonOption = False) -> None:
     """List the testbed's devices: state, mount point, loop device (maj:min), size,
-    filesystem, model and fault (failing now or armed), limits in force and backing file."""
+    filesystem, model and fault (failing now or armed), limits in force and backing file. A
+    model device is broken when its nbdkit or nbdfuse is gone or its FUSE file does not answer
+    a stat within 2 s; `up` makes a broken device afresh."""
     devices = testbed.status()
     if as_json:
         print(json.dumps([d.as_json() for d in devices], indent=2))

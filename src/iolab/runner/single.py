@@ -118,7 +118,8 @@ def execute_run(
 
 def _name_failing_devices(done: Executed, marks: dict[str, int]) -> None:
     """A run that failed on a model device whose requests failed (a fault, a full backing
-    file) says so: the engine's "disk I/O error" alone does not name the device."""
+    file) or whose nbdkit or nbdfuse is gone says so: the engine's "disk I/O error" or
+    "Read-only file system" alone does not name the device."""
     try:
         note = errors_note(marks)
     except (IolabError, OSError):

@@ -38,6 +38,7 @@ from iolab.testbed.state import (
     CgroupRecord,
     DeviceRecord,
     State,
+    ensure_mounts,
     is_default_dir,
     load,
     locked,
@@ -269,8 +270,10 @@ def _loop_devs(
 def _problem(rec: DeviceRecord, attached: list[loops.Loop], directory: Path) -> str | None:
     if not rec.mounted:
         return "half made (the iolab that made it stopped before it was mounted)"
-    if rec.spec.model is not None and not nbd.running(directory, rec.spec.name):
-        return "its nbdkit or nbdfuse is gone (killed, or the machine rebooted?)"
+    if rec.spec.model is not None:
+        stack = nbd.problem(directory, rec.spec.name)
+        if stack is not None:
+            return stack
     if not attached:
         return "its loop device is gone (the machine rebooted?)"
     mount = filesystems.mounted_at(rec.mount_point)
@@ -443,6 +446,7 @@ def _bring_up(spec: DeviceSpec, state: State, directory: Path, events: EventSink
         rec = replace(rec, formatted=True)
         state = state.with_device(rec)
         save(directory, state)
+        ensure_mounts(directory)
         rec.mount_point.mkdir(mode=0o755, exist_ok=True)
         if filesystems.mounted_at(rec.mount_point) is not None or any(rec.mount_point.iterdir()):
             raise RunFailed(f"{rec.mount_point} is in use; run `iolab testbed down` first")

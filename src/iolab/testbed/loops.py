@@ -14,6 +14,8 @@ import json
 import os
 import secrets
 import stat
+import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,8 @@ from iolab.process import require, run
 
 HOW = "install Debian's util-linux package"
 DELETED = " (deleted)"
+LIST_WAIT = 10.0  # seconds for `losetup --list`: it hangs on a loop device over a hung FUSE file
+STAT_WAIT = 2.0  # seconds a stat of a backing file may take before it counts as not answering
 
 
 @dataclass(frozen=True)
@@ -92,10 +96,64 @@ def _majmin(text: str) -> tuple[int, int] | None:
     return (int(major), int(minor))
 
 
+def stat_within(path: Path, wait: float) -> os.stat_result | str:
+    """``os.stat(path)``, or why it failed: its error, or that it did not answer within ``wait``
+    seconds. The stat runs on a thread of its own, so a file on a FUSE server that hangs holds
+    that thread, not the caller."""
+    got: list[os.stat_result | str] = []
+
+    def probe() -> None:
+        try:
+            got.append(os.stat(path))
+        except OSError as exc:
+            got.append(exc.strerror or str(exc))
+
+    thread = threading.Thread(target=probe, name=f"iolab-stat {path}", daemon=True)
+    thread.start()
+    thread.join(wait)
+    return got[0] if got else f"no answer within {wait:g} s"
+
+
+def _from_sysfs() -> list[Loop]:
+    """Every attached loop device, from /sys/block, the backing file's inode from a stat of its
+    path (None where it does not answer): what :func:`attached` falls back to when losetup
+    hangs (the kernel asks the backing file for its inode, and a hung FUSE file never answers)."""
+    loops = []
+    for block in sorted(Path("/sys/block").glob("loop*")):
+        try:
+            back = (block / "loop" / "backing_file").read_text().strip()
+            dev = _majmin((block / "dev").read_text())
+            dio = (block / "loop" / "dio").read_text().strip() == "1"
+        except OSError:
+            continue  # not attached
+        if dev is None or not back:
+            continue
+        deleted = back.endswith(DELETED)
+        path = back.removesuffix(DELETED)
+        st = None if deleted else stat_within(Path(path), STAT_WAIT)
+        loops.append(
+            Loop(
+                path=f"/dev/{block.name}",
+                dev=dev,
+                backing_file=path,
+                deleted=deleted,
+                backing_ino=st.st_ino if isinstance(st, os.stat_result) else None,
+                direct_io=dio,
+            )
+        )
+    return loops
+
+
 def attached() -> list[Loop]:
     """Every attached loop device of the machine."""
     losetup = require("losetup", HOW)
-    done = run([losetup, "--json", "--list", "--output", "NAME,MAJ:MIN,BACK-FILE,BACK-INO,DIO"])
+    argv = [losetup, "--json", "--list", "--output", "NAME,MAJ:MIN,BACK-FILE,BACK-INO,DIO"]
+    try:
+        done = run(argv, timeout=LIST_WAIT)
+    except RunFailed as exc:
+        if isinstance(exc.__cause__, subprocess.TimeoutExpired):
+            return _from_sysfs()
+        raise
     if not done.stdout.strip():
         return []
     loops = []

@@ -34,7 +34,7 @@ from typing import Any
 from iolab.errors import MissingTool, RunFailed, Unavailable
 from iolab.process import require, run
 from iolab.system import processes
-from iolab.testbed import filesystems
+from iolab.testbed import filesystems, loops
 
 NBD = "nbd"
 FUSE = "fuse"
@@ -286,10 +286,21 @@ def _stop(pids: list[int]) -> None:
     raise RunFailed(f"processes {', '.join(map(str, pids))} did not stop")
 
 
-def running(directory: Path, name: str) -> bool:
-    """True when nbdkit serves the device and its file is on FUSE."""
+def problem(directory: Path, name: str) -> str | None:
+    """Why the device's stack does not serve it (None: it does): nbdkit and nbdfuse are
+    running, the FUSE file is mounted, and it answers a stat within a short wait (after a kill -9
+    of nbdfuse its mount is still listed, but every access fails; a stopped one never answers)."""
+    if not nbdkit_pids(directory, name):
+        return "its nbdkit is gone (killed, or the machine rebooted?)"
+    if not nbdfuse_pids(directory, name):
+        return "its nbdfuse is gone (killed, or the machine rebooted?)"
     mount = filesystems.mounted_at(fuse_dir(directory, name))
-    return bool(nbdkit_pids(directory, name)) and mount is not None and "fuse" in mount.fstype
+    if mount is None or "fuse" not in mount.fstype:
+        return f"its FUSE file is not mounted on {fuse_dir(directory, name)}"
+    answer = loops.stat_within(fuse_file(directory, name), loops.STAT_WAIT)
+    if isinstance(answer, str):
+        return f"its FUSE file {fuse_file(directory, name)} does not answer ({answer})"
+    return None
 
 
 def stop(directory: Path, name: str) -> None:

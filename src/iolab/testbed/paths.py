@@ -97,7 +97,9 @@ def error_marks(paths: Iterable[Path]) -> dict[str, int]:
 
 def errors_note(marks: dict[str, int]) -> str | None:
     """``device:wal failed 12 requests since the run started (injecting EIO error into
-    pwrite)`` for each model device of ``marks`` whose requests failed since; None if none."""
+    pwrite)`` for each model device of ``marks`` whose requests failed since, and ``device:wal
+    stopped serving: its nbdkit is gone (...)`` for each whose stack no longer serves it (the
+    engine's own error then names only a file: "Read-only file system"); None if none."""
     notes = []
     for name, mark in marks.items():
         count, last = nbd.errors_since(state_dir(), name, mark)
@@ -106,4 +108,7 @@ def errors_note(marks: dict[str, int]) -> str | None:
             notes.append(
                 f"{PREFIX}{name} failed {count} request{plural} since the run started ({last})"
             )
+        stack = nbd.problem(state_dir(), name)
+        if stack is not None:
+            notes.append(f"{PREFIX}{name} stopped serving: {stack}")
     return "; ".join(notes) or None

@@ -7,6 +7,7 @@ and what is allowed, so a typo never silently becomes an unlimited device.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 import tomllib
@@ -26,6 +27,12 @@ DEFAULT_BACKING_DIR = Path("/var/tmp")
 MB = 1_000_000  # MB/s limits count decimal megabytes, as disk makers and `iolab disk` do
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 NAME_HELP = "use 1 to 32 letters, digits, '-' or '_', starting with a letter or digit"
+# what the kernel's throttles hold: 32-bit IOPS and 64-bit bytes/s, the all-ones value of each
+# meaning "no limit" (a larger number is cut to its low bits: 4294967301 IOPS became 5)
+MAX_IOPS = 2**32 - 2
+MAX_MBPS = (2**64 - 2) // MB
+# mount options that would leave a device iolab cannot use: it must be writable
+REFUSED_MOUNT_OPTIONS = ("ro",)
 
 KEYS = (
     "size",
@@ -250,17 +257,36 @@ def _iops(value: object, field: str) -> int | None:
             value,
             "give a whole number of I/Os per second > 0, or leave the key out for no limit",
         )
+    if value > MAX_IOPS:
+        raise BadInput(
+            field,
+            value,
+            f"give at most {MAX_IOPS} I/Os per second (the kernel's limit holds no more), or "
+            "leave the key out for no limit",
+        )
     return value
 
 
 def _mbps(value: object, field: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise BadInput(
             field,
             value,
             "give MB/s (decimal megabytes) > 0, e.g. 150 or 0.5, or leave the key out for no limit",
+        )
+    if value > MAX_MBPS:
+        raise BadInput(
+            field,
+            value,
+            f"give at most {MAX_MBPS} MB/s (the kernel's limit holds no more), or leave the key "
+            "out for no limit",
         )
     if value * MB < 4096:
         raise BadInput(field, value, "give at least 0.005 MB/s (one 4 KiB block per second)")
@@ -282,6 +308,20 @@ def _options(value: object, field: str, *, comma: bool) -> tuple[str, ...]:
         return tuple(value)
     example = '"noatime,nodiratime"' if comma else '["-b", "4096"] or "-b 4096"'
     raise BadInput(field, value, f"give a string or a list of strings, e.g. {example}")
+
+
+def _mount_options(value: object, field: str) -> tuple[str, ...]:
+    """Mount options, without those that leave the device unusable (read-only)."""
+    options = _options(value, field, comma=True)
+    for option in options:
+        if option in REFUSED_MOUNT_OPTIONS:
+            raise BadInput(
+                field,
+                value,
+                f"leave out {option!r}: iolab writes to a testbed device (its mount point, "
+                "then the runs' files), so it is mounted read-write",
+            )
+    return options
 
 
 def parse_device(name: str, table: object, where: str = "devices") -> DeviceSpec:
@@ -328,7 +368,7 @@ def parse_device(name: str, table: object, where: str = "devices") -> DeviceSpec
         backing_dir=Path(backing),
         filesystem=filesystem,
         mkfs_options=_options(table.get("mkfs_options", []), f"{at}.mkfs_options", comma=False),
-        mount_options=_options(table.get("mount_options", []), f"{at}.mount_options", comma=True),
+        mount_options=_mount_options(table.get("mount_options", []), f"{at}.mount_options"),
         direct_io=direct_io,
         rotational=rotational,
         read_iops=_iops(table.get("read_iops"), f"{at}.read_iops"),

@@ -223,22 +223,53 @@ def save(directory: Path, state: State) -> None:
     tmp.replace(path)
 
 
-def ensure_dir(directory: Path) -> None:
-    """Create the state directory (and mnt/) readable by the database server user."""
-    for d in (directory, directory / MOUNTS):
-        if not d.exists():
-            d.mkdir(parents=True, mode=0o755)
-            d.chmod(0o755)  # umask may have taken bits away; servers must reach the mounts
+def _make_dir(path: Path) -> None:
+    """``path`` (and its parents), readable by the database server user."""
+    if not path.exists():
+        path.mkdir(parents=True, mode=0o755)
+        path.chmod(0o755)  # umask may have taken bits away; servers must reach the mounts
+
+
+def ensure_mounts(directory: Path) -> None:
+    """Create ``mnt/``, the parent of the mount points; only under the lock (:func:`locked`),
+    as a ``down`` of the last device removes it under the lock."""
+    _make_dir(directory / MOUNTS)
+
+
+def _same(fd: int, path: Path) -> bool:
+    """True when the directory open as ``fd`` is still the one at ``path`` (a removed one has
+    no links; its inode number may already be the new directory's)."""
+    held = os.fstat(fd)
+    if held.st_nlink == 0:
+        return False
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
 
 
 @contextmanager
 def locked(directory: Path) -> Iterator[None]:
-    """Hold the testbed's lock: one ``up`` or ``down`` at a time on one state directory."""
-    ensure_dir(directory)
-    check_safe(directory, "directory")  # before anything in it is trusted or removed
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    """Hold the testbed's lock: one ``up`` or ``down`` at a time on one state directory.
+
+    Everything under the directory is made and removed while the lock is held. A ``down`` of
+    the last device removes iolab's own state directory with the lock held: one who waited for
+    the lock then holds it on a directory that is gone, and takes it again on the new one.
+    """
+    while True:
+        _make_dir(directory)
+        check_safe(directory, "directory")  # before anything in it is trusted or removed
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if _same(fd, directory):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # removed while we waited: lock the one there now
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         for stale in directory.glob(f".{STATE_FILE}.*"):
             stale.unlink(missing_ok=True)  # from a writer killed in save(): writers hold the lock
         yield

@@ -390,6 +390,7 @@ RAID: dict[str, tuple[object, str]] = {
 }
 KEYS = {"hdd": HDD, "ssd": SSD, "null": {}}
 CACHE_ACK = {"hdd": 50e-6, "ssd": 20e-6, "raid": 30e-6}  # acknowledging a cached write
+MEMBERS = ("hdd", "ssd")  # what a RAID's member can be
 MIN_MEMBERS = {"raid0": 2, "raid1": 2, "raid10": 4, "raid5": 3}
 
 
@@ -429,7 +430,8 @@ def check(table: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     model = table.get("model")
     if model not in MODELS:
         raise ParamError(f"{where}model", model, "choose one of: " + ", ".join(MODELS))
-    if where and model.startswith("raid"):
+    if where and model not in MEMBERS:
+        # a null member would make an array that costs nothing: use model = "null" itself
         raise ParamError(f"{where}model", model, "a member is one device: 'hdd' or 'ssd'")
     known = keys_of(model)
     out: dict[str, Any] = {"model": model}
