@@ -198,7 +198,15 @@ POPULATE: list[tuple[list[str], str]] = [
     (["populate", "--sample-interval", "1ms"], "--sample-interval: '1ms' {} give 100ms or more"),
     (
         ["populate", "--rate", "0"],
-        "--rate: 0.0 {} give rows per second over all loaders, more than 0",
+        "--rate: 0.0 {} give rows per second over all loaders, a finite number more than 0",
+    ),
+    (
+        ["populate", "--rate", "nan", "--duration", "3s"],
+        "--rate: nan {} give rows per second over all loaders, a finite number more than 0",
+    ),
+    (
+        ["populate", "--rate", "inf", "--duration", "3s"],
+        "--rate: inf {} give rows per second over all loaders, a finite number more than 0",
     ),
     (
         ["populate", "--duration", "10s", "--rows", "100"],
