@@ -31,9 +31,11 @@ MetricOption = Annotated[
     str | None,
     typer.Option(
         help="What to compare: a number of the runs' summaries (rows_per_second, wal_bytes, "
-        "'tests.SEQ1M Q8T1 read.mbps', ...). Default: the workload's (elapsed_seconds, "
-        "total_seconds; a disk experiment's first test's MB/s). Which way is better comes from "
-        "the number's declaration (iolab.metrics).",
+        "'tests.SEQ1M Q8T1 read.mbps', ...). Default: what the experiment measures given what it "
+        "fixed (populate: elapsed_seconds for a count of rows, rows_per_second for a duration, "
+        "the commits' p99 latency for a rate; TPC-H: total_seconds; a disk experiment's first "
+        "test's MB/s); a number it holds constant by design (a timed load's elapsed_seconds) is "
+        "refused. Which way is better comes from the number's declaration (iolab.metrics).",
         show_default=False,
     ),
 ]
