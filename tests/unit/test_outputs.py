@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 import struct
 import zlib
@@ -16,12 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from iolab import report as report_lib
+from iolab.config import experiment as config
+from iolab.events import Collect
 from iolab.report import charts
+from iolab.report import html as html_report
 from iolab.report.signature import sign_png, sqlite_file, written_by_iolab
 from iolab.results import RunOutcome
+from iolab.runner import experiment as runner
+from iolab.runner.kinds import KINDS
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from tests.unit.cli import iolab, no_programs
+from tests.unit.fakes import FakeWorkload, experiment_file
 
 NAME = "populate sqlite"
 
@@ -219,3 +227,27 @@ def test_each_kind_iolab_writes_is_recognised(tmp_path: Path) -> None:
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
         assert written_by_iolab(path) is ours, name
         assert not sqlite_file(path)
+
+
+def test_every_chart_name_is_checked_before_one_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--png: a taken name among the charts refuses them all, before Chromium draws one (an
+    experiment of three cells, recorded by the fake workload of tests/unit/fakes.py)."""
+    if shutil.which("chromium") is None:
+        pytest.skip("--png needs chromium to be installed, even to refuse")
+    monkeypatch.setitem(KINDS, "populate", FakeWorkload().kind())
+    db = tmp_path / "e.db"
+    with open_store(db) as store:
+        runner.run(config.load(experiment_file(tmp_path)), store, Collect())
+        built = report_lib.build(store, "fake", timelines="median")
+    files = html_report.chart_files(html_report.report_page(built, "now", []), built.timelines)
+    slides = tmp_path / "slides"
+    slides.mkdir()
+    assert len(files) >= 2, files
+    taken = slides / f"{files[-1][0]}.svg"
+    taken.write_text("mine\n")
+    done = iolab("report", "fake", "--png", str(slides), "--results", str(db))
+    line = f"error: --png: {str(taken)!r} is not allowed; {FOREIGN}"
+    assert (done.code, done.error_lines) == (2, [line])
+    assert [p.name for p in slides.iterdir()] == [taken.name] and taken.read_text() == "mine\n"

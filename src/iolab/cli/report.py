@@ -226,6 +226,9 @@ def write_charts(directory: Path, files: list[tuple[str, str]], results: Path | 
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BadInput("--png", str(directory), f"cannot write there: {exc.strerror}") from None
+    for stem, _ in files:  # every name first: nothing is written when one is taken
+        for suffix in (".svg", ".png"):
+            check_output(directory / f"{stem}{suffix}", "--png", results=results)
     for stem, svg in files:
         write_output(directory / f"{stem}.svg", svg, "--png", results)
         write_output(directory / f"{stem}.png", svg_to_png(svg), "--png", results)
