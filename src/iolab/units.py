@@ -75,6 +75,14 @@ def parse_int_list(text: str, field: str, *, minimum: int = 1) -> list[int]:
     return out
 
 
+def format_rate(per_second: float) -> str:
+    """A rate as people read it: whole numbers from 100 up (1,234), three significant digits
+    below (12.5, 0.667, 1e-09), never rounded to 0."""
+    if per_second == 0 or abs(per_second) >= 100:
+        return f"{per_second:,.0f}"
+    return f"{per_second:.3g}"
+
+
 def format_bytes(n: float) -> str:
     """Binary units for capacities: ``1.0 GiB``."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

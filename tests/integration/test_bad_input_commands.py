@@ -98,6 +98,8 @@ REPORT = [
     (["report", "populate sqlite", "--timelines", "some", "--results", "{db}"], "--timelines"),
     (["report", "populate sqlite", "--html", "/proc/x.html", "--results", "{db}"], "--html"),
     (["report", "populate sqlite", "--html", "{tmp}", "--results", "{db}"], "--html"),
+    (["report", "populate sqlite", "--html", "{db}", "--results", "{db}"], "results database"),
+    (["report", "populate sqlite", "--html", "{tmp}/file", "--results", "{db}"], "did not write"),
     (["report", "populate sqlite", "--with-disk", "777", "--results", "{db}"], "--with-disk"),
     (["report", "populate sqlite", "--with-disk", "1", "--results", "{db}"], "--with-disk"),
 ]
@@ -118,12 +120,16 @@ EXPORT = [
         "--output",
     ),
     (["export", "no such experiment", "--results", "{db}"], "no such experiment"),
+    (["export", "populate sqlite", "-o", "{db}", "--results", "{db}"], "results database"),
+    (["export", "populate sqlite", "-o", "{db}-wal", "--results", "{db}"], "results database"),
+    (["export", "populate sqlite", "-o", "{tmp}/file", "--results", "{db}"], "did not write"),
 ]
 TIMELINE = [
     (["timeline", "777", "-o", "{tmp}/t.html", "--results", "{db}"], "777"),
     (["timeline", "1", "-o", "{tmp}/t.txt", "--results", "{db}"], "--output"),
     (["timeline", "1", "-o", "/proc/x.html", "--results", "{db}"], "--output"),
     (["timeline", "1", "-o", "{tmp}", "--results", "{db}"], "--output"),
+    (["timeline", "1", "-o", "{tmp}/page.html", "--results", "{db}"], "did not write"),
 ]
 TESTBED = [
     (["testbed", "up", "{tmp}/missing.toml"], "missing.toml"),
@@ -144,6 +150,7 @@ DEMO = [
     (["demo", "--rows", "-5"], "--rows"),
     (["demo", "--rows", "many"], "--rows"),
     (["demo", "--html", "/proc/x.html"], "--html"),
+    (["demo", "--html", "{db}", "--results", "{db}"], "results database"),
 ]
 CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO
 TESTBEDS = {
@@ -180,6 +187,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def place(tmp_path: Path, seeded: Path) -> dict[str, str]:
     (tmp_path / "file").write_text("not a directory, not a database\n")
+    (tmp_path / "page.html").write_text("<!DOCTYPE html><title>not iolab's</title>\n")
     for name, text in TESTBEDS.items():
         (tmp_path / name).write_text(text)
     db = tmp_path / "results.db"

@@ -35,6 +35,8 @@ CASES: list[tuple[str, list[str], str, bool]] = [
     ("rows-below-connections", [*D, "--rows", "4", "--connections", "8"], "--rows", False),
     ("commit-every", [*D, *SMALL, "--commit-every", "0"], "--commit-every", False),
     ("batch", [*D, *SMALL, "--batch", "0"], "--batch", False),
+    ("rate-inf", [*D, "--duration", "3s", "--rate", "inf"], "--rate", False),
+    ("rate-nan", [*D, "--duration", "3s", "--rate", "nan"], "--rate", False),
     ("method", [*D, *SMALL, "--method", "bulk"], "--method", False),
     ("method-copy-sqlite", [*D, *SMALL, "--method", "copy"], "--method", False),
     ("mode", [*D, *SMALL, "--mode", "proc"], "--mode", False),

@@ -31,6 +31,11 @@ SET = "write NAME=VALUE, e.g. --set max_wal_size=4GB"
 NO_DEVICE = "no testbed device is up; bring some up with `iolab testbed up TESTBED.toml`"
 NO_RUN = "runs are numbered 1 to 1 in {db} (see `iolab results list`)"
 NO_EXPERIMENT = "give an experiment file or name in {db} (it has no experiment yet)"
+RESULTS_DB = "it is the results database ({db} or its -wal, -shm or -journal); name another file"
+NOT_OURS = (
+    "it holds something iolab did not write (not one of its reports, timelines, charts or "
+    "exports); iolab leaves it as it is: name a new file, or remove it first"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -193,7 +198,15 @@ POPULATE: list[tuple[list[str], str]] = [
     (["populate", "--sample-interval", "1ms"], "--sample-interval: '1ms' {} give 100ms or more"),
     (
         ["populate", "--rate", "0"],
-        "--rate: 0.0 {} give rows per second over all loaders, more than 0",
+        "--rate: 0.0 {} give rows per second over all loaders, a finite number more than 0",
+    ),
+    (
+        ["populate", "--rate", "nan", "--duration", "3s"],
+        "--rate: nan {} give rows per second over all loaders, a finite number more than 0",
+    ),
+    (
+        ["populate", "--rate", "inf", "--duration", "3s"],
+        "--rate: inf {} give rows per second over all loaders, a finite number more than 0",
     ),
     (
         ["populate", "--duration", "10s", "--rows", "100"],
@@ -301,6 +314,8 @@ DEMO: list[tuple[list[str], str]] = [
         "--html: '/proc/x.html' {} name a file you can write (No such file or directory)",
     ),
     (["demo", "--html", T], "--html: '{tmp}' {} name a file to write, not a directory"),
+    (["demo", "--html", "{db}", *DB], f"--html: '{{db}}' {{}} {RESULTS_DB}"),
+    (["demo", "--html", "{tmp}/file"], f"--html: '{{tmp}}/file' {{}} {NOT_OURS}"),
 ]
 RESULTS: list[tuple[list[str], str]] = [
     (["results", "show", "0", *DB], f"RUN: 0 {{}} {RUN_ID}"),
@@ -346,6 +361,11 @@ REPORT: list[tuple[list[str], str]] = [
         ["report", "populate sqlite", "--html", T, *DB],
         "--html: '{tmp}' {} name a file to write, not a directory",
     ),
+    (["report", "populate sqlite", "--html", "{db}", *DB], f"--html: '{{db}}' {{}} {RESULTS_DB}"),
+    (
+        ["report", "populate sqlite", "--html", "{tmp}/file", *DB],
+        f"--html: '{{tmp}}/file' {{}} {NOT_OURS}",
+    ),
     (
         ["compare", "1-99999999999", "1", *DB],
         "A: '1-99999999999' {} give run ids from 1 to 1 "
@@ -382,6 +402,15 @@ REPORT: list[tuple[list[str], str]] = [
     (
         ["export", "no such experiment", *DB],
         f"EXPERIMENT: 'no such experiment' {{}} {NO_EXPERIMENT}",
+    ),
+    (["export", "populate sqlite", "-o", "{db}", *DB], f"--output: '{{db}}' {{}} {RESULTS_DB}"),
+    (
+        ["export", "populate sqlite", "-o", "{db}-shm", *DB],
+        f"--output: '{{db}}-shm' {{}} {RESULTS_DB}",
+    ),
+    (
+        ["export", "populate sqlite", "-o", "{tmp}/full/theirs.txt", *DB],
+        f"--output: '{{tmp}}/full/theirs.txt' {{}} {NOT_OURS}",
     ),
     (["timeline", "0", "-o", "{tmp}/t.html", *DB], f"RUN: 0 {{}} {RUN_ID}"),
     (["timeline", "777", "-o", "{tmp}/t.html", *DB], f"RUN: 777 {{}} {NO_RUN}"),

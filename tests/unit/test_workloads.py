@@ -29,6 +29,7 @@ kind = "disk"
 data_dirs = ["."]
 """
 
+RATE = "give rows per second over all loaders, a finite number more than 0"
 CASES = [
     (DiskWorkload, "duration", "0.5s", "give at least 1 s"),
     (DiskWorkload, "data", "ones", "choose one of: random, zero"),
@@ -47,7 +48,8 @@ CASES = [
     (PopulateWorkload, "steady_window", 2, "give 3 or more samples"),
     (PopulateWorkload, "steady_tolerance", 0, "give a percentage above 0 and at most 100"),
     (PopulateWorkload, "steady_tolerance", 101, "give a percentage above 0 and at most 100"),
-    (PopulateWorkload, "rate", 0, "give rows per second over all loaders, more than 0"),
+    (PopulateWorkload, "rate", 0, RATE),
+    (PopulateWorkload, "rate", float("inf"), RATE),
     (
         PopulateWorkload,
         "warmup",

@@ -144,5 +144,5 @@ def _check(rows: int, html: Path, results: Path | None) -> None:
             rows,
             f"give at least {max(CONNECTIONS)} rows (one per loader of the largest cell)",
         )
-    check_output(html, "--html")
+    check_output(html, "--html", results=results)
     open_store(results).close()  # a results database that cannot be used fails here

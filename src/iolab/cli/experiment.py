@@ -19,6 +19,8 @@ from iolab.config import experiment as config
 from iolab.report import experiment as experiment_report
 from iolab.results import ExperimentId
 from iolab.runner import experiment as runner
+from iolab.runner.kinds import Judged
+from iolab.runner.kinds import judged as judged_by
 from iolab.store import Store, open_store
 from iolab.store import experiments as store_experiments
 from iolab.store.database import default_path
@@ -149,10 +151,11 @@ def run(
                     placed = fleet_executor.factory(ray, experiment.spec.fleet.hosts)
                     outcome = runner.run(experiment, store, view, executor=placed)
         rows = _cell_rows(experiment, store, outcome.experiment_id)
+    judged = _judged(experiment)
     if as_json:
         doc: dict[str, Any] = {
             **outcome.as_json(experiment, store.path),
-            "metric": runner.kind_of(experiment).metric,
+            "metric": judged.metric if judged else None,
             "cells": [
                 {
                     "id": cell.id,
@@ -170,10 +173,9 @@ def run(
         print(json.dumps(doc, indent=2))
         _exit_code(outcome)
         return
-    kind = runner.kind_of(experiment)
     title = f"{experiment.name} · {experiment.kind}"
-    if kind.metric is not None:
-        out.print(experiment_report.cells_table(rows, kind.metric_label, title))
+    if judged is not None:
+        out.print(experiment_report.cells_table(rows, judged.label, title))
     line = f"{outcome.done} runs done, {outcome.failed} failed"
     if outcome.kept:
         line += f", {outcome.kept} kept from before"
@@ -197,15 +199,20 @@ def _exit_code(outcome: runner.Outcome) -> None:
 def _cell_rows(
     experiment: config.Experiment, store: Store, exp_id: ExperimentId
 ) -> list[tuple[config.Cell, Summary | None, Counter[str]]]:
-    kind = runner.kind_of(experiment)
+    judged = _judged(experiment)
     statuses = store_experiments.status_counts(store, exp_id)
     rows = []
     for cell in experiment.cells:
         values = (
-            store_experiments.metric_values(store, exp_id, cell.id, kind.metric)
-            if kind.metric
+            store_experiments.metric_values(store, exp_id, cell.id, judged.metric)
+            if judged is not None
             else []
         )
         summary = summarize(values) if values else None
         rows.append((cell, summary, statuses.get(cell.id) or Counter()))
     return rows
+
+
+def _judged(experiment: config.Experiment) -> Judged | None:
+    """What the experiment's cells are judged by (the report's default metric)."""
+    return judged_by(runner.kind_of(experiment), [c.params for c in experiment.cells])

@@ -31,9 +31,11 @@ MetricOption = Annotated[
     str | None,
     typer.Option(
         help="What to compare: a number of the runs' summaries (rows_per_second, wal_bytes, "
-        "'tests.SEQ1M Q8T1 read.mbps', ...). Default: the workload's (elapsed_seconds, "
-        "total_seconds; a disk experiment's first test's MB/s). Which way is better comes from "
-        "the number's declaration (iolab.metrics).",
+        "'tests.SEQ1M Q8T1 read.mbps', ...). Default: what the experiment measures given what it "
+        "fixed (populate: elapsed_seconds for a count of rows, rows_per_second for a duration, "
+        "the commits' p99 latency for a rate; TPC-H: total_seconds; a disk experiment's first "
+        "test's MB/s); a number it holds constant by design (a timed load's elapsed_seconds) is "
+        "refused. Which way is better comes from the number's declaration (iolab.metrics).",
         show_default=False,
     ),
 ]
@@ -51,7 +53,8 @@ def report(
         Path | None,
         typer.Option(
             help="Also write one self-contained HTML file (charts, timelines, latency by "
-            "percentile per cell beside the WAL device's fdatasync latency)."
+            "percentile per cell beside the WAL device's fdatasync latency): a new file or one "
+            "iolab wrote, never the results database or another file."
         ),
     ] = None,
     with_disk: Annotated[
@@ -99,7 +102,7 @@ def report(
     if timelines not in ("median", "all"):
         raise BadInput("--timelines", timelines, "give median or all")
     if html is not None:
-        check_output(html, "--html")
+        check_output(html, "--html", results=results)
     if png is not None:
         check_chart_dir(png)
     for run_id in with_disk or []:
@@ -118,10 +121,10 @@ def report(
     by = [k.strip() for k in chart_by.split(",")] if chart_by else []
     page = html_report.report_page(built, generated, by) if html or png else ""
     if html is not None:
-        write_output(html, page, "--html")
+        write_output(html, page, "--html", results)
     if png is not None:
         files = html_report.chart_files(page, built.timelines)
-        write_charts(png, files)
+        write_charts(png, files, results)
         out.print(f"[dim]wrote {len(files)} charts (PNG and SVG) to {escape(str(png))}[/]")
     if as_json:
         print(document.report_json(built))
@@ -159,7 +162,12 @@ def export(
     fmt: Annotated[str, typer.Option("--format", help="csv, json or parquet.")] = "csv",
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="File to write (csv/json: default stdout)."),
+        typer.Option(
+            "-o",
+            "--output",
+            help="File to write (csv/json: default stdout): a new file or one iolab wrote, "
+            "never the results database or another file.",
+        ),
     ] = None,
     histograms: Annotated[
         Path | None,
@@ -182,19 +190,19 @@ def export(
     if fmt == "parquet" and output is None:
         raise BadInput("--output", None, "give a file for parquet output, e.g. -o runs.parquet")
     if output is not None:
-        check_output(output, "--output")
+        check_output(output, "--output", results=results)
     with open_store(results, create=False) as store:
         table = export_lib.run_table(store, target)
     if fmt == "parquet":
         assert output is not None
-        write_output(output, export_lib.parquet_bytes(table), "--output")
+        write_output(output, export_lib.parquet_bytes(table), "--output", results)
         out.print(f"wrote {len(table.rows)} runs to {escape(str(output))}")
         return
     text = export_lib.json_text(table) if fmt == "json" else export_lib.csv_text(table)
     if output is None:
         print(text, end="" if text.endswith("\n") else "\n")
     else:
-        write_output(output, text, "--output")
+        write_output(output, text, "--output", results)
         out.print(f"wrote {len(table.rows)} runs to {escape(str(output))}")
 
 
@@ -209,18 +217,21 @@ def check_chart_dir(directory: Path) -> None:
         )
 
 
-def write_charts(directory: Path, files: list[tuple[str, str]]) -> None:
+def write_charts(directory: Path, files: list[tuple[str, str]], results: Path | None) -> None:
     """Each chart as STEM.svg and STEM.png (a headless Chromium draws the SVG)."""
     from iolab.report.raster import browser, svg_to_png
 
     browser()  # missing: say so before writing anything
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for stem, svg in files:
-            (directory / f"{stem}.svg").write_text(svg)
-            svg_to_png(svg, directory / f"{stem}.png")
     except OSError as exc:
         raise BadInput("--png", str(directory), f"cannot write there: {exc.strerror}") from None
+    for stem, _ in files:  # every name first: nothing is written when one is taken
+        for suffix in (".svg", ".png"):
+            check_output(directory / f"{stem}{suffix}", "--png", results=results)
+    for stem, svg in files:
+        write_output(directory / f"{stem}.svg", svg, "--png", results)
+        write_output(directory / f"{stem}.png", svg_to_png(svg), "--png", results)
 
 
 def _export_histograms(target: str, directory: Path, results: Path | None) -> None:
@@ -246,10 +257,10 @@ def _export_histograms(target: str, directory: Path, results: Path | None) -> No
         )
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for name, text in logs:
-            (directory / name).write_text(text)
     except OSError as exc:
         raise BadInput(
             "--histograms", str(directory), f"cannot write there: {exc.strerror}"
         ) from None
+    for name, text in logs:
+        write_output(directory / name, text, "--histograms", results)
     out.print(f"wrote {len(logs)} interval logs to {escape(str(directory))}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -29,7 +28,8 @@ def timeline(
             "--output",
             help="File to write: .html (self-contained and interactive: zoom and pan every "
             "panel at once, values on hover; with checkpoints and waits), .svg, or .png (drawn "
-            "by a headless Chromium) for slides and print.",
+            "by a headless Chromium) for slides and print. A new file or one iolab wrote, "
+            "never the results database or another file.",
         ),
     ],
     results: ResultsOption = None,
@@ -38,7 +38,7 @@ def timeline(
     depth per role, and CPU, on one time axis with checkpoints shaded.
     """
     check_id(run_id, "RUN")
-    check_output(output, "--output", FORMATS)
+    check_output(output, "--output", FORMATS, results)
     suffix = output.suffix.lower()
     with open_store(results, create=False) as store:
         run = store.run(run_id)
@@ -64,15 +64,7 @@ def timeline(
     else:
         written = timeline_report.svg(data, title, marks, steady)
         if suffix == ".png":
-            written = _png(written)
-    write_output(output, written, "--output")
+            written = svg_to_png(written)
+    write_output(output, written, "--output", results)
     size = len(written.encode() if isinstance(written, str) else written)
     out.print(f"wrote {escape(str(output))} ({size:,} bytes)")
-
-
-def _png(svg: str) -> bytes:
-    """The SVG drawn by a headless Chromium into a scratch file; the caller writes the bytes."""
-    with tempfile.TemporaryDirectory(prefix="iolab-timeline-") as scratch:
-        shot = Path(scratch) / "timeline.png"
-        svg_to_png(svg, shot)
-        return shot.read_bytes()

@@ -46,7 +46,7 @@ HINTS = {
     "loaders": "give 1 or more loader connections",
     "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",
     "repetitions": 'give 1 or more runs per cell, or "auto"',
-    "rate": "give rows per second over all loaders, more than 0",
+    "rate": "give rows per second over all loaders, a finite number more than 0",
     "steady_window": "give 3 or more samples",
     "steady_tolerance": "give a percentage above 0 and at most 100",
 }
@@ -168,7 +168,7 @@ class PopulateWorkload(Section):
         None
     )
     warmup: str | int | None = None  # rows (10000) or a duration ("30s"), left out of results
-    rate: float | None = Field(default=None, gt=0)  # rows per second over all loaders
+    rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # rows/s, all loaders
     # Seed 003's variations (docs/populate.md): a checkpoint requested every so many seconds
     # on a connection of its own, the log grown to a size before the load, and the criterion
     # of the steady state (the last ``steady_window`` samples of rows/s within
@@ -390,6 +390,7 @@ def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
     key = bound.get(err["type"])
     plain = {
         "float_parsing": "give a number, e.g. 1 or 0.01",
+        "finite_number": "give a finite number",
         "int_parsing": "give a whole number",
         "int_from_float": "give a whole number",
         "bool_parsing": "give true or false",

@@ -2,7 +2,10 @@
 
 A loader asks its :class:`LoaderClock` when to start each operation (:meth:`LoaderClock.begin`:
 now, or its place on the ``--rate`` schedule after sleeping until then; None once ``--duration``
-is up) and tells it when the operation ended (:meth:`LoaderClock.record`). Under a rate, an
+is up, and under a rate only at the deadline: a timed load lasts its duration) and tells it when
+the operation ended (:meth:`LoaderClock.record`). Under a rate, row ``j`` of the load (all
+loaders together) is due ``j / rate`` seconds after the start, the first at 0: a load of ``T``
+seconds is due ``ceil(T * rate)`` rows (:func:`rows_due`). Under a rate, an
 operation's latency runs from its *intended* start, so a stall that holds back the operations
 behind it counts against each of them, as they would have waited in front of a real
 application (no coordinated omission).
@@ -16,6 +19,7 @@ interval, each marked when it fell in the warm-up.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from array import array
@@ -84,6 +88,10 @@ class LoaderClock:
         self._ns_per_row = loaders * 1e9 / pacing.rate if pacing.rate else 0.0
         self._phase = index * 1e9 / pacing.rate if pacing.rate else 0.0
         self._rows = 0  # rows scheduled so far
+        # --rate with a time warm-up: rows of the operations due before it ended (the schedule
+        # decides which rows are the warm-up's, not when they happened to commit)
+        self._warm_until = t0_ns + round(pacing.warmup_s * 1e9) if pacing.warmup_s else 0
+        self.warm_rows = 0
         self._warm = bool(pacing.warmup_s or pacing.warmup_rows)  # until the warm-up ends
         self._warm_end = t0_ns + round(pacing.warmup_s * 1e9) if pacing.warmup_s else _NEVER
         self._seq = 0
@@ -105,15 +113,29 @@ class LoaderClock:
         the loader stops there (at a transaction boundary: it passes ``can_stop`` False inside
         a transaction, which then ends whatever the clock says)."""
         due = self._next(rows, can_stop)
-        if due is not None and self._ns_per_row:
+        if due is None:
+            self.wait_out()
+        elif self._ns_per_row:
             ahead = due - time.perf_counter_ns()
             if ahead > 0:
                 time.sleep(ahead / 1e9)
         return due
 
+    def wait_out(self) -> bool:
+        """Under a rate, a timed load lasts its duration: a loader whose next operation falls
+        after the deadline idles until the deadline (nothing else is due before it). True for
+        such a clock (a rate and a duration), after the wait."""
+        if not self._ns_per_row or self._deadline == _NEVER:
+            return False
+        left = self._deadline - time.perf_counter_ns()
+        if left > 0:
+            time.sleep(left / 1e9)
+        return True
+
     def due(self, rows: int) -> int | None:
         """:meth:`begin` without sleeping: when the next operation is due (None: duration is
-        up), for a loop that drives many loaders and waits on them itself."""
+        up), for a loop that drives many loaders and waits on them itself (and then on
+        :meth:`wait_out`)."""
         return self._next(rows, True)
 
     def _next(self, rows: int, can_stop: bool) -> int | None:
@@ -126,6 +148,8 @@ class LoaderClock:
             self._rows += rows
         if can_stop and (start >= self._deadline or now >= self._deadline):
             return None
+        if start < self._warm_until:
+            self.warm_rows += rows
         return start
 
     def record(self, kind: OpKind, started: int) -> None:
@@ -247,6 +271,17 @@ class LatencyRecording:
         else:
             intervals = _widen(intervals, fine_steps, ratio)
         return sorted(intervals, key=lambda i: (i.seq, i.warmup is False, i.loader))
+
+
+def rows_due(rate: float, start_s: float, end_s: float) -> int:
+    """Rows the ``rate`` schedule has due in ``[start_s, end_s)`` seconds of a load: row ``j``
+    at ``j / rate``, so ``ceil(end * rate) - ceil(start * rate)`` (rounded to 1e-9 first, so
+    that 3 s at 10 rows/s is 30 rows, not 31)."""
+
+    def due_before(t: float) -> int:
+        return max(0, math.ceil(round(t * rate, 9)))
+
+    return max(0, due_before(end_s) - due_before(start_s))
 
 
 def _grid_ns(interval_s: float) -> tuple[int, int, int]:

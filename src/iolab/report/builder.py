@@ -40,6 +40,7 @@ from iolab.report import spectrum
 from iolab.report import timeline as timeline_report
 from iolab.report.value import DiskGrid, ExperimentReport, ReportCell, ReportRun, RunView
 from iolab.results import ExperimentId, RunId
+from iolab.runner import kinds
 from iolab.runner.kinds import KINDS
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
@@ -144,18 +145,29 @@ def choose_metric(
     cfg: Mapping[str, Any], cells: Sequence[StoredCell], wanted: str | None
 ) -> tuple[str, metrics.Metric]:
     """The metric the statistics are about and its declaration: ``wanted`` when given, else
-    the workload kind's (a disk experiment's: its first test's MB/s). A number no workload
-    declared in :mod:`iolab.metrics` has no direction, so it is refused."""
+    what the workload kind judges these cells by (:func:`iolab.runner.kinds.judged`: a fixed
+    count of rows by its elapsed time, a timed load by its rows/s; a disk experiment: its first
+    test's MB/s). A number no workload declared in :mod:`iolab.metrics` has no direction, and
+    one the cells hold constant by design (a timed load's elapsed time) measures nothing: both
+    are refused."""
     workload = cfg.get("workload")  # an experiment file's table; a single command's name
     kind = workload.get("kind") if isinstance(workload, dict) else workload
     if not isinstance(kind, str) and cells:
         kind = cells[0].params.get("kind")
     k = KINDS.get(str(kind))
+    judged = kinds.judged(k, [c.params for c in cells]) if k is not None else None
     summaries = [r.summary for c in cells for r in c.runs if r.done]
-    if wanted is None and k is not None and k.metric is not None:
-        return k.metric, metrics.lookup(k.metric)
+    if wanted is None and judged is not None:
+        return judged.metric, metrics.lookup(judged.metric)
     if wanted is None:  # a disk experiment: the first test of its profile that ran
         wanted = _first_disk_test(cells, summaries)
+    if judged is not None and wanted in judged.held:
+        raise BadInput(
+            "--metric",
+            wanted,
+            f"the experiment holds it constant by design ({judged.held[wanted]}); give a number "
+            f"it measures, e.g. {judged.metric}",
+        )
     declaration = metrics.find(wanted)
     if declaration is None or not any(metric_of(s, wanted) is not None for s in summaries):
         raise BadInput("--metric", wanted, _metric_choices(summaries))

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from xml.sax.saxutils import escape
 
+from iolab.report.signature import SVG_MARK
+
 PALETTE = (
     "#1f77b4",
     "#d62728",
@@ -177,7 +179,8 @@ class _Svg:
     def document(self, width: int, height: int, title: str) -> str:
         head = (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}" role="img" {FONT}><title>{escape(title)}</title>'
+            f'viewBox="0 0 {width} {height}" role="img" {FONT} {SVG_MARK}>'
+            f"<title>{escape(title)}</title>"
             f'<rect width="{width}" height="{height}" fill="white"/>'
         )
         return head + "".join(self.parts) + "</svg>"

@@ -97,11 +97,19 @@ def sample(store: Store, spec: str, wanted: str | None, field: str) -> Sample:
         kinds = {r.workload for r in records}
         if len(kinds) != 1:
             raise BadInput(field, spec, "give runs of one workload")
-        params = {**records[0].params, "kind": kinds.pop()}
-        runs = tuple(StoredRun(r.id, r.status, r.summary, r.started_at, r.error) for r in records)
-        cells = with_disk_tests(store, [StoredCell(CellId(""), "", params, runs)])
+        kind = kinds.pop()
+        each = [  # one cell per run: what each run's parameters held decides the metric
+            StoredCell(
+                CellId(""),
+                "",
+                {**r.params, "kind": kind},
+                (StoredRun(r.id, r.status, r.summary, r.started_at, r.error),),
+            )
+            for r in records
+        ]
+        cells = with_disk_tests(store, each)
         metric, declaration = choose_metric({}, cells, wanted)
-        done = [r for r in cells[0].runs if r.done]
+        done = [r for c in cells for r in c.runs if r.done]
         found = (metric_of(r.summary, metric) for r in done)
         values = tuple(v for v in found if v is not None)
         return Sample(f"runs {spec}", values, metric, declaration, tuple(r.id for r in done))

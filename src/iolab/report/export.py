@@ -14,6 +14,7 @@ from typing import TypeAlias
 from iolab.analysis.findings import matrix_values
 from iolab.errors import MissingTool
 from iolab.report.builder import find_experiment, matrix_keys
+from iolab.report.signature import GENERATOR, PARQUET_KEY
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 
@@ -46,7 +47,7 @@ def run_table(store: Store, target: str) -> RunTable:
                 if isinstance(v, int | float | str | bool) or v is None:
                     row[k] = v
             rows.append(row)
-    columns: list[str] = []
+    columns: list[str] = ["run", "cell", "status"]  # also without a run: iolab's CSV shape
     for row in rows:
         columns += [k for k in row if k not in columns]
     return RunTable(tuple(columns), tuple(rows))
@@ -79,7 +80,8 @@ def parquet_bytes(table: RunTable) -> bytes:
         con = duckdb.connect()
         try:
             con.execute(
-                f"COPY (SELECT * FROM read_json_auto('{source}')) TO '{target}' (FORMAT parquet)"
+                f"COPY (SELECT * FROM read_json_auto('{source}')) TO '{target}' "
+                f"(FORMAT parquet, KV_METADATA {{{PARQUET_KEY}: '{GENERATOR}'}})"
             )
         finally:
             con.close()

@@ -29,6 +29,7 @@ from iolab.report.disk import direction_of as _direction
 from iolab.report.disk import group_of as _group
 from iolab.report.grouped import charts as grouped_charts
 from iolab.report.grouped import matrix_keys
+from iolab.report.signature import HTML_MARK
 from iolab.report.value import ExperimentReport, RunView
 
 
@@ -346,7 +347,7 @@ def page(
     """The report page. ``figure_src``: where the page fetches each run's timeline figure
     (``iolab serve``); without it, every figure is in the page."""
     parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{HTML_MARK}",
         f"<title>{_e(title)}</title><style>{timeline.STYLE}"
         ".best{color:#1a7f37}.warn{color:#9a6700}td.v{text-align:left;font-family:monospace}"
         "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}li.note{color:#555}"

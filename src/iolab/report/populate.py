@@ -7,7 +7,7 @@ from typing import Any
 from rich.table import Table
 
 from iolab.latency.histogram import Histogram
-from iolab.units import format_bytes, format_micros
+from iolab.units import format_bytes, format_micros, format_rate
 
 LATENCY_COLUMNS = (
     ("mean", "mean_us"),
@@ -41,7 +41,7 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
     warm = s.get("warmup")
     table.add_row(
         "rows/s",
-        f"{s.get('rows_per_second', 0):,.0f}",
+        format_rate(s.get("rows_per_second", 0)),
         f"after a warm-up of {warm['seconds']:.1f} s and {warm['rows']:,} rows "
         f"({warm['rows_per_second_with_warmup']:,.0f} with it)"
         if warm
@@ -50,7 +50,12 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
     rate = s.get("rate")
     if rate:
         held = "held" if rate["held"] else "[yellow]not held[/]"
-        table.add_row("offered rate", f"{rate['target']:,.0f}", f"rows/s over all loaders: {held}")
+        due = f" ({rate['due_rows']:,} rows due)" if "due_rows" in rate else ""
+        table.add_row(
+            "offered rate",
+            format_rate(rate["target"]),
+            f"rows/s over all loaders: {held}, achieved {format_rate(rate['achieved'])}{due}",
+        )
     steady = s.get("steady_state")
     if isinstance(steady, dict):
         steady_rate = s.get("steady_rows_per_second")

@@ -27,6 +27,7 @@ from iolab.report.interactive import (
 )
 from iolab.report.interactive import figure_json as interactive_figure_json
 from iolab.report.probes import CHECKPOINTS_SHOWN, WAITS_SHOWN
+from iolab.report.signature import HTML_MARK
 from iolab.results import QueryResult
 
 CPU = ("cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct")
@@ -262,7 +263,7 @@ def html_page(
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     chart = interactive(data, title, marks, SINGLE_RUN_POINTS, steady)
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{HTML_MARK}"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
         f"{intro}{chart}{sections(data, run_id)}"
         f"{head()}{SCRIPT}</body></html>\n"

@@ -535,12 +535,13 @@ def _needing_more(
 ) -> list[Cell]:
     """Auto repetitions: the cells whose 95% interval is still wider than ci_target."""
     e = experiment.spec.experiment
-    assert kind.metric is not None
     more = []
     for cell in experiment.cells:
         if cell.id in skipped:
             continue
-        values = store_experiments.metric_values(store, exp_id, cell.id, kind.metric)
+        judged = kind.judged(cell.params)
+        assert judged is not None
+        values = store_experiments.metric_values(store, exp_id, cell.id, judged.metric)
         if len(values) >= e.max_repetitions:
             continue
         if len(values) < 2:

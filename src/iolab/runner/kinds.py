@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from iolab.config.experiment import DEVICE_PREFIX
-from iolab.config.workloads import OFF, DiskWorkload, PopulateWorkload, Section, TpchWorkload
+from iolab.config.workloads import (
+    OFF,
+    DiskWorkload,
+    PopulateWorkload,
+    Section,
+    TpchWorkload,
+    seconds,
+)
 from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.events import EventSink
@@ -63,8 +70,20 @@ class Checked:
 
 
 @dataclass(frozen=True)
+class Judged:
+    """What a cell's runs are judged by: the summary key the statistics are about (its label in
+    `iolab run`'s table), and the numbers the cell holds constant by design (a timed load's
+    elapsed time), each with the reason, which ``--metric`` refuses."""
+
+    metric: str
+    label: str
+    held: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class Kind:
-    """One workload kind. ``metric`` is the summary key the statistics are about."""
+    """One workload kind. ``metric`` is the summary key the statistics are about, unless
+    ``judge`` says otherwise for a cell's parameters (:meth:`judged`)."""
 
     name: str
     metric: str | None  # None: no single number (auto repetitions refused)
@@ -79,6 +98,28 @@ class Kind:
     # option as on the command line (``--set NAME``, ``--rows``); paths on testbed devices
     # (``device:NAME``) are left to the run, when the device is up.
     check: Callable[[Mapping[str, Any], Checked], None]
+    judge: Callable[[Mapping[str, Any]], Judged] | None = None
+
+    def judged(self, params: Mapping[str, Any]) -> Judged | None:
+        """What a cell of these parameters is judged by (None: no single number, a disk
+        profile's tests)."""
+        if self.judge is not None:
+            return self.judge(params)
+        if self.metric is None:
+            return None
+        return Judged(self.metric, self.metric_label, {})
+
+
+def judged(kind: Kind, cells: Sequence[Mapping[str, Any]]) -> Judged | None:
+    """What cells of ``kind`` (their parameters) are judged by together: the first cell's
+    metric that no cell holds constant, and every number some cell holds (None: no single
+    number)."""
+    each = [j for j in (kind.judged(p) for p in cells) if j is not None]
+    if not each:
+        return kind.judged({})
+    held = {k: v for j in each for k, v in j.held.items()}
+    found = next((j for j in each if j.metric not in held), each[0])
+    return Judged(found.metric, found.label, held)
 
 
 M = TypeVar("M", bound=Section)
@@ -202,6 +243,41 @@ def _populate(
     return (lambda outcome: run_populate(options, outcome, events)), roles, {}
 
 
+def _populate_judge(params: Mapping[str, Any]) -> Judged:
+    """A load of a fixed count of rows is judged by its elapsed time; a timed load (a
+    duration) lasts its duration whatever the engine does, so by its rows/s; an offered load
+    (a rate) inserts at the rate while it holds, so by the 99th percentile latency of its
+    commits. What the cell fixes is held, and refused as a metric."""
+    held: dict[str, str] = {}
+    duration, rate = params.get("duration"), params.get("rate")
+    if duration is not None:
+        why = f"each run lasts its duration, {_seconds(duration)}"
+        held |= {k: why for k in ("elapsed_seconds", "first_finished_seconds", "wall_seconds")}
+    if rate is not None:
+        why = f"each run is offered {float(rate):g} rows/s, its rate"
+        held |= {
+            k: why
+            for k in ("rows_per_second", "rows_per_second_with_warmup", "payload_mb_per_second")
+        }
+        if duration is None:  # the schedule sets the time too: rows / rate
+            why = f"its rows at {float(rate):g} rows/s take the time its rate sets"
+            held |= {k: why for k in ("elapsed_seconds", "first_finished_seconds", "wall_seconds")}
+        insert = params.get("method", "insert") == "insert"
+        per_statement = 1 if insert else params.get("batch", 100)
+        commits = "transaction" if params.get("commit_every", 1) <= per_statement else "commit"
+        return Judged(f"latency.{commits}.p99_us", f"{commits} p99 us", held)
+    if duration is not None:
+        return Judged("rows_per_second", "rows/s", held)
+    return Judged("elapsed_seconds", "elapsed s", held)
+
+
+def _seconds(value: str | float) -> str:
+    try:
+        return f"{seconds(value):g} s"
+    except ValueError:
+        return str(value)
+
+
 def _populate_estimate(params: Mapping[str, Any]) -> float:
     rows = params.get("rows") or 10_000
     return 5.0 + float(rows) / 3000.0  # a server start, and a slow disk's rows/s
@@ -317,6 +393,7 @@ KINDS: dict[str, Kind] = {
         _populate,
         _populate_estimate,
         _populate_check,
+        _populate_judge,
     ),
     "disk": Kind("disk", None, "", False, _disk, _disk_estimate, _disk_check),
     "tpch": Kind("tpch", "total_seconds", "total s", True, _tpch, _tpch_estimate, _tpch_check),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from iolab.analysis.findings import metric_of
 from iolab.errors import BadInput
 from iolab.ownership import boot_id, process_alive
 from iolab.results import CellId, EnvId, ExperimentId, RunId, RunStatus, canonical_json
@@ -81,7 +82,8 @@ def running_now(store: Store, experiment: ExperimentId) -> Counter[str]:
 
 
 def metric_values(store: Store, experiment: ExperimentId, cell: CellId, key: str) -> list[float]:
-    """One summary number of every done run of a cell, in run order."""
+    """One summary number of every done run of a cell, in run order: ``key`` a summary key or a
+    dotted path into its tables (:func:`~iolab.analysis.findings.metric_of`)."""
     rows = store.conn.execute(
         "SELECT summary FROM runs WHERE experiment_id = ? AND cell_id = ? AND status = 'done' "
         "ORDER BY id",
@@ -89,9 +91,9 @@ def metric_values(store: Store, experiment: ExperimentId, cell: CellId, key: str
     )
     out = []
     for (summary,) in rows:
-        value = json.loads(summary).get(key)
-        if isinstance(value, int | float):
-            out.append(float(value))
+        value = metric_of(json.loads(summary), key)
+        if value is not None:
+            out.append(value)
     return out
 
 

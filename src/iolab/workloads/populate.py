@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import threading
 import time
@@ -48,7 +49,7 @@ from iolab.events import EventSink, Phase, Step, Warning
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
 from iolab.latency.data import summary as latency_summary
-from iolab.latency.recording import Interval, LatencyRecording, Pacing
+from iolab.latency.recording import Interval, LatencyRecording, Pacing, rows_due
 from iolab.probes.checkpoints import merge_requested
 from iolab.probes.data import ProbeData
 from iolab.probes.interface import Checkpoint
@@ -57,7 +58,7 @@ from iolab.probes.serverlog import read_log
 from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
-from iolab.units import format_bytes
+from iolab.units import format_bytes, format_rate
 from iolab.workers import Worker, wait_all
 from iolab.workloads.checkpoint_schedule import CheckpointSchedule
 
@@ -123,8 +124,12 @@ class PopulateOptions:
                 raise BadInput("--duration", self.duration, "a duration needs --mode client")
         elif (self.rows is None) == (self.size_bytes is None):
             raise BadInput("--rows", self.rows, "give either --rows or --bytes, not both")
-        if self.rate is not None and not self.rate > 0:
-            raise BadInput("--rate", self.rate, "give rows per second over all loaders, above 0")
+        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
+            raise BadInput(
+                "--rate",
+                self.rate,
+                "give rows per second over all loaders, a finite number more than 0",
+            )
         if self.rate is not None and self.mode is LoadMode.SERVER:
             raise BadInput("--rate", self.rate, "a rate needs --mode client")
         if self.warmup_seconds is not None and (
@@ -432,7 +437,7 @@ def _run_loader(
 
     try:
         start.wait()
-        t0 = time.perf_counter()
+        t0 = shared.latency.t0_ns / 1e9  # the load's start, on which the schedule is laid
         clock = shared.latency.clocks[loader.index]
         dialect.load(loader.conn, spec, loader.rows, progress, clock)
         loader.elapsed = time.perf_counter() - t0
@@ -457,6 +462,7 @@ def _run_multiplexed(
 
     try:
         start.wait()
+        t0 = shared.latency.t0_ns / 1e9
         elapsed = dialect.load_multiplexed(
             [ld.conn for ld in loaders],
             spec,
@@ -464,6 +470,8 @@ def _run_multiplexed(
             progress,
             shared.latency.clocks,
         )
+        if any([c.wait_out() for c in shared.latency.clocks]):  # a timed load under a rate
+            elapsed = [max(seconds, time.perf_counter() - t0) for seconds in elapsed]
         for ld, seconds in zip(loaders, elapsed, strict=True):
             ld.elapsed = seconds
     except LoadCancelled:
@@ -763,6 +771,9 @@ def _summarise(
             f"the warm-up ({given}) did not end before the load did ({elapsed:.1f} s, "
             f"{rows:,} rows): give a shorter --warmup or a longer load"
         )
+    if warm is not None and options.rate is not None and options.warmup_seconds:
+        # the rows the schedule had due before the warm-up ended are its rows (docs/latency.md)
+        warm = replace(warm, rows=sum(c.warm_rows for c in latency.clocks))
     measured_rows = rows - (warm.rows if warm else 0)
     measured_seconds = elapsed - (warm.seconds if warm else 0.0)
     device_io = device_deltas(warm.disk if warm else m.disk_before, m.disk_after, m.devices)
@@ -816,14 +827,15 @@ def _summarise(
     if options.duration is not None:
         outcome.summary["duration_seconds"] = options.duration
     if options.rate is not None:
-        held = rate >= RATE_HELD * options.rate
-        outcome.summary["rate"] = {"target": options.rate, "achieved": rate, "held": held}
-        if not held:
+        outcome.summary["rate"] = rate_held(
+            options.rate, options.duration, warm.seconds if warm else 0.0, measured_rows, rate
+        )
+        if not outcome.summary["rate"]["held"]:
             events(
                 Warning(
-                    f"the load did not hold --rate {options.rate:,.0f} rows/s: it achieved "
-                    f"{rate:,.0f} rows/s ({rate / options.rate:.0%}); latencies count from each "
-                    "operation's intended start, so they include the backlog"
+                    f"the load did not hold --rate {format_rate(options.rate)} rows/s: it "
+                    f"achieved {format_rate(rate)} rows/s ({rate / options.rate:.0%}); latencies "
+                    "count from each operation's intended start, so they include the backlog"
                 )
             )
     outcome.latency = LatencyData(
@@ -854,6 +866,21 @@ def _summarise(
                 f"expected {target_ppr:.2f}; this run does not measure the seeds' table"
             )
         )
+
+
+def rate_held(
+    target: float, duration: float | None, warm_s: float, measured_rows: int, achieved: float
+) -> dict[str, Any]:
+    """The summary's ``rate``: the target, the rate achieved (measured rows over the measured
+    time) and whether the load held its schedule. A timed load lasts its duration whatever
+    the rate, so it held when it did at least RATE_HELD of the rows its schedule had due in the
+    measured part (``due_rows``: [warm-up end, duration)); a load of a count of rows takes the
+    time it needs, so it held when it did them at RATE_HELD of the target rate or faster."""
+    if duration is None:
+        return {"target": target, "achieved": achieved, "held": achieved >= RATE_HELD * target}
+    due = rows_due(target, warm_s, duration)
+    held = measured_rows >= RATE_HELD * due
+    return {"target": target, "achieved": achieved, "due_rows": due, "held": held}
 
 
 def _first_line(exc: BaseException) -> str:
