@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 from iolab.errors import BadInput
+from iolab.results import MAX_ID
 
 FILE_MODE = 0o600
-MAX_ID = 2**63 - 1  # SQLite's integers; a larger id names no row
 
 
 def check_output(path: Path, option: str, suffixes: tuple[str, ...] = ()) -> None:
