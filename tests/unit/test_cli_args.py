@@ -193,8 +193,17 @@ POPULATE: list[tuple[list[str], str]] = [
     (["populate", "--sample-interval", "1ms"], "--sample-interval: '1ms' {} give 100ms or more"),
     (
         ["populate", "--rate", "0"],
-        "--rate: 0.0 {} give rows per second over all loaders, more than 0",
+        "--rate: 0.0 {} give rows per second over all loaders, from 0.001 (a finite number)",
     ),
+    (
+        ["populate", "--rate", "inf"],
+        "--rate: inf {} give rows per second over all loaders, from 0.001 (a finite number)",
+    ),
+    (
+        ["populate", "--rate", "1e-300"],
+        "--rate: 1e-300 {} give rows per second over all loaders, from 0.001 (a finite number)",
+    ),
+    (["populate", "--warmup", "0.5"], f"--warmup: '0.5' {{}} {WARMUP}"),
     (
         ["populate", "--duration", "10s", "--rows", "100"],
         "--duration: '10s' {} give either rows/bytes or a duration, not both",

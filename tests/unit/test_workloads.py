@@ -47,7 +47,12 @@ CASES = [
     (PopulateWorkload, "steady_window", 2, "give 3 or more samples"),
     (PopulateWorkload, "steady_tolerance", 0, "give a percentage above 0 and at most 100"),
     (PopulateWorkload, "steady_tolerance", 101, "give a percentage above 0 and at most 100"),
-    (PopulateWorkload, "rate", 0, "give rows per second over all loaders, more than 0"),
+    (
+        PopulateWorkload,
+        "rate",
+        0,
+        "give rows per second over all loaders, from 0.001 (a finite number)",
+    ),
     (
         PopulateWorkload,
         "warmup",

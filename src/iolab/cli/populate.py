@@ -90,8 +90,8 @@ def populate(
     rate: Annotated[
         float | None,
         typer.Option(
-            help="Offered load in rows/s over all loaders, each on a fixed schedule; latency "
-            "counts from each operation's intended start (client mode)."
+            help="Offered load in rows/s over all loaders (0.001 or more), each on a fixed "
+            "schedule; latency counts from each operation's intended start (client mode)."
         ),
     ] = None,
     connections: Annotated[int, typer.Option(help="Loader connections, each its own thread.")] = 16,

@@ -46,7 +46,7 @@ HINTS = {
     "loaders": "give 1 or more loader connections",
     "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",
     "repetitions": 'give 1 or more runs per cell, or "auto"',
-    "rate": "give rows per second over all loaders, more than 0",
+    "rate": "give rows per second over all loaders, from 0.001 (a finite number)",
     "steady_window": "give 3 or more samples",
     "steady_tolerance": "give a percentage above 0 and at most 100",
 }
@@ -64,6 +64,8 @@ def warmup_of(value: str | int | None) -> tuple[float | None, int | None]:
         rows = value
     elif str(value).strip().isdigit():
         rows = int(str(value).strip())
+    elif _is_number(str(value)):  # 0.5, 1e3: neither rows nor a duration with its unit
+        raise ValueError(WARMUP_HELP)
     else:
         try:
             return parse_duration(str(value).strip(), "warmup"), None
@@ -72,6 +74,14 @@ def warmup_of(value: str | int | None) -> tuple[float | None, int | None]:
     if rows < 0:
         raise ValueError(WARMUP_HELP)
     return None, rows
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class Section(BaseModel):
@@ -168,7 +178,8 @@ class PopulateWorkload(Section):
         None
     )
     warmup: str | int | None = None  # rows (10000) or a duration ("30s"), left out of results
-    rate: float | None = Field(default=None, gt=0)  # rows per second over all loaders
+    # rows per second over all loaders (below 0.001 the schedule's intervals overflow to NaN)
+    rate: float | None = Field(default=None, ge=0.001, allow_inf_nan=False)
     # Seed 003's variations (docs/populate.md): a checkpoint requested every so many seconds
     # on a connection of its own, the log grown to a size before the load, and the criterion
     # of the steady state (the last ``steady_window`` samples of rows/s within
@@ -186,6 +197,13 @@ class PopulateWorkload(Section):
             raise ValueError("give either rows/bytes or a duration, not both")
         if v is not None and info.data.get("mode") == "server":
             raise ValueError("a duration needs mode client (a server loop runs a fixed count)")
+        return v
+
+    @field_validator("warmup", mode="before")
+    @classmethod
+    def _warmup_given(cls, v: object) -> object:
+        if isinstance(v, float):  # 0.5: neither rows nor a duration with its unit
+            raise ValueError(WARMUP_HELP)
         return v
 
     @field_validator("warmup")
@@ -396,6 +414,7 @@ def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
         "greater_than": "give more than {:g}",
         "greater_than_equal": "give {:g} or more",
         "less_than_equal": "give {:g} or less",
+        "finite_number": "give a finite number",
     }.get(err["type"])
     if plain is not None and key is not None:
         plain = plain.format(ctx.get(key, 0))

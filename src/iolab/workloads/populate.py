@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import threading
 import time
@@ -123,8 +124,12 @@ class PopulateOptions:
                 raise BadInput("--duration", self.duration, "a duration needs --mode client")
         elif (self.rows is None) == (self.size_bytes is None):
             raise BadInput("--rows", self.rows, "give either --rows or --bytes, not both")
-        if self.rate is not None and not self.rate > 0:
-            raise BadInput("--rate", self.rate, "give rows per second over all loaders, above 0")
+        if self.rate is not None and not (0.001 <= self.rate < math.inf):
+            raise BadInput(
+                "--rate",
+                self.rate,
+                "give rows per second over all loaders, from 0.001 (a finite number)",
+            )
         if self.rate is not None and self.mode is LoadMode.SERVER:
             raise BadInput("--rate", self.rate, "a rate needs --mode client")
         if self.warmup_seconds is not None and (
