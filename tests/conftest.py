@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,35 @@ def make_dirs(base: Path, *names: str) -> list[Path]:
         path.chmod(0o755)
         made.append(path)
     return made
+
+
+# execs its arguments with SIGINT at its default disposition, in the same process (same pid)
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
+
+
+def interruptible(argv: Sequence[str]) -> list[str]:
+    """``argv`` started with SIGINT at its default disposition, whatever the test inherited.
+
+    A shell without job control (``make test &``, nohup, a CI script) starts its children with
+    SIGINT ignored; that is inherited through exec, and iolab rightly keeps an ignored SIGINT
+    ignored, so a test's Ctrl-C would do nothing. Every test that sends SIGINT starts its
+    process through this (no preexec_fn: it is not safe with threads). The process keeps its
+    pid: the launcher execs ``argv``."""
+    return [sys.executable, "-c", _DEFAULT_SIGINT, *argv]
+
+
+@pytest.fixture
+def sigint_default() -> Iterator[None]:
+    """In this process, SIGINT raises KeyboardInterrupt for the test (Python's default), even if
+    the test run was started with SIGINT ignored; the inherited handler comes back after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 requires_mariadb = pytest.mark.skipif(

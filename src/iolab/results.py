@@ -18,6 +18,7 @@ from iolab.latency.histogram import Histogram
 from iolab.probes.data import ProbeData
 
 RunId = NewType("RunId", int)
+MAX_ID = 2**63 - 1  # SQLite's integers; a larger id names no row
 ExperimentId = NewType("ExperimentId", int)
 CellId = NewType("CellId", str)
 EnvId = NewType("EnvId", str)

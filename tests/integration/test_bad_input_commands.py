@@ -102,6 +102,8 @@ REPORT = [
     (["report", "populate sqlite", "--html", "{tmp}/file", "--results", "{db}"], "did not write"),
     (["report", "populate sqlite", "--with-disk", "777", "--results", "{db}"], "--with-disk"),
     (["report", "populate sqlite", "--with-disk", "1", "--results", "{db}"], "--with-disk"),
+    (["report", "populate sqlite", "--png", "{tmp}/file", "--results", "{db}"], "--png"),
+    (["report", "populate sqlite", "--png", "/proc/x", "--results", "{db}"], "--png"),
 ]
 COMPARE = [
     (["compare", "1-99999999999", "1", "--results", "{db}"], "1-99999999999"),
@@ -110,6 +112,11 @@ COMPARE = [
     (["compare", "3-1", "1", "--results", "{db}"], "3-1"),
     (["compare", "1", "1", "--metric", "nope", "--results", "{db}"], "--metric"),
     (["compare", "x,y", "1", "--results", "{db}"], "x,y"),
+    # across kinds: run 2 is a disk run
+    (["compare", "2", "1", "--results", "{db}"], "B: '1' is not allowed; give runs measuring"),
+    (["compare", "1", "2", "--results", "{db}"], "B: '2' is not allowed; give runs measuring"),
+    (["compare", "1,2", "1", "--results", "{db}"], "A: '1,2' is not allowed; give runs of one"),
+    (["compare", "2", "populate sqlite", "--results", "{db}"], "give runs measuring"),
 ]
 EXPORT = [
     (["export", "populate sqlite", "--format", "xml", "--results", "{db}"], "--format"),
@@ -123,6 +130,11 @@ EXPORT = [
     (["export", "populate sqlite", "-o", "{db}", "--results", "{db}"], "results database"),
     (["export", "populate sqlite", "-o", "{db}-wal", "--results", "{db}"], "results database"),
     (["export", "populate sqlite", "-o", "{tmp}/file", "--results", "{db}"], "did not write"),
+    (
+        ["export", "populate sqlite", "--histograms", "{tmp}/file", "--results", "{db}"],
+        "--histograms",
+    ),
+    (["export", "populate sqlite", "--histograms", "/proc/x", "--results", "{db}"], "--histograms"),
 ]
 TIMELINE = [
     (["timeline", "777", "-o", "{tmp}/t.html", "--results", "{db}"], "777"),
@@ -144,6 +156,14 @@ TESTBED = [
     (["testbed", "up", "{tmp}/read-only.toml"], "devices.a.mount_options: 'ro'"),
     (["testbed", "up", "{tmp}/wrapping-iops.toml"], "devices.a.read_iops: 4294967301"),
     (["testbed", "up", "{tmp}/null-member.toml"], "devices.a.member.model: 'null'"),
+    (["testbed", "up", "{tmp}/bad-model.toml"], "devices.a.model: 'floppy' is not allowed"),
+    (["testbed", "up", "{tmp}/bad-rpm.toml"], "devices.a.rpm: 'fast' is not allowed"),
+    (["testbed", "up", "{tmp}/bad-raid10.toml"], "devices.a.members: 3 is not allowed"),
+    (["testbed", "up", "{tmp}/bad-member.toml"], "devices.a.member.model: 'raid0'"),
+    (["testbed", "up", "{tmp}/bad-fault-rate.toml"], "devices.a.fault.rate: 2 is not allowed"),
+    (["testbed", "up", "{tmp}/bad-fault-key.toml"], "devices.a.fault.when: 3 is not allowed"),
+    (["testbed", "up", "{tmp}/fault-no-model.toml"], "a fault needs a model device"),
+    (["testbed", "up", "{tmp}/fault-text.toml"], "devices.a.fault: 'EIO' is not allowed"),
 ]
 DEMO = [
     (["demo", "--rows", "0"], "--rows"),
@@ -166,21 +186,43 @@ TESTBEDS = {
     "null-member.toml": (
         '[devices.a]\nsize = "64MiB"\nmodel = "raid0"\nmembers = 2\nmember = { model = "null" }\n'
     ),
+    "bad-model.toml": '[devices.a]\nsize = "64MiB"\nmodel = "floppy"\n',
+    "bad-rpm.toml": '[devices.a]\nsize = "64MiB"\nmodel = "hdd"\nrpm = "fast"\n',
+    "bad-raid10.toml": (
+        '[devices.a]\nsize = "64MiB"\nmodel = "raid10"\nmembers = 3\nmember = { model = "hdd" }\n'
+    ),
+    "bad-member.toml": (
+        '[devices.a]\nsize = "64MiB"\nmodel = "raid1"\nmembers = 2\nmember = { model = "raid0" }\n'
+    ),
+    "bad-fault-rate.toml": '[devices.a]\nsize = "64MiB"\nmodel = "null"\nfault = { rate = 2 }\n',
+    "bad-fault-key.toml": '[devices.a]\nsize = "64MiB"\nmodel = "null"\nfault = { when = 3 }\n',
+    "fault-no-model.toml": '[devices.a]\nsize = "64MiB"\nfault = { op = "write" }\n',
+    "fault-text.toml": '[devices.a]\nsize = "64MiB"\nmodel = "null"\nfault = "EIO"\n',
 }
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A results database with one finished populate run of SQLite."""
-    db = tmp_path_factory.mktemp("seed") / "seed.db"
-    done = subprocess.run(
-        [*IOLAB, "populate", "--rows", "200", "--connections", "2", "--results", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    """A results database with one finished populate run of SQLite (run 1) and one disk run
+    (run 2)."""
+    base = tmp_path_factory.mktemp("seed")
+    db = base / "seed.db"
+    (base / "disk").mkdir()
+    for argv in (
+        ["populate", "--rows", "200", "--connections", "2"],
+        [
+            *["disk", str(base / "disk"), "--size", "16MiB"],
+            *["--runs", "1", "--duration", "1", "--interval", "0"],
+        ],
+    ):
+        done = subprocess.run(
+            [*IOLAB, *argv, "--results", str(db)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
     return db
 
 

@@ -124,6 +124,82 @@ CASES: list[tuple[str, str, str]] = [
     ),
     ("bytes-too-many", exp('kind = "populate"\nbytes = "1PB"'), "layouts.a.data_dirs"),
     ("matrix-rows-too-many", matrix("rows = [100, 1_000_000_000_000_000]"), "layouts.a.data_dirs"),
+    # latency, sample_interval and seed 003's keys, in [workload] and in the matrix
+    ("rate-inf", exp(POPULATE + "\nrate = inf"), "workload.rate: inf is not allowed"),
+    ("rate-zero", exp(POPULATE + "\nrate = 0"), "workload.rate: 0 is not allowed"),
+    ("rate-tiny", exp(POPULATE + "\nrate = -1e-300"), "workload.rate: -1e-300 is not allowed"),
+    ("warmup-float", exp(POPULATE + "\nwarmup = 0.5"), "workload.warmup: 0.5 is not allowed"),
+    ("warmup-word", exp(POPULATE + '\nwarmup = "lots"'), "workload.warmup: 'lots'"),
+    (
+        "warmup-as-long-as-duration",
+        exp('kind = "populate"\nconnections = 2\nduration = "5s"\nwarmup = "5s"'),
+        "workload.warmup: '5s' is not allowed; the warm-up is as long as the run",
+    ),
+    (
+        "duration-and-rows",
+        exp(POPULATE + '\nduration = "5s"'),
+        "workload.duration: '5s' is not allowed; give either rows/bytes or a duration",
+    ),
+    (
+        "duration-zero",
+        exp('kind = "populate"\nconnections = 2\nduration = 0'),
+        "workload.duration: 0 is not allowed",
+    ),
+    ("tpch-warmup", exp(TPCH + '\nwarmup = "5s"'), "workload.warmup: '5s' is not allowed"),
+    (
+        "sample-interval-short",
+        exp(POPULATE + '\nsample_interval = "10ms"'),
+        "workload.sample_interval: '10ms' is not allowed",
+    ),
+    (
+        "sample-interval-negative",
+        exp(POPULATE + "\nsample_interval = -1"),
+        "workload.sample_interval: -1 is not allowed",
+    ),
+    (
+        "disk-sample-interval",
+        exp(DISK + '\nsample_interval = "1s"'),
+        "workload.sample_interval",
+    ),
+    (
+        "checkpoint-every-word",
+        exp(POPULATE + '\ncheckpoint_every = "soon"'),
+        "workload.checkpoint_every: 'soon'",
+    ),
+    (
+        "disk-checkpoint-every",
+        exp(DISK + '\ncheckpoint_every = "5s"'),
+        "workload.checkpoint_every",
+    ),
+    ("presize-negative", exp(POPULATE + '\npresize_wal = "-1MiB"'), "workload.presize_wal"),
+    (
+        "steady-window-word",
+        exp(POPULATE + '\nsteady_window = "many"'),
+        "workload.steady_window: 'many'",
+    ),
+    (
+        "steady-tolerance-nan",
+        exp(POPULATE + "\nsteady_tolerance = nan"),
+        "workload.steady_tolerance: nan",
+    ),
+    (
+        "matrix-checkpoint-every",
+        matrix('checkpoint_every = ["off", "never"]'),
+        "checkpoint_every: 'never' is not allowed",
+    ),
+    (
+        "matrix-presize-wal",
+        matrix('presize_wal = ["off", "huge"]'),
+        "presize_wal: 'huge' is not allowed",
+    ),
+    ("matrix-rate", matrix("rate = [100, 0]"), "rate: 0 is not allowed"),
+    ("matrix-warmup", matrix('warmup = ["1s", 0.5]'), "warmup: 0.5 is not allowed"),
+    (
+        "matrix-sample-interval",
+        matrix('sample_interval = ["1s", "1ms"]'),
+        "sample_interval: '1ms' is not allowed",
+    ),
+    ("matrix-steady-window", matrix("steady_window = [5, 1]"), "steady_window: 1 is not allowed"),
     # disk
     ("disk-duration-short", exp('kind = "disk"\nduration = "0.5s"'), "workload.duration"),
     ("disk-duration-word", exp('kind = "disk"\nduration = "soon"'), "workload.duration"),

@@ -159,6 +159,93 @@ CASES: list[tuple[str, list[str], str, bool]] = [
         "--steady-tolerance",
         False,
     ),
+    # latency (--warmup, --duration, --rate), --sample-interval, and more of seed 003's options
+    ("warmup-negative", [*D, *SMALL, "--warmup", "-5s"], "--warmup: '-5s' is not allowed", False),
+    ("warmup-word", [*D, *SMALL, "--warmup", "lots"], "--warmup: 'lots' is not allowed", False),
+    ("warmup-fraction", [*D, *SMALL, "--warmup", "0.5"], "--warmup: '0.5' is not allowed", False),
+    ("warmup-exponent", [*D, *SMALL, "--warmup", "1e3"], "--warmup: '1e3' is not allowed", False),
+    (
+        "warmup-as-long-as-duration",
+        [*D, "--connections", "2", "--duration", "5s", "--warmup", "5s"],
+        "the warm-up is as long as the run (5 s) or longer",
+        False,
+    ),
+    (
+        "warmup-as-many-rows",
+        [*D, *SMALL, "--warmup", "100"],
+        "the warm-up is as long as the run (100 rows) or longer",
+        False,
+    ),
+    ("duration-zero", [*D, "--duration", "0"], "--duration: '0' is not allowed", False),
+    ("duration-word", [*D, "--duration", "soon"], "--duration: 'soon' is not allowed", False),
+    ("duration-inf", [*D, "--duration", "inf"], "--duration: 'inf' is not allowed", False),
+    (
+        "duration-and-rows",
+        [*D, *SMALL, "--duration", "5s"],
+        "give either rows/bytes or a duration, not both",
+        False,
+    ),
+    (
+        "duration-server-mode",
+        [*D, "--duration", "5s", "--mode", "server"],
+        "a duration needs mode client",
+        False,
+    ),
+    ("rate-zero", [*D, *SMALL, "--rate", "0"], "--rate: 0.0 is not allowed", False),
+    ("rate-negative", [*D, *SMALL, "--rate", "-5"], "--rate: -5.0 is not allowed", False),
+    ("rate-inf", [*D, *SMALL, "--rate", "inf"], "--rate: inf is not allowed", False),
+    ("rate-nan", [*D, *SMALL, "--rate", "nan"], "--rate: nan is not allowed", False),
+    # before: a failed run recorded ("cannot convert float NaN to integer")
+    ("rate-minus-zero", [*D, *SMALL, "--rate", "-0"], "--rate: -0.0 is not allowed", False),
+    ("rate-word", [*D, *SMALL, "--rate", "fast"], "--rate", True),
+    (
+        "rate-server-mode",
+        [*D, *SMALL, "--rate", "100", "--mode", "server"],
+        "a rate needs mode client",
+        False,
+    ),
+    (
+        "sample-interval-zero",
+        [*D, *SMALL, "--sample-interval", "0"],
+        "--sample-interval: '0' is not allowed",
+        False,
+    ),
+    (
+        "sample-interval-inf",
+        [*D, *SMALL, "--sample-interval", "inf"],
+        "--sample-interval: 'inf' is not allowed",
+        False,
+    ),
+    (
+        "checkpoint-every-negative",
+        [*D, *SMALL, "--checkpoint-every", "-1s"],
+        "--checkpoint-every: '-1s' is not allowed",
+        False,
+    ),
+    (
+        "checkpoint-every-nan",
+        [*D, *SMALL, "--checkpoint-every", "nan"],
+        "--checkpoint-every: 'nan' is not allowed",
+        False,
+    ),
+    (
+        "presize-negative",
+        [*D, *SMALL, "--presize-wal", "-1MiB"],
+        "--presize-wal: '-1MiB' is not allowed",
+        False,
+    ),
+    (
+        "steady-window-negative",
+        [*D, *SMALL, "--steady-window", "-3"],
+        "--steady-window: -3 is not allowed",
+        False,
+    ),
+    (
+        "steady-tolerance-nan",
+        [*D, *SMALL, "--steady-tolerance", "nan"],
+        "--steady-tolerance: nan is not allowed",
+        False,
+    ),
 ]
 
 

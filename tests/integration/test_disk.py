@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from iolab import ownership
+from tests.conftest import interruptible
 
 pytestmark = [
     pytest.mark.integration,
@@ -127,19 +128,13 @@ def test_tmpfs_is_flagged_as_memory(results_db: Path) -> None:
 
 def test_ctrl_c_removes_the_test_file_and_keeps_the_run(tmp_path: Path, results_db: Path) -> None:
     proc = subprocess.Popen(
-        [
-            *IOLAB,
-            "disk",
-            str(tmp_path),
-            "--size",
-            "64MiB",
-            "--runs",
-            "3",
-            "--duration",
-            "2",
-            "--interval",
-            "0",
-        ],
+        interruptible(
+            [
+                *IOLAB,
+                *["disk", str(tmp_path), "--size", "64MiB", "--runs", "3"],
+                *["--duration", "2", "--interval", "0"],
+            ]
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

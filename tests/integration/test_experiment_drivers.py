@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_dirs, signal_when
+from tests.conftest import interruptible, make_dirs, signal_when
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -49,7 +49,7 @@ def experiment(root: Path, repetitions: int, rows: int) -> Path:
 
 def driver(exp: Path, db: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*IOLAB, "run", str(exp), "--json", "--results", str(db)],
+        interruptible([*IOLAB, "run", str(exp), "--json", "--results", str(db)]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

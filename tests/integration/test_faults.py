@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_dirs, signal_when
+from tests.conftest import interruptible, make_dirs, signal_when
 from tests.integration.test_populate_cli import iolab, servers_of
 
 pytestmark = pytest.mark.integration
@@ -134,8 +134,8 @@ def test_ctrl_c_while_initdb_runs_leaves_nothing(open_tmp: Path, results_db: Pat
     with it, the run is aborted (exit 130) and nothing is left in the layout."""
     data, wal = make_dirs(open_tmp, "a", "wal")
     proc = subprocess.Popen(
-        [*[sys.executable, "-m", "iolab"], "populate", "--engine", "postgres", "--data-dir",
-         str(data), "--wal-dir", str(wal), "--rows", "2000"],
+        interruptible([*[sys.executable, "-m", "iolab"], "populate", "--engine", "postgres",
+                       "--data-dir", str(data), "--wal-dir", str(wal), "--rows", "2000"]),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import make_dirs
+from tests.conftest import interruptible, make_dirs
 from tests.integration.test_populate_cli import iolab
 
 pytestmark = pytest.mark.integration
@@ -161,7 +161,9 @@ def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
         }
         env.pop("IOLAB_RESULTS", None)
         done = subprocess.run(
-            ["unshare", "-n", sys.executable, str(SCENARIO), str(work)],
+            # the scenario Ctrl-Cs a driver it starts: it, and so its children, start with
+            # SIGINT at its default whatever this test inherited
+            ["unshare", "-n", *interruptible([sys.executable, str(SCENARIO), str(work)])],
             capture_output=True,
             text=True,
             env=env,

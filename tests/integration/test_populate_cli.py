@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_dirs
+from tests.conftest import interruptible, make_dirs
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -256,18 +256,13 @@ def test_a_bad_postgres_setting_is_refused_before_a_run_is_recorded(
 
 def test_ctrl_c_leaves_no_server(open_tmp: Path, results_db: Path) -> None:
     proc = subprocess.Popen(
-        [
-            *IOLAB,
-            "populate",
-            "--engine",
-            "postgres",
-            "--data-dir",
-            str(open_tmp),
-            "--rows",
-            "200000",
-            "--connections",
-            "4",
-        ],
+        interruptible(
+            [
+                *IOLAB,
+                *["populate", "--engine", "postgres", "--data-dir", str(open_tmp)],
+                *["--rows", "200000", "--connections", "4"],
+            ]
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from iolab.store import open_store
-from tests.conftest import make_dirs
+from tests.conftest import interruptible, make_dirs
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -183,11 +183,13 @@ def test_ctrl_c_during_requested_checkpoints_stops_cleanly_and_keeps_them(
 ) -> None:
     (data,) = make_dirs(open_tmp, "data")
     proc = subprocess.Popen(
-        [
-            *IOLAB,
-            *["populate", "--engine", "postgres", "--data-dir", str(data)],
-            *["--rows", "1000000", "--connections", "4", "--checkpoint-every", "0.1s"],
-        ],
+        interruptible(
+            [
+                *IOLAB,
+                *["populate", "--engine", "postgres", "--data-dir", str(data)],
+                *["--rows", "1000000", "--connections", "4", "--checkpoint-every", "0.1s"],
+            ]
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

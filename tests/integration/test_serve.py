@@ -7,6 +7,7 @@ server bound beyond loopback that refuses every request without its token."""
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import re
@@ -17,6 +18,8 @@ import sys
 import tempfile
 import textwrap
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -586,3 +589,158 @@ def test_an_experiments_running_run_flushes_its_series_live(tmp_path: Path) -> N
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         assert conn.execute("SELECT count(*) FROM series_chunks").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM series").fetchone()[0] > 0
+
+
+def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], str]:
+    """(status, headers, body) of one request, whatever the status."""
+    request = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read().decode()
+
+
+HUGE = "9" * 5000  # beyond SQLite's integers, and beyond what int() reads from text
+# (path and query, status, what the page says): every id that names no run or experiment is a
+# 404, every bad parameter a 400 naming it, and no route raises
+HOSTILE = [
+    ("runs/99999999999999999999", 404, "RUN: 99999999999999999999 is not allowed"),
+    (f"runs/{HUGE}", 404, "no such page"),
+    ("runs/9223372036854775807", 404, "RUN: 9223372036854775807 is not allowed"),
+    ("runs/9223372036854775808", 404, "RUN: 9223372036854775808 is not allowed"),
+    ("runs/0", 404, "RUN: 0 is not allowed; runs are numbered 1 to "),
+    ("runs/-1", 404, "no such page"),
+    ("runs/abc", 404, "no such page"),
+    ("runs/1.5", 404, "no such page"),
+    ("runs/99999999999999999999/timeline.json", 404, "RUN: 99999999999999999999"),
+    (f"runs/{HUGE}/timeline.json", 404, "no such page"),
+    ("runs/99999999999999999999/figure.json", 404, "RUN: 99999999999999999999"),
+    ("runs/-3/figure.json", 404, "no such page"),
+    ("experiments/99999999999999999999", 404, "EXPERIMENT: 99999999999999999999"),
+    (f"experiments/{HUGE}", 404, "no such page"),
+    ("experiments/0", 404, "EXPERIMENT: 0 is not allowed; experiments are numbered 1 to "),
+    ("experiments/x", 404, "no such page"),
+    ("static/../../etc/passwd", 404, "no such page"),
+    ("static/iolab.db", 404, "no such page"),
+    ("compare?a=99999999999999999999&b=1", 400, "give run ids from 1 to "),
+    (f"compare?a={HUGE}&b=1", 400, "give run ids from 1 to "),
+    ("compare?a=1-99999999999999999999&b=2", 400, "give run ids from 1 to "),
+    ("compare?a=0&b=1", 400, "give run ids from 1 to "),
+    ("compare?a=1&b=2&metric=banana", 400, "--metric: 'banana' is not allowed"),
+    ("compare?a=nosuch:engine=x&b=1", 400, "EXPERIMENT: 'nosuch' is not allowed"),
+    ("?since=yesterday", 400, "since: 'yesterday' is not allowed; give a day as YYYY-MM-DD"),
+    ("?until=2026-02-30", 400, "until: '2026-02-30' is not allowed; give a day as YYYY-MM-DD"),
+    (f"?since={HUGE[:60]}", 400, "since: '999999"),
+    ("?since=%EF%BC%92%EF%BC%90%EF%BC%92%EF%BC%96-01-01", 400, "give a day as YYYY-MM-DD"),
+]
+
+
+def test_no_route_raises_on_hostile_ids_and_parameters(seeded: tuple[Path, Path]) -> None:
+    """Out-of-range, negative, non-numeric and huge ids and parameters on every route: 404 or
+    400 with the reason, the server's headers on each, nothing in the server's log, the
+    database unchanged."""
+    db = seeded[1]
+    before = db.read_bytes()
+    proc, url = start_serve(db)
+    try:
+        for path, status, said in HOSTILE:
+            got, headers, body = fetch(url + path)
+            assert got == status, (path, got, body[:300])
+            assert said in html.unescape(body), (path, body[:600])
+            assert headers.get("content-security-policy") == STRICT, path
+        got, headers, body = fetch(url + "runs/1", method="POST")
+        assert got == 405 and "only answers GET" in body
+        assert headers.get("content-security-policy") == STRICT
+    finally:
+        stop(proc)
+    assert proc.stderr is not None
+    log = proc.stderr.read()
+    assert "Traceback" not in log and " 500 " not in log, log[-3000:]
+    assert db.read_bytes() == before
+
+
+STRICT = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; connect-src 'self'; font-src 'self' data:; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+ROUTES = [
+    "",
+    "?engine=sqlite",
+    "experiments/1",
+    "runs/1",
+    "runs/1/timeline.json",
+    "runs/1/figure.json",
+    "compare",
+    "compare?a=1,2,3&b=4-6",
+    "static/plotly.min.js",
+    "static/timelines.js",
+    "static/save.js",
+    "static/live.js",
+]
+
+
+def test_every_route_sends_a_policy_without_inline_script_or_eval(server: str) -> None:
+    for path in ROUTES:
+        status, headers, _ = fetch(server + path)
+        assert status == 200, path
+        policy = headers.get("content-security-policy")
+        assert policy == STRICT, path
+        script_src = next(p for p in policy.split(";") if p.strip().startswith("script-src"))
+        assert "unsafe" not in script_src
+        assert headers.get("x-content-type-options") == "nosniff"
+
+
+# In the page: every visible element outside header, main, footer and nav (landmarks), and
+# every table header cell without text.
+LANDMARKS = """() => {
+  const visible = e => {  // drawn on the page (Plotly's measuring svg sits far off it)
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.right + scrollX > 0 && r.bottom + scrollY > 0
+      && getComputedStyle(e).visibility !== 'hidden';
+  };
+  const outside = [];
+  for (const e of document.body.children) {
+    if (['SCRIPT', 'HEADER', 'MAIN', 'FOOTER', 'NAV'].includes(e.tagName)) continue;
+    if (visible(e)) outside.push(e.tagName + (e.id ? '#' + e.id : ''));
+  }
+  const empty = [...document.querySelectorAll('th')].filter(t => !t.textContent.trim()).length;
+  return {outside, empty, mains: document.querySelectorAll('main').length};
+}"""
+
+
+@needs_chromium
+def test_pages_draw_under_the_strict_policy_and_keep_every_block_in_a_landmark(
+    server: str, browser: Any, seeded: tuple[Path, Path]
+) -> None:
+    """The timelines draw (Plotly and the page's scripts served as files), no policy violation
+    is reported; on every page of serve and in `iolab report --html`'s file each visible block
+    is inside a landmark and no table header is empty."""
+    report = seeded[0] / "landmarks.html"
+    run_iolab(seeded[1], "report", "serve-seed", "--html", str(report))
+    for path in ("", "experiments/1", "runs/1", "compare?a=1,2,3&b=4-6", "compare", "nope"):
+        tab, asked, errors = open_tab(browser, server + path)
+        said: list[str] = []
+        tab.on("console", lambda m, said=said: said.append(m.text))
+        tab.add_init_script(
+            "document.addEventListener('securitypolicyviolation', e => "
+            "console.log('violation ' + e.violatedDirective + ' ' + e.blockedURI))"
+        )
+        tab.goto(server + path)
+        tab.wait_for_load_state("load")
+        if path in ("experiments/1", "runs/1"):
+            tab.locator(".iplot").first.scroll_into_view_if_needed()
+            tab.wait_for_selector(".iplot .main-svg")  # drawn
+            assert tab.evaluate("typeof Plotly") == "object"
+        found = tab.evaluate(LANDMARKS)
+        assert found == {"outside": [], "empty": 0, "mains": 1}, (path, found)
+        assert [m for m in said if "violation" in m or "Content Security" in m] == [], path
+        assert errors == [], path
+        assert all(u.startswith(server) for u in asked), asked
+        tab.close()
+    tab = browser.new_page()
+    tab.goto(report.as_uri())
+    tab.wait_for_load_state("load")
+    assert tab.evaluate(LANDMARKS) == {"outside": [], "empty": 0, "mains": 1}
+    tab.close()

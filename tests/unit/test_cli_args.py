@@ -209,6 +209,15 @@ POPULATE: list[tuple[list[str], str]] = [
         "--rate: inf {} give rows per second over all loaders, a finite number more than 0",
     ),
     (
+        ["populate", "--rate", "inf"],
+        "--rate: inf {} give rows per second over all loaders, a finite number more than 0",
+    ),
+    (
+        ["populate", "--rate", "-1e-300"],
+        "--rate: -1e-300 {} give rows per second over all loaders, a finite number more than 0",
+    ),
+    (["populate", "--warmup", "0.5"], f"--warmup: '0.5' {{}} {WARMUP}"),
+    (
         ["populate", "--duration", "10s", "--rows", "100"],
         "--duration: '10s' {} give either rows/bytes or a duration, not both",
     ),

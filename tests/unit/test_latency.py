@@ -25,6 +25,7 @@ from iolab.latency.recording import (
     OpKind,
     Pacing,
     merged_by_kind,
+    rows_due,
 )
 from iolab.report.comparison import compare
 from iolab.results import RunId, RunOutcome
@@ -298,3 +299,21 @@ def test_stored_histograms_round_trip_and_compare(tmp_path: Path) -> None:
     a, b = c.latency["transaction"]
     assert (a.total, b.total) == (300, 300)  # the warm-up's 100 left out on each side
     assert (a.percentile(99), b.percentile(99)) == (1000, 2000)
+
+
+@pytest.mark.parametrize(
+    ("rate", "start", "end", "due"),
+    [
+        (10.0, 0.0, 3.0, 30),  # 3 * 10 within rounding of 30: not 31
+        (0.1, 0.0, 30.0, 3),
+        (10.0, 1.0, 3.0, 20),
+        (1e-9, 0.0, 3.0, 1),  # row 0, due at 0
+        (1e-300, 0.0, 1.0, 1),  # so small that 1 s of it rounds to nothing: row 0 all the same
+        (1e-300, 0.5, 1.0, 0),
+        (0.5, 0.0, 3.0, 2),
+    ],
+)
+def test_rows_due_counts_each_row_of_the_schedule_once(
+    rate: float, start: float, end: float, due: int
+) -> None:
+    assert rows_due(rate, start, end) == due

@@ -118,6 +118,7 @@ def test_runs_of_a_dead_process_are_reaped(tmp_path: Path) -> None:
         assert "interrupted" in (statuses[2].error or "")
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_an_interrupt_waits_until_a_run_is_stored(tmp_path: Path) -> None:
     """A Ctrl-C that lands while a run's results are written ends iolab after the commit: the
     run is finished, never left 'running'. Also with other threads alive, which the kernel may

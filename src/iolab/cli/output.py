@@ -23,10 +23,10 @@ from pathlib import Path
 from iolab.errors import BadInput
 from iolab.ownership import owned_name, reap
 from iolab.report.signature import SQLITE_SIDE_FILES, sqlite_file, written_by_iolab
+from iolab.results import MAX_ID
 from iolab.store.database import default_path
 
 FILE_MODE = 0o600
-MAX_ID = 2**63 - 1  # SQLite's integers; a larger id names no row
 SCRATCH = "output"  # the owned kind of the scratch files outputs are written through
 
 

@@ -64,6 +64,8 @@ def warmup_of(value: str | int | None) -> tuple[float | None, int | None]:
         rows = value
     elif str(value).strip().isdigit():
         rows = int(str(value).strip())
+    elif _is_number(str(value)):  # 0.5, 1e3: neither rows nor a duration with its unit
+        raise ValueError(WARMUP_HELP)
     else:
         try:
             return parse_duration(str(value).strip(), "warmup"), None
@@ -72,6 +74,14 @@ def warmup_of(value: str | int | None) -> tuple[float | None, int | None]:
     if rows < 0:
         raise ValueError(WARMUP_HELP)
     return None, rows
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class Section(BaseModel):
@@ -186,6 +196,13 @@ class PopulateWorkload(Section):
             raise ValueError("give either rows/bytes or a duration, not both")
         if v is not None and info.data.get("mode") == "server":
             raise ValueError("a duration needs mode client (a server loop runs a fixed count)")
+        return v
+
+    @field_validator("warmup", mode="before")
+    @classmethod
+    def _warmup_given(cls, v: object) -> object:
+        if isinstance(v, float):  # 0.5: neither rows nor a duration with its unit
+            raise ValueError(WARMUP_HELP)
         return v
 
     @field_validator("warmup")

@@ -84,9 +84,10 @@ class LoaderClock:
             t0_ns + round(pacing.duration_s * 1e9) if pacing.duration_s is not None else _NEVER
         )
         # --rate: row r of this loader is due at t0 + (index + r * loaders) / rate seconds, so
-        # the loaders' rows arrive evenly spaced, not in bursts
-        self._ns_per_row = loaders * 1e9 / pacing.rate if pacing.rate else 0.0
-        self._phase = index * 1e9 / pacing.rate if pacing.rate else 0.0
+        # the loaders' rows arrive evenly spaced, not in bursts; held below "never" so that a
+        # rate so low that a row's interval overflows (1e-300 rows/s) still schedules row 0
+        self._ns_per_row = min(loaders * 1e9 / pacing.rate, _NEVER) if pacing.rate else 0.0
+        self._phase = min(index * 1e9 / pacing.rate, _NEVER) if pacing.rate else 0.0
         self._rows = 0  # rows scheduled so far
         # --rate with a time warm-up: rows of the operations due before it ended (the schedule
         # decides which rows are the warm-up's, not when they happened to commit)
@@ -144,7 +145,7 @@ class LoaderClock:
         now = time.perf_counter_ns()
         start = now
         if self._ns_per_row:
-            start = self._t0 + int(self._phase + self._rows * self._ns_per_row)
+            start = self._t0 + int(min(self._phase + self._rows * self._ns_per_row, _NEVER))
             self._rows += rows
         if can_stop and (start >= self._deadline or now >= self._deadline):
             return None
@@ -275,11 +276,16 @@ class LatencyRecording:
 
 def rows_due(rate: float, start_s: float, end_s: float) -> int:
     """Rows the ``rate`` schedule has due in ``[start_s, end_s)`` seconds of a load: row ``j``
-    at ``j / rate``, so ``ceil(end * rate) - ceil(start * rate)`` (rounded to 1e-9 first, so
-    that 3 s at 10 rows/s is 30 rows, not 31)."""
+    at ``j / rate``, so ``ceil(end * rate) - ceil(start * rate)``, a product within 1e-9 of a
+    whole number of rows taken as that number (3 s at 10 rows/s is 30 rows, not 31; 1 s at
+    1e-300 rows/s is still row 0, due at 0)."""
 
     def due_before(t: float) -> int:
-        return max(0, math.ceil(round(t * rate, 9)))
+        rows = t * rate
+        whole = round(rows)
+        if whole >= 1 and abs(rows - whole) <= 1e-9 * whole:
+            return whole
+        return max(0, math.ceil(rows))
 
     return max(0, due_before(end_s) - due_before(start_s))
 

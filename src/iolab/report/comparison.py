@@ -12,7 +12,7 @@ from iolab.latency.histogram import Histogram
 from iolab.metrics import Metric
 from iolab.report.builder import cell_data, choose_metric, find_experiment, with_disk_tests
 from iolab.report.builder import matrix_keys as matrix_keys_of
-from iolab.results import CellId, ExperimentId, RunId
+from iolab.results import MAX_ID, CellId, ExperimentId, RunId
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.experiments import StoredCell, StoredRun
@@ -83,7 +83,8 @@ def run_ids(store: Store, spec: str, field: str) -> list[int]:
     ids: list[int] = []
     for part in spec.split(","):
         lo_text, _, hi_text = part.partition("-")
-        lo, hi = int(lo_text), int(hi_text or lo_text)
+        # beyond 19 digits an id is past SQLite's integers (and int() refuses 4,300)
+        lo, hi = (int(t) if len(t) <= 19 else MAX_ID + 1 for t in (lo_text, hi_text or lo_text))
         if not 1 <= lo <= hi <= top:
             raise BadInput(field, spec, allowed)
         ids += range(lo, hi + 1)

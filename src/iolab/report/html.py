@@ -294,9 +294,10 @@ TILE_STYLE = (
 )
 SAVE_STYLE = "div.save{font-size:12px;color:#555;margin:-4px 0 8px}div.save a{margin-left:6px}"
 # Under each static chart, links that save it as SVG or PNG (drawn on a canvas in the page: no
-# network); the interactive timelines have their own buttons in Plotly's mode bar.
-SAVE_SCRIPT = (
-    "<script>(function(){var n=0;document.querySelectorAll('svg[role=img]').forEach("
+# network); the interactive timelines have their own buttons in Plotly's mode bar. ``iolab
+# serve`` serves it as a file (/static/save.js).
+SAVE_JS = (
+    "(function(){var n=0;document.querySelectorAll('svg[role=img]').forEach("
     "function(svg){n+=1;var name='chart-'+n;var t=svg.querySelector('title');"
     "if(t){name=t.textContent.replace(/[^A-Za-z0-9]+/g,'-').replace(/^-|-$/g,'').slice(0,60)"
     "||name;}var text=new XMLSerializer().serializeToString(svg);"
@@ -310,8 +311,9 @@ SAVE_SCRIPT = (
     "var d=document.createElement('a');d.href=URL.createObjectURL(b);d.download=name+'.png';"
     "d.click();});};img.src=url;};"
     "box.appendChild(a);box.appendChild(p);svg.parentNode.insertBefore(box,svg.nextSibling);"
-    "});})();</script>"
+    "});})();"
 )
+SAVE_SCRIPT = f"<script>{SAVE_JS}</script>"
 CHART = re.compile(r'<svg xmlns="http://www.w3.org/2000/svg".*?</svg>', re.S)
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 
@@ -343,16 +345,19 @@ def page(
     spectra: Sequence[spectrum.Spectrum] = (),
     chart_by: Sequence[str] = (),
     figure_src: Callable[[RunView], str] | None = None,
+    scripts_at: str | None = None,
 ) -> str:
     """The report page. ``figure_src``: where the page fetches each run's timeline figure
-    (``iolab serve``); without it, every figure is in the page."""
+    (``iolab serve``); without it, every figure is in the page. ``scripts_at``: where a
+    server serves the page's scripts (``iolab serve``'s /static, whose policy runs no inline
+    script); without it, every script is in the page."""
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{HTML_MARK}",
         f"<title>{_e(title)}</title><style>{timeline.STYLE}"
         ".best{color:#1a7f37}.warn{color:#9a6700}td.v{text-align:left;font-family:monospace}"
         "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}li.note{color:#555}"
-        f"{TILE_STYLE}{SAVE_STYLE}</style></head><body>",
-        f"<h1>{_e(title)}</h1><p>{_e(subtitle)}</p>",
+        f"{TILE_STYLE}{SAVE_STYLE}</style><link rel='icon' href='data:,'></head><body>",
+        f"<header><h1>{_e(title)}</h1><p>{_e(subtitle)}</p></header><main>",
         findings_html(findings),
         "<section id='charts'><h2>Charts</h2>",
         grouped_charts(
@@ -392,10 +397,12 @@ def page(
         parts.append(key_values("environment of the first run", environment))
     for label, params in (cell_params or {}).items():
         parts.append(key_values(f"cell {label}", params))
-    parts.append("</section>")
+    parts.append("</section></main>")
     if runs:  # Plotly's JavaScript once, before the script that draws the timelines
-        parts += [interactive.head(), interactive.SCRIPT]
-    parts.append(SAVE_SCRIPT)
+        parts += [interactive.head(scripts_at), interactive.script(scripts_at)]
+    parts.append(
+        SAVE_SCRIPT if scripts_at is None else f"<script src='{scripts_at}/save.js'></script>"
+    )
     parts.append("</body></html>\n")
     return "".join(parts)
 
@@ -405,10 +412,12 @@ def report_page(
     generated: str,
     chart_by: Sequence[str] = (),
     figure_src: Callable[[RunView], str] | None = None,
+    scripts_at: str | None = None,
 ) -> str:
     """``iolab report --html``: the page of an experiment's report (built with timelines);
     ``chart_by``: the matrix key on the charts' x axis and the one in colour (--chart-by);
-    ``figure_src``: where the page fetches each timeline's figure (``iolab serve``)."""
+    ``figure_src``: where the page fetches each timeline's figure (``iolab serve``);
+    ``scripts_at``: where it loads its scripts from (``iolab serve``)."""
     return page(
         f"iolab report: {report.name}",
         f"{report.metric} ({report.direction}); {report.run_count} runs in "
@@ -422,4 +431,5 @@ def report_page(
         spectra=report.spectra,
         chart_by=chart_by,
         figure_src=figure_src,
+        scripts_at=scripts_at,
     )

@@ -311,8 +311,9 @@ def fetched(ident: str, src: str, panels: int) -> str:
 
 
 # Draws each box as it comes near the screen (its figure in the page, or fetched from its
-# data-src), and all of them before printing.
-SCRIPT = """<script>(function(){
+# data-src), and all of them before printing. In a file's page it sits in a <script>;
+# ``iolab serve`` serves it as a file (/static/timelines.js), as its policy runs no inline script.
+JS = """(function(){
 var config={responsive:true,displaylogo:false,toImageButtonOptions:{format:'png',scale:2},
 modeBarButtonsToAdd:[{name:'Download plot as SVG',icon:Plotly.Icons.disk,click:function(gd){
 Plotly.downloadImage(gd,{format:'svg',filename:gd.dataset.fig});}}]};
@@ -333,9 +334,19 @@ es.forEach(function(e){if(e.isIntersecting){seen.unobserve(e.target);draw(e.targ
 {rootMargin:'600px'});boxes.forEach(function(b){seen.observe(b);});}
 else{boxes.forEach(draw);}
 window.addEventListener('beforeprint',function(){boxes.forEach(draw);});
-})();</script>"""
+})();"""
+SCRIPT = f"<script>{JS}</script>"
 
 
-def head() -> str:
-    """What a page with interactive timelines carries once: Plotly's JavaScript."""
+def head(at: str | None = None) -> str:
+    """What a page with interactive timelines carries once: Plotly's JavaScript, in the page,
+    or with ``at`` (where a server serves its scripts: ``iolab serve``'s /static) by
+    reference."""
+    if at is not None:
+        return f"<script src='{at}/plotly.min.js'></script>"
     return f"<script>{plotly_js()}</script>"
+
+
+def script(at: str | None = None) -> str:
+    """:data:`JS` in the page, or with ``at`` by reference (``at``/timelines.js)."""
+    return SCRIPT if at is None else f"<script src='{at}/timelines.js'></script>"

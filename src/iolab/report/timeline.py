@@ -263,8 +263,8 @@ def html_page(
     intro = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
     chart = interactive(data, title, marks, SINGLE_RUN_POINTS, steady)
     return (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{HTML_MARK}"
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{HTML_MARK}"
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-        f"{intro}{chart}{sections(data, run_id)}"
+        f"<main>{intro}{chart}{sections(data, run_id)}</main>"
         f"{head()}{SCRIPT}</body></html>\n"
     )

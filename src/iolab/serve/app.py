@@ -10,7 +10,12 @@
     /runs/ID/figure.json     the run's timeline figure as the report draws it (?title=): the
                              experiment page fetches each as it nears the screen
     /compare?a=&b=&metric=   ``iolab compare``'s answer with charts
-    /static/plotly.min.js    Plotly's JavaScript from the installed package
+    /static/NAME             the pages' scripts: plotly.min.js (Plotly's JavaScript from the
+                             installed package), timelines.js, save.js, live.js
+
+Every page runs only scripts this server sends as files (the policy allows no inline script and
+no eval: data sits in ``<script type="application/json">`` blocks); every id that names no run
+or experiment, however large, is a 404, and no route raises.
 
 Every request opens the database with SQLite's ``mode=ro`` and closes it: nothing is ever
 written, and runs another process records are read as far as it has committed. Endpoints are
@@ -28,6 +33,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
@@ -40,6 +47,7 @@ from iolab.report import html as html_report
 from iolab.report import interactive
 from iolab.report import timeline as timeline_report
 from iolab.report.comparison import compare
+from iolab.report.html import SAVE_JS
 from iolab.report.value import RunView
 from iolab.results import ExperimentId, RunId
 from iolab.serve import pages
@@ -48,13 +56,37 @@ from iolab.store import Store, open_readonly
 from iolab.store import browse as browse_store
 from iolab.store import live as live_store
 
-# Pages load nothing but what this server sends (Plotly's inline expressions need 'unsafe-eval').
+# Pages load nothing but what this server sends, and run no inline script and no eval: the
+# timelines' traces (scatter, drawn in SVG) need neither.
 POLICY = (
-    "default-src 'none'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
+    "default-src 'none'; script-src 'self'; "
     "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "
     "font-src 'self' data:; form-action 'self'; frame-ancestors 'none'"
 )
 HEADERS = {"content-security-policy": POLICY, "x-content-type-options": "nosniff"}
+# the files under /static
+STATIC: dict[str, Callable[[], str]] = {
+    "plotly.min.js": interactive.plotly_js,
+    "timelines.js": lambda: interactive.JS,
+    "save.js": lambda: SAVE_JS,
+    "live.js": lambda: pages.LIVE_JS,
+}
+
+
+class IdConvertor(Convertor[int]):
+    """A path's id: up to 100 digits (the store answers an id beyond SQLite's integers as one
+    it lacks); a longer one, which ``int()`` may refuse, matches no route: a 404 either way."""
+
+    regex = "[0-9]{1,100}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("id", IdConvertor())
 
 
 class PageCache:
@@ -116,14 +148,14 @@ def create_app(results: Path, token: str | None = None) -> Starlette:
 
     routes = [
         Route("/", reading(_experiments)),
-        Route("/experiments/{id:int}", reading(experiment)),
-        Route("/runs/{id:int}", reading(_run)),
-        Route("/runs/{id:int}/timeline.json", reading(_timeline_json)),
-        Route("/runs/{id:int}/figure.json", reading(_figure_json)),
+        Route("/experiments/{id:id}", reading(experiment)),
+        Route("/runs/{id:id}", reading(_run)),
+        Route("/runs/{id:id}/timeline.json", reading(_timeline_json)),
+        Route("/runs/{id:id}/figure.json", reading(_figure_json)),
         Route("/compare", reading(_compare)),
-        Route("/static/plotly.min.js", _plotly),
+        Route("/static/{name}", _static),
     ]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
     if token is not None:
         app.add_middleware(TokenGuard, token=token)
     return app
@@ -149,7 +181,10 @@ def _experiment_page(store: Store, exp: ExperimentId) -> str:
     of 50 timelines took 0.65-0.75 s of a 1 s page, bench/serve_scale.py)."""
     built = report_lib.build(store, exp, timelines="median")
     page = html_report.report_page(
-        built, datetime.now().isoformat(timespec="seconds"), figure_src=_figure_src
+        built,
+        datetime.now().isoformat(timespec="seconds"),
+        figure_src=_figure_src,
+        scripts_at=pages.STATIC,
     )
     labels = {str(c.id): c.label for c in built.cells}
     return pages.experiment_page(page, built.name, browse_store.runs_of(store, exp), labels)
@@ -190,7 +225,9 @@ def _timeline_json(store: Store, request: Request) -> Response:
         f'"checkpoints":{len(data.checkpoints) if data else 0},'
         f'"sections":{json.dumps(sections)},"figure":{figure}}}'
     )
-    return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
+    return Response(
+        body, media_type="application/json", headers={**HEADERS, "cache-control": "no-store"}
+    )
 
 
 def _figure_src(view: RunView) -> str:
@@ -206,7 +243,9 @@ def _figure_json(store: Store, request: Request) -> Response:
         raise BadInput("run", run.id, "give a run whose probes recorded a timeline")
     title = request.query_params.get("title") or view.cell
     body = timeline_report.figure_json(view.probes, title, view.marks, steady=view.steady)
-    return Response(body, media_type="application/json", headers={"cache-control": "no-store"})
+    return Response(
+        body, media_type="application/json", headers={**HEADERS, "cache-control": "no-store"}
+    )
 
 
 def _compare(store: Store, request: Request) -> Response:
@@ -221,9 +260,17 @@ def _compare(store: Store, request: Request) -> Response:
     return _html(pages.compare_page(a, b, metric, found))
 
 
-def _plotly(_request: Request) -> Response:
+def _static(request: Request) -> Response:
+    text = STATIC.get(request.path_params["name"])
+    if text is None:
+        raise HTTPException(404)
     return Response(
-        interactive.plotly_js(),
-        media_type="text/javascript",
-        headers={"cache-control": "max-age=86400"},
+        text(), media_type="text/javascript", headers={**HEADERS, "cache-control": "max-age=86400"}
     )
+
+
+def _http_error(_request: Request, exc: Exception) -> Response:
+    """No such page (404), or a method other than GET (405): a page with the same headers."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    what = {404: "no such page", 405: "this server only answers GET"}.get(status, "refused")
+    return HTMLResponse(pages.error_page(what), status, HEADERS)

@@ -24,8 +24,8 @@ from iolab.report.html import key_values
 from iolab.store.browse import ExperimentRow, Filters
 from iolab.store.database import RunRecord
 
-PLOTLY = "/static/plotly.min.js"
-PLOTLY_TAG = f"<script src='{PLOTLY}'></script>"
+STATIC = "/static"  # the pages' scripts, served as files: the policy runs no inline script
+PLOTLY_TAG = interactive.head(STATIC)
 STYLE = (
     timeline.STYLE + "nav{margin:0 0 12px;font-size:13px}nav a{margin-right:14px}"
     "form.filters input{width:120px;margin-right:8px}form.filters label{font-size:13px}"
@@ -43,8 +43,9 @@ def _e(text: object) -> str:
 def _page(title: str, body: str, scripts: str = "") -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>{NAV}"
-        f"<h1>{_e(title)}</h1>{body}{scripts}</body></html>\n"
+        f"<title>{_e(title)}</title><style>{STYLE}</style><link rel='icon' href='data:,'>"
+        f"</head><body>{NAV}<header><h1>{_e(title)}</h1></header><main>{body}</main>"
+        f"{scripts}</body></html>\n"
     )
 
 
@@ -156,10 +157,9 @@ def experiment_page(
             f"<label>B <select name='b'>{options}</select></label> "
             "<button>compare</button></form></section>" + listing
         )
-    page = report_html.replace(interactive.head(), PLOTLY_TAG, 1)
-    page = page.replace("<body>", "<body>" + NAV, 1)
-    head, _, tail = page.rpartition("</body>")
-    return head + listing + "</body>" + tail
+    page = report_html.replace("<body>", "<body>" + NAV, 1)
+    head, _, tail = page.rpartition("</main>")
+    return head + listing + "</main>" + tail
 
 
 def run_page(
@@ -191,7 +191,7 @@ def run_page(
             f"<div id='live' data-src='/runs/{run.id}/timeline.json' data-points='0'"
             " style='min-height:300px'></div>"
         )
-        scripts = PLOTLY_TAG + LIVE_SCRIPT
+        scripts = PLOTLY_TAG + f"<script src='{STATIC}/live.js'></script>"
     elif data is not None and data.series:
         points = max(s.n for s in data.series)
         parts.append(
@@ -199,7 +199,7 @@ def run_page(
             f"{data.interval:g} s over {data.duration:.1f} s; shaded: checkpoints.</p>"
         )
         parts.append(timeline.interactive(data, title, marks, timeline.SINGLE_RUN_POINTS, steady))
-        scripts = PLOTLY_TAG + interactive.SCRIPT
+        scripts = PLOTLY_TAG + interactive.script(STATIC)
     else:
         parts.append("<p>No probe series (recorded with --no-probes, or none yet).</p>")
     if run.status.value == "running":  # redrawn with the timeline: waits and checkpoints so far
@@ -275,7 +275,7 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
         else "-"
     )
     table = _table(
-        ("", "A", "B"),
+        ("of each side", "A", "B"),
         [
             ("side", _e(found.a.label), _e(found.b.label)),
             ("runs", str(len(found.a.values)), str(len(found.b.values))),
@@ -338,8 +338,8 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
 
 # Redraws the live timeline every second from /runs/ID/timeline.json (the same figure as the
 # report's timelines, series in their short form: first time, step and last time), and the
-# waits and checkpoints so far (HTML the server escaped).
-LIVE_SCRIPT = """<script>(function(){
+# waits and checkpoints so far (HTML the server escaped). Served as /static/live.js.
+LIVE_JS = """(function(){
 var box=document.getElementById('live'),pts=document.getElementById('points'),
 state=document.getElementById('state'),config={responsive:true,displaylogo:false};
 function expand(f){f.data.forEach(function(t){if(t.xlast===undefined)return;
@@ -353,4 +353,4 @@ if(j.figure){var f=expand(j.figure);Plotly.react(box,f.data,f.layout,config);}
 if(j.status!=='running'){state.textContent=j.status+' (reload for waits and checkpoints)';
 state.className=j.status;return;}
 setTimeout(tick,1000);}).catch(function(){setTimeout(tick,2000);});}
-tick();})();</script>"""
+tick();})();"""

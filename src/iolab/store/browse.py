@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date
 
 from iolab.errors import BadInput
 from iolab.results import ExperimentId
 from iolab.store.database import Store
 
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DAY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,16 @@ class Filters:
     def __post_init__(self) -> None:
         for field in ("since", "until"):
             value = getattr(self, field)
-            if value and not _DAY.match(value):
+            if value and not (_DAY.match(value) and _is_day(value)):
                 raise BadInput(field, value, "give a day as YYYY-MM-DD, e.g. 2026-11-24")
+
+
+def _is_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:  # 2026-02-30
+        return False
+    return True
 
 
 @dataclass(frozen=True)

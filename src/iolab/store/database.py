@@ -23,6 +23,7 @@ from iolab.latency.histogram import Histogram
 from iolab.ownership import boot_id, process_alive
 from iolab.probes.data import ProbeData
 from iolab.results import (
+    MAX_ID,
     CellId,
     DiskPass,
     EnvId,
@@ -251,7 +252,9 @@ class Store:
         return [_run_record(row) for row in self.conn.execute(sql, args)]
 
     def run(self, run_id: int) -> RunRecord:
-        row = self.conn.execute(self._RUN_SELECT + " WHERE r.id = ?", (run_id,)).fetchone()
+        row = None  # an id beyond SQLite's integers names no run
+        if 1 <= run_id <= MAX_ID:
+            row = self.conn.execute(self._RUN_SELECT + " WHERE r.id = ?", (run_id,)).fetchone()
         if row is None:
             (count,) = self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()
             allowed = f"runs are numbered 1 to {count}" if count else "the database has no runs yet"

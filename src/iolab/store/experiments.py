@@ -16,7 +16,7 @@ from typing import Any
 from iolab.analysis.findings import metric_of
 from iolab.errors import BadInput
 from iolab.ownership import boot_id, process_alive
-from iolab.results import CellId, EnvId, ExperimentId, RunId, RunStatus, canonical_json
+from iolab.results import MAX_ID, CellId, EnvId, ExperimentId, RunId, RunStatus, canonical_json
 from iolab.store.database import Store
 
 KIND = "experiment"  # experiments.kind of experiment files; single commands are 'command'
@@ -128,7 +128,11 @@ def config_of(store: Store, experiment: ExperimentId) -> dict[str, Any]:
 
 def name_of(store: Store, experiment: ExperimentId) -> str:
     """An experiment's name; BadInput naming the range when the store has no such id."""
-    row = store.conn.execute("SELECT name FROM experiments WHERE id = ?", (experiment,)).fetchone()
+    row = None  # an id beyond SQLite's integers names no experiment
+    if 1 <= experiment <= MAX_ID:
+        row = store.conn.execute(
+            "SELECT name FROM experiments WHERE id = ?", (experiment,)
+        ).fetchone()
     if row is None:
         (top,) = store.conn.execute("SELECT COALESCE(MAX(id), 0) FROM experiments").fetchone()
         raise BadInput("EXPERIMENT", experiment, f"experiments are numbered 1 to {top}")
