@@ -441,6 +441,8 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
     """
     path = path or default_path()
     identify.check_path(path, create, ENV_VAR)
+    if create:
+        identify.check_writable(path)
     if not path.exists():  # a new database is its owner's alone; -wal and -shm take its mode
         try:
             os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
@@ -458,6 +460,7 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         migrate.apply(conn, str(path))
+        identify.check_whole(conn, path, migrate.check_schema(conn))
         store = Store(conn, path)
         try:
             store.reap_stale()
@@ -499,6 +502,7 @@ def open_readonly(path: Path) -> Store:
                 f"it has schema version {have}, newer than this iolab knows ({newest}); "
                 "upgrade iolab to read it",
             )
+        identify.check_whole(conn, path, migrate.check_schema(conn))
     except BaseException as exc:
         if conn is not None:
             conn.close()
