@@ -23,9 +23,10 @@ from iolab.cli import (
     timeline,
     tpch,
 )
-from iolab.cli.console import stderr
+from iolab.cli.console import fit_streams, stderr
 from iolab.errors import IolabError
 from iolab.redaction import redact
+from iolab.system.open_files import raise_to_hard
 
 app = typer.Typer(
     name="iolab",
@@ -77,6 +78,8 @@ def run() -> None:
     typer renders usage errors itself (exit 2) and turns Ctrl-C into exit 130.
     """
     signal.signal(signal.SIGTERM, _terminate)
+    fit_streams()
+    raise_to_hard()  # as many open files as the machine allows: connections, servers
     try:
         app()
     except IolabError as exc:
