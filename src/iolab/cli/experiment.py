@@ -25,7 +25,10 @@ from iolab.store.database import default_path
 from iolab.store.identify import check_writable
 
 FileArgument = Annotated[
-    Path, typer.Argument(help="The experiment file (TOML); see docs/experiments.md.")
+    Path,
+    typer.Argument(
+        help="The experiment file (TOML, a regular file of at most 1 MiB); see docs/experiments.md."
+    ),
 ]
 
 

@@ -29,7 +29,8 @@ def serve(
         typer.Option(
             help="Address to listen on. Default: loopback only. Any other address (e.g. this "
             "machine's LAN address, to share links on the network) makes the server print a "
-            "one-time access token that every request must carry.",
+            "one-time access token that every request must carry. 0.0.0.0 (or ::) listens on "
+            "every address and prints a link for each of this machine's.",
         ),
     ] = "127.0.0.1",
 ) -> None:
