@@ -436,8 +436,11 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
 
     Only iolab's own results databases are opened: a file holding anything else is refused
     before a byte of it is written (see :mod:`iolab.store.identify`); with ``create`` False (the
-    reading commands) a new or empty file is refused too. Runs left 'running' by a process that
-    is gone are marked aborted, so every command, reading ones too, shows them as they are.
+    reading commands) a new or empty file is refused too; with ``create`` True (the commands that
+    record) a file this process cannot write is refused before anything starts. A database
+    without every table and column of the newest schema (one dropped, damaged) is refused
+    naming what is missing. Runs left 'running' by a process that is gone are marked aborted,
+    so every command, reading ones too, shows them as they are.
     """
     path = path or default_path()
     identify.check_path(path, create, ENV_VAR)
