@@ -36,6 +36,8 @@ NOT_OURS = (
     "it holds something iolab did not write (not one of its reports, timelines, charts or "
     "exports); iolab leaves it as it is: name a new file, or remove it first"
 )
+SIZE_MIN = "give at least {0} ({1} bytes): the test file is written and read in blocks of up to {0}"
+NOT_BOOL = "give a whole number, not true or false"
 
 
 @pytest.fixture(autouse=True)
@@ -154,6 +156,15 @@ DISK: list[tuple[list[str], str]] = [
         "PATH: '{tmp}/file' {} give a directory; iolab creates its test file there",
     ),
     (["disk", "device:nosuchdevice"], f"PATH: 'device:nosuchdevice' {{}} {NO_DEVICE}"),
+    (["disk", T, "--size", "1"], f"--size: 1 {{}} {SIZE_MIN.format('1.0 MiB', '1,048,576')}"),
+    (
+        ["disk", T, "--size", "4097"],
+        f"--size: 4097 {{}} {SIZE_MIN.format('1.0 MiB', '1,048,576')}",
+    ),
+    (
+        ["disk", T, "--size", "2MiB", "--profile", "sweep", "--bs", "4MiB"],
+        f"--size: 2097152 {{}} {SIZE_MIN.format('4.0 MiB', '4,194,304')}",
+    ),
 ]
 POPULATE: list[tuple[list[str], str]] = [
     (["populate", "--rows", "0"], "--rows: 0 {} give 1 or more rows"),
@@ -456,6 +467,22 @@ FILES: list[tuple[list[str], str]] = [
         ["run", "{tmp}/missing.toml"],
         "EXPERIMENT: '{tmp}/missing.toml' {} give an existing experiment file (.toml)",
     ),
+    (
+        ["plan", "/dev/zero"],
+        "EXPERIMENT: '/dev/zero' {} give an experiment file (.toml): a regular file, not a "
+        "character device",
+    ),
+    (
+        ["run", "/dev/zero"],
+        "EXPERIMENT: '/dev/zero' {} give an experiment file (.toml): a regular file, not a "
+        "character device",
+    ),
+    (["plan", T], "EXPERIMENT: '{tmp}' {} give an experiment file (.toml), not a directory"),
+    (
+        ["testbed", "up", "/dev/zero"],
+        "TESTBED: '/dev/zero' {} give a TOML file: a regular file, not a character device",
+    ),
+    (["testbed", "up", T], "TESTBED: '{tmp}' {} give a TOML file, not a directory"),
 ]
 ERRORS = DISK + POPULATE + TPCH + DEMO + RESULTS + REPORT + FILES
 
@@ -472,6 +499,115 @@ def test_every_command_has_refusals_here() -> None:
     assert commands >= {"disk", "populate", "tpch", "demo", "results", "report", "compare"}
     assert commands >= {"export", "timeline", "testbed", "plan", "run"}
     assert len(ERRORS) >= 100
+
+
+def test_an_input_file_that_is_a_fifo_or_too_large_is_refused_unread(
+    place: dict[str, str],
+) -> None:
+    fifo = Path(place["tmp"], "exp.toml")
+    os.mkfifo(fifo)  # no writer: reading it would wait for ever
+    big = Path(place["tmp"], "big.toml")
+    big.write_text("# " + "x" * 2**20 + "\n")
+    for argv, line in (
+        (
+            ["plan", str(fifo)],
+            f"EXPERIMENT: '{fifo}' {{}} give an experiment file (.toml): a regular file, not a "
+            "FIFO (named pipe)",
+        ),
+        (
+            ["testbed", "up", str(fifo)],
+            f"TESTBED: '{fifo}' {{}} give a TOML file: a regular file, not a FIFO (named pipe)",
+        ),
+        (
+            ["plan", str(big)],
+            f"EXPERIMENT: '{big}' {{}} give an experiment file (.toml) of at most 1.0 MiB (this "
+            "one has 1.0 MiB)",
+        ),
+        (
+            ["testbed", "up", str(big)],
+            f"TESTBED: '{big}' {{}} give a TOML file of at most 1.0 MiB (this one has 1.0 MiB)",
+        ),
+    ):
+        assert_one_line(refused(argv, place), "error: " + line.replace("{}", NOT_ALLOWED))
+
+
+@pytest.mark.parametrize("table", ["experiments", "cells", "series", "latency_totals"])
+def test_a_results_database_missing_a_table_is_refused_naming_it(
+    table: str, place: dict[str, str]
+) -> None:
+    with sqlite3.connect(place["db"]) as conn:
+        conn.execute(f"DROP TABLE {table}")
+    said = (
+        "--results: '{db}' {} it is not a whole iolab results database: the table "
+        f"{table} is missing (dropped or damaged); restore it from a copy, or name another file"
+    )
+    before = Path(place["db"]).read_bytes()
+    for argv in (["results", "list"], ["results", "show", "1"], ["populate", "--rows", "20"]):
+        done = iolab(*argv, "--results", place["db"])
+        assert_one_line(done, "error: " + said.replace("{}", NOT_ALLOWED).format(**place))
+    assert Path(place["db"]).read_bytes() == before  # nothing written, nothing run
+
+
+def test_a_results_database_missing_a_column_is_refused_naming_it(place: dict[str, str]) -> None:
+    with sqlite3.connect(place["db"]) as conn:
+        conn.execute("ALTER TABLE runs DROP COLUMN summary")
+        conn.execute("DROP TABLE series")
+    done = iolab("results", "list", *["--results", place["db"]])
+    assert_one_line(
+        done,
+        f"error: --results: '{place['db']}' {NOT_ALLOWED} it is not a whole iolab results "
+        "database: the table series and the column runs.summary are missing (dropped or "
+        "damaged); restore it from a copy, or name another file",
+    )
+
+
+def test_an_unusable_tpch_cache_is_named_by_what_it_is(place: dict[str, str]) -> None:
+    tmp = place["tmp"]
+    given = iolab("tpch", env={"IOLAB_CACHE": f"{tmp}/file/cache", "IOLAB_RESULTS": f"{tmp}/r.db"})
+    assert_one_line(
+        given,
+        f"error: IOLAB_CACHE: '{tmp}/file/cache' {NOT_ALLOWED} give a directory iolab can "
+        f"create and write: {tmp}/file is not a directory",
+    )
+    unset = iolab(
+        "tpch",
+        env={"IOLAB_CACHE": None, "XDG_CACHE_HOME": f"{tmp}/file", "IOLAB_RESULTS": f"{tmp}/r.db"},
+    )
+    assert_one_line(
+        unset,
+        f"error: the TPC-H data cache {tmp}/file/iolab/tpch is not available here: {tmp}/file is "
+        "not a directory; set IOLAB_CACHE to a directory iolab can create and write",
+    )
+    assert not Path(tmp, "r.db").exists()  # refused before the run is recorded
+
+
+def test_a_missing_fleet_token_is_named_by_what_it_is(place: dict[str, str]) -> None:
+    tmp = place["tmp"]
+    unset = iolab("fleet", "status", env={"HOME": tmp, "IOLAB_FLEET_TOKEN": None})
+    token = f"{tmp}/.config/iolab/fleet-token"
+    assert_one_line(
+        unset,
+        f"error: the fleet's token file is not available here: {token} does not exist; copy "
+        "the fleet's token file from the head host (made by `iolab fleet start`) to "
+        f"{token}, or point IOLAB_FLEET_TOKEN at it",
+    )
+    given = iolab("fleet", "status", env={"IOLAB_FLEET_TOKEN": f"{tmp}/nope"})
+    assert_one_line(
+        given,
+        f"error: IOLAB_FLEET_TOKEN: '{tmp}/nope' {NOT_ALLOWED} there is no such file; copy the "
+        "fleet's token file from the head host (made by `iolab fleet start`) there",
+    )
+
+
+def test_a_refusal_before_any_step_is_one_line_without_a_blank_one(
+    place: dict[str, str],
+) -> None:
+    testbed = Path(place["tmp"], "testbed.toml")
+    testbed.write_text(f'[devices.big]\nsize = "1PiB"\nbacking_dir = "{place["tmp"]}"\n')
+    done = refused(["testbed", "up", str(testbed)], place)
+    assert done.code == 2, done
+    assert done.stderr.startswith("error: devices.big.size: '1024.0 TiB' is not allowed; "), done
+    assert done.stderr.count("\n") == 1 and done.stderr.endswith("\n"), done.stderr
 
 
 # --- what typer's parser refuses: its usage box, exit 2 ---------------------------------------
@@ -752,6 +888,47 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         "matrix-connections",
         matrix("connections = [2, 0]"),
         "matrix (connections=0).connections: 0 {} give at least 1 loader connection",
+    ),
+    (
+        "rows-true",
+        exp(workload='kind = "populate"\nrows = true'),
+        f"workload.rows: True {{}} {NOT_BOOL}",
+    ),
+    (
+        "connections-false",
+        exp(workload='kind = "populate"\nconnections = false'),
+        f"workload.connections: False {{}} {NOT_BOOL}",
+    ),
+    (
+        "repetitions-true",
+        exp(experiment="repetitions = true"),
+        f"experiment.repetitions: True {{}} {NOT_BOOL}",
+    ),
+    ("seed-true", exp(experiment="seed = true"), f"experiment.seed: True {{}} {NOT_BOOL}"),
+    (
+        "files-true",
+        exp(layout='data_dirs = ["data"]\nfiles = true'),
+        f"layouts.a.files: True {{}} {NOT_BOOL}",
+    ),
+    (
+        "matrix-connections-true",
+        matrix("connections = [true]"),
+        f"matrix (connections=True).connections: True {{}} {NOT_BOOL}",
+    ),
+    (
+        "tpch-queries-true",
+        exp(workload='kind = "tpch"\nqueries = [1, true]'),
+        f"workload.queries: [1, True] {{}} {NOT_BOOL}",
+    ),
+    (
+        "tpch-sf-true",
+        exp(workload='kind = "tpch"\nscale_factor = true'),
+        "workload.scale_factor: True {} give a number, not true or false",
+    ),
+    (
+        "disk-size-small",
+        exp(workload='kind = "disk"\nsize = "4k"'),
+        f"workload.size: 4096 {{}} {SIZE_MIN.format('1.0 MiB', '1,048,576')}",
     ),
     (
         "two-layouts-no-matrix",

@@ -51,7 +51,11 @@ def disk(
         bool, typer.Option("--mix", help="Add the R70/W30 mixed test to each row.")
     ] = False,
     size: Annotated[
-        str, typer.Option(help="Test file size (written in full before measuring).")
+        str,
+        typer.Option(
+            help="Test file size (written in full before measuring); at least 1 MiB and the "
+            "largest --bs."
+        ),
     ] = "1GiB",
     runs: Annotated[
         int, typer.Option(help="Measured passes per test (after one discarded pass).")

@@ -24,9 +24,13 @@ from iolab.runner.kinds import judged as judged_by
 from iolab.store import Store, open_store
 from iolab.store import experiments as store_experiments
 from iolab.store.database import default_path
+from iolab.store.identify import check_writable
 
 FileArgument = Annotated[
-    Path, typer.Argument(help="The experiment file (TOML); see docs/experiments.md.")
+    Path,
+    typer.Argument(
+        help="The experiment file (TOML, a regular file of at most 1 MiB); see docs/experiments.md."
+    ),
 ]
 
 
@@ -46,6 +50,7 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     name), and at most 100,000 runs."""
     experiment = config.load(file)
     existing = results or default_path()
+    check_writable(existing)  # as `iolab run` would: it records there
     with open_store(existing, create=False) if existing.exists() else nullcontext() as store:
         p = runner.make_plan(experiment, store)
     if as_json:

@@ -23,9 +23,10 @@ from iolab.cli import (
     timeline,
     tpch,
 )
-from iolab.cli.console import guarded, stderr
+from iolab.cli.console import fit_streams, guarded, stderr
 from iolab.errors import IolabError
 from iolab.redaction import redact
+from iolab.system.open_files import raise_to_hard
 
 app = typer.Typer(
     name="iolab",
@@ -79,6 +80,8 @@ def run() -> None:
     it would have (see :mod:`iolab.cli.console`).
     """
     signal.signal(signal.SIGTERM, _terminate)
+    fit_streams()
+    raise_to_hard()  # as many open files as the machine allows: connections, servers
     with guarded():
         try:
             app()

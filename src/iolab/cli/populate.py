@@ -95,7 +95,13 @@ def populate(
             "operation's intended start (client mode)."
         ),
     ] = None,
-    connections: Annotated[int, typer.Option(help="Loader connections, each its own thread.")] = 16,
+    connections: Annotated[
+        int,
+        typer.Option(
+            help="Loader connections, each its own thread. Each holds open files (SQLite: two "
+            "per data file); more than `ulimit -n` allows (raised to its hard limit) is refused."
+        ),
+    ] = 16,
     commit_every: Annotated[
         int,
         typer.Option(

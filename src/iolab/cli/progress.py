@@ -37,6 +37,8 @@ class ProgressView:
             TextColumn("{task.fields[left]} left"),
             console=console,
             transient=True,
+            # drawn on a terminal only: elsewhere rich ends a bar with a blank line
+            disable=not console.is_terminal,
         )
         self._task: TaskID | None = None
 

@@ -14,6 +14,9 @@ from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
 from iolab.errors import BadInput, MissingTool
 from iolab.store import default_path, open_readonly
+from iolab.system.addresses import addresses
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 def serve(
@@ -26,7 +29,8 @@ def serve(
         typer.Option(
             help="Address to listen on. Default: loopback only. Any other address (e.g. this "
             "machine's LAN address, to share links on the network) makes the server print a "
-            "one-time access token that every request must carry.",
+            "one-time access token that every request must carry. 0.0.0.0 (or ::) listens on "
+            "every address and prints a link for each of this machine's.",
         ),
     ] = "127.0.0.1",
 ) -> None:
@@ -70,12 +74,13 @@ def serve(
         ) from None
     token = None if address.is_loopback else new_token()
     bound = sock.getsockname()[1]
-    shown = f"[{address}]" if address.version == 6 else str(address)
-    url = f"http://{shown}:{bound}/"
-    out.print(f"serving {escape(str(path))} read-only at {url}", highlight=False, soft_wrap=True)
+    urls = [_url(a, bound) for a in _reachable(address)]
+    where = ", ".join(urls) + (" (every address of this machine)" if len(urls) > 1 else "")
+    out.print(f"serving {escape(str(path))} read-only at {where}", highlight=False, soft_wrap=True)
     if token is not None:
         out.print(
-            f"access token (every request needs it; share this link): {url}?token={token}",
+            "access token (every request needs it; share this link): "
+            + ", ".join(f"{url}?token={token}" for url in urls),
             highlight=False,
             soft_wrap=True,
         )
@@ -89,3 +94,18 @@ def serve(
         out.print("stopped")
     finally:
         sock.close()
+
+
+def _reachable(address: IPAddress) -> list[IPAddress]:
+    """Where a browser reaches a server listening on ``address``: the address itself, or for
+    0.0.0.0 and :: (every address) this machine's addresses, loopback last."""
+    if not address.is_unspecified:
+        return [address]
+    versions = (4,) if address.version == 4 else (6, 4)  # :: takes IPv4 too (dual stack)
+    found = [ipaddress.ip_address(a) for v in versions for a in addresses(v)]
+    return found or [ipaddress.ip_address("127.0.0.1" if address.version == 4 else "::1")]
+
+
+def _url(address: IPAddress, port: int) -> str:
+    shown = f"[{address}]" if address.version == 6 else str(address)
+    return f"http://{shown}:{port}/"

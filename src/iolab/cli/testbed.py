@@ -58,7 +58,8 @@ def up(
         Path,
         typer.Argument(
             metavar="TESTBED",
-            help="TOML file with [devices.NAME] tables (a testbed or an experiment file).",
+            help="TOML file with [devices.NAME] tables (a testbed or an experiment file; a "
+            "regular file of at most 1 MiB).",
             show_default=False,
         ),
     ],

@@ -33,6 +33,7 @@ from iolab.config.workloads import (
     seconds,
 )
 from iolab.errors import BadInput
+from iolab.input_files import read_text
 from iolab.results import CellId, cell_id
 
 DEVICE_PREFIX = "device:"  # a path on an emulated device of the testbed: device:NAME[/sub/dir]
@@ -136,16 +137,11 @@ class Experiment:
 
 def load(path: Path) -> Experiment:
     """Read, validate and expand an experiment file; raises BadInput naming the key path."""
+    text = read_text(path, "EXPERIMENT", "experiment file (.toml)")
     try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput(
-            "EXPERIMENT", str(path), "give an existing experiment file (.toml)"
-        ) from None
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(str(path), "TOML", f"fix the syntax: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput("EXPERIMENT", str(path), f"give a readable TOML file ({exc})") from None
     return parse(raw, path)
 
 

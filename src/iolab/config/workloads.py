@@ -9,7 +9,8 @@ flag on the command line (:func:`from_flags`), the key path in a file (:func:`ba
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -84,8 +85,51 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _types(annotation: Any) -> list[Any]:
+    """The plain types a field's annotation takes (unions, Optional and Annotated unpacked;
+    a Literal as the types of its values)."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _types(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [t for arg in get_args(annotation) for t in _types(arg)]
+    if origin is Literal:
+        return [type(v) for v in get_args(annotation)]
+    return [annotation]
+
+
+def _numbers_only(types: Sequence[Any]) -> str | None:
+    """What to ask for when a value of these types cannot be true or false: "a whole number"
+    or "a number"; None when a boolean is one of them, or no number is."""
+    if bool in types or Any in types:
+        return None
+    if float in types:
+        return "a number"
+    return "a whole number" if int in types else None
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """true and false are not numbers (pydantic would take them as 1 and 0), also inside a
+        list of numbers (``queries = [true]``)."""
+        field = cls.model_fields.get(info.field_name or "")
+        if field is None or any(isinstance(m, BeforeValidator) for m in field.metadata):
+            return value  # (a field read by a validator of its own says what it takes)
+        types = _types(field.annotation)
+        if isinstance(value, bool):
+            wanted = _numbers_only(types)
+        elif isinstance(value, list) and any(isinstance(v, bool) for v in value):
+            items = [get_args(t)[0] for t in types if get_origin(t) is list and get_args(t)]
+            wanted = next((w for t in items if (w := _numbers_only(_types(t)))), None)
+        else:
+            wanted = None
+        if wanted is not None:
+            raise ValueError(f"give {wanted}, not true or false")
+        return value
 
 
 def seconds(value: str | float) -> float:

@@ -39,11 +39,20 @@ class EngineKind:
     make: Callable[[Layout, Path | None], Engine]  # a fresh, unprovisioned instance
     probes: str | None  # the probe family that watches it (iolab.probes.standard), if any
     check_settings: Callable[[Layout, Path | None], None]  # settings and shape (see check())
+    # its binaries and modules are there (a missing one: MissingTool), before a run is recorded
+    check_installed: Callable[[Layout, Path | None], None] | None = None
     sessions: Sessions | None = None  # the server-side id of each workload connection
     counts_pages: bool = False  # its probe records pages_allocated_per_s under ``name``
     takes_pg_bin: bool = False  # --pg-bin names its binaries
     check_layout: Callable[[Layout], None] | None = None  # its directories too, before a load
     needs: tuple[str, ...] = ()  # Python modules it needs with no options given
+    # open files a loader connection holds: so many, and so many more per data file (--files)
+    files_per_connection: int = 1  # a server's: its socket
+    files_per_data_file: int = 0  # an embedded engine's: each file it opens, per connection
+
+    def open_files(self, layout: Layout) -> int:
+        """Open files one loader connection holds on ``layout``."""
+        return self.files_per_connection + self.files_per_data_file * layout.files
 
     def available(self) -> bool:
         """Whether it runs with no options: the modules it needs are installed (a server's
@@ -99,6 +108,24 @@ def _duckdb_settings(layout: Layout, pg_bin: Path | None) -> None:
     parse_settings(layout.settings)
 
 
+def _postgres_installed(layout: Layout, pg_bin: Path | None) -> None:
+    from iolab.engines.postgres import PostgresEngine
+
+    PostgresEngine(layout, bin_dir=pg_bin).check_installed()
+
+
+def _mariadb_installed(layout: Layout, pg_bin: Path | None) -> None:
+    from iolab.engines.mariadb import check_installed
+
+    check_installed()
+
+
+def _duckdb_installed(layout: Layout, pg_bin: Path | None) -> None:
+    from iolab.engines.duckdb import duckdb_module
+
+    duckdb_module()
+
+
 def _mariadb_check(layout: Layout) -> None:
     from iolab.engines.mariadb import MariaDBEngine
 
@@ -142,6 +169,8 @@ KINDS: dict[str, EngineKind] = {
             check_settings=_sqlite_settings,
             probes="sqlite",
             counts_pages=True,
+            files_per_connection=0,
+            files_per_data_file=2,  # the database and its WAL
         ),
         EngineKind(
             name="postgres",
@@ -153,6 +182,7 @@ KINDS: dict[str, EngineKind] = {
             parallel_loaders=True,
             make=_postgres,
             check_settings=_postgres_settings,
+            check_installed=_postgres_installed,
             probes="postgres",
             sessions=_backend_pids,
             counts_pages=True,
@@ -169,6 +199,7 @@ KINDS: dict[str, EngineKind] = {
             parallel_loaders=True,
             make=_mariadb,
             check_settings=_mariadb_settings,
+            check_installed=_mariadb_installed,
             probes="mariadb",
             sessions=_thread_ids,
             counts_pages=True,
@@ -185,6 +216,7 @@ KINDS: dict[str, EngineKind] = {
             parallel_loaders=False,
             make=_duckdb,
             check_settings=_duckdb_settings,
+            check_installed=_duckdb_installed,
             probes=None,
             check_layout=_duckdb_check,
             needs=("duckdb",),
@@ -236,11 +268,14 @@ def create_tpch(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Tpc
 
 
 def check(name: str, layout: Layout, *, pg_bin: Path | None = None) -> None:
-    """Refuse, before anything is created or recorded, settings the engine would not take
+    """Refuse, before anything is created or recorded, an engine that is not installed
+    (MissingTool: its binaries or Python modules), settings the engine would not take
     (names, types, units, ranges and enum values, read by the engine's own binary) and a layout
     it cannot use (SQLite: a WAL dir, too many files). Directories are not looked at here.
     BadInput names ``--set NAME``, ``--wal-dir`` or ``--files``."""
     found = kind(name)
     if pg_bin is not None and not found.takes_pg_bin:
         raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
+    if found.check_installed is not None:
+        found.check_installed(layout, pg_bin)
     found.check_settings(layout, pg_bin)

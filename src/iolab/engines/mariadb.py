@@ -112,6 +112,14 @@ def _find_binary(names: Sequence[str]) -> str:
     raise MissingTool(PACKAGE, HOW)
 
 
+def check_installed() -> None:
+    """Refuse a MariaDB without its server, its install script or its driver (MissingTool,
+    saying how to get them), before anything is made or recorded."""
+    _find_binary(("mariadbd", "mysqld"))
+    _find_binary(("mariadb-install-db", "mysql_install_db"))
+    _pymysql()
+
+
 def _variable_name(name: str) -> str:
     """The canonical spelling of a server variable: lower case, underscores."""
     return name.strip().lower().replace("-", "_")

@@ -363,8 +363,7 @@ class PostgresEngine(Provisioned):
         self._begin_provision()
         layout = self._layout
         self._validate_layout(layout)
-        _require_psycopg()
-        self._binary("postgres")  # both there before anything is made
+        self.check_installed()  # before anything is made
         initdb = self._binary("initdb")
         user = self.user
         check_reachable(self.install_dirs, user)
@@ -433,6 +432,13 @@ class PostgresEngine(Provisioned):
         if layout.temp_dir is not None:
             dirs.append(("--temp-dir", layout.temp_dir))
         check_dirs(dirs)
+
+    def check_installed(self) -> None:
+        """Refuse a PostgreSQL without its driver or binaries (MissingTool, saying how to get
+        them), before anything is made or recorded."""
+        _require_psycopg()
+        self._binary("postgres")
+        self._binary("initdb")
 
     def check_settings(self) -> None:
         """Refuse a setting this PostgreSQL does not know or a value it would not take (type,

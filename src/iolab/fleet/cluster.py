@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from iolab.errors import BadInput, IolabError, MissingTool
+from iolab.errors import BadInput, IolabError, MissingTool, Unavailable
 from iolab.process import run as run_program
 from iolab.system import processes
 
@@ -87,11 +87,13 @@ def _token_env(create: bool) -> dict[str, str]:
     path = token_path()
     if not path.exists():
         if not create:
-            raise BadInput(
-                TOKEN_ENV,
-                str(path),
-                "copy the fleet's token file from the head host (made by `iolab fleet start`) "
-                f"to {path}, or point {TOKEN_ENV} at it",
+            how = "copy the fleet's token file from the head host (made by `iolab fleet start`)"
+            custom = os.environ.get(TOKEN_ENV)
+            if custom:
+                raise BadInput(TOKEN_ENV, custom, f"there is no such file; {how} there")
+            raise Unavailable(
+                "the fleet's token file",
+                f"{path} does not exist; {how} to {path}, or point {TOKEN_ENV} at it",
             )
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

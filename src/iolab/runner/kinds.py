@@ -304,11 +304,12 @@ def disk_options(params: Mapping[str, Any], target: Path) -> DiskOptions:
 
 
 def _disk_check(params: Mapping[str, Any], checked: Checked) -> None:
-    from iolab.workloads.diskmark import check_target
+    from iolab.workloads.diskmark import check_size, check_target
 
+    options = disk_options(params, Path(params["data_dirs"][0]))
+    check_size(options)  # also on a testbed device
     if _on_device(params):
         return
-    options = disk_options(params, Path(params["data_dirs"][0]))
     checked.once(("disk", options.path, options.size), lambda: check_target(options))
 
 

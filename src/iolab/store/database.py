@@ -439,11 +439,16 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
 
     Only iolab's own results databases are opened: a file holding anything else is refused
     before a byte of it is written (see :mod:`iolab.store.identify`); with ``create`` False (the
-    reading commands) a new or empty file is refused too. Runs left 'running' by a process that
-    is gone are marked aborted, so every command, reading ones too, shows them as they are.
+    reading commands) a new or empty file is refused too; with ``create`` True (the commands that
+    record) a file this process cannot write is refused before anything starts. A database
+    without every table and column of the newest schema (one dropped, damaged) is refused
+    naming what is missing. Runs left 'running' by a process that is gone are marked aborted,
+    so every command, reading ones too, shows them as they are.
     """
     path = path or default_path()
     identify.check_path(path, create, ENV_VAR)
+    if create:
+        identify.check_writable(path)
     if not path.exists():  # a new database is its owner's alone; -wal and -shm take its mode
         try:
             os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
@@ -461,6 +466,7 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA synchronous=NORMAL")
         migrate.apply(conn, str(path))
+        identify.check_whole(conn, path, migrate.check_schema(conn))
         store = Store(conn, path)
         try:
             store.reap_stale()
@@ -502,6 +508,7 @@ def open_readonly(path: Path) -> Store:
                 f"it has schema version {have}, newer than this iolab knows ({newest}); "
                 "upgrade iolab to read it",
             )
+        identify.check_whole(conn, path, migrate.check_schema(conn))
     except BaseException as exc:
         if conn is not None:
             conn.close()

@@ -55,6 +55,21 @@ def check_path(path: Path, create: bool, env_var: str) -> None:
         raise BadInput(FIELD, str(path), f"cannot create a file in {parent} ({reason})")
 
 
+def check_writable(path: Path) -> None:
+    """Refuse an existing file this process cannot write (its mode, a read-only filesystem),
+    before a command that records runs starts anything: SQLite would open it read-only and
+    fail at the first write, after the work."""
+    if not path.exists():
+        return
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NONBLOCK))
+    except OSError as exc:
+        why = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
+        raise BadInput(
+            FIELD, str(path), f"it cannot be written ({why}); name a results file you can write"
+        ) from None
+
+
 def identify(
     conn: sqlite3.Connection, path: Path, create: bool, known: set[tuple[int, str]]
 ) -> Kind:
@@ -103,6 +118,18 @@ def identify(
             "the file is empty and holds no results yet; run a benchmark with it first",
         )
     return Kind.NEW
+
+
+def check_whole(conn: sqlite3.Connection, path: Path, lacking: str | None) -> None:
+    """Refuse an iolab results database that lacks part of its schema (``lacking``: what, as
+    :func:`iolab.store.migrate.check_schema` says), before a command reads or records."""
+    if lacking is not None:
+        raise BadInput(
+            FIELD,
+            str(path),
+            f"it is not a whole iolab results database: {lacking} (dropped or damaged); "
+            "restore it from a copy, or name another file",
+        )
 
 
 def full(directory: Path) -> bool:

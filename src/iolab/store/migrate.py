@@ -12,6 +12,7 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from importlib import resources
 
 from iolab.errors import IolabError
@@ -92,6 +93,56 @@ def apply(conn: sqlite3.Connection, where: str) -> list[int]:
             conn.execute("ROLLBACK")
         raise
     return applied
+
+
+@cache
+def expected_schema() -> dict[str, tuple[str, ...]]:
+    """Every table of the newest schema and its columns, as the migrations make them (applied
+    once per process to a database in memory)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        apply(conn, ":memory:")
+        return tables(conn)
+    finally:
+        conn.close()
+
+
+def tables(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """The tables of a database (SQLite's own left out) and their columns."""
+    names = [
+        str(name)
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    return {
+        name: tuple(str(r[1]) for r in conn.execute(f'PRAGMA table_info("{name}")'))
+        for name in names
+    }
+
+
+def check_schema(conn: sqlite3.Connection) -> str | None:
+    """What the database lacks of the newest schema, in words ("the table cells is missing");
+    None when it has every table and column (more is allowed)."""
+    have = tables(conn)
+    lacking_tables: list[str] = []
+    lacking_columns: list[str] = []
+    for table, columns in expected_schema().items():
+        if table not in have:
+            lacking_tables.append(table)
+            continue
+        lacking_columns += [f"{table}.{c}" for c in columns if c not in have[table]]
+    parts = []
+    if lacking_tables:
+        noun = "table" if len(lacking_tables) == 1 else "tables"
+        parts.append(f"the {noun} {', '.join(lacking_tables)}")
+    if lacking_columns:
+        noun = "column" if len(lacking_columns) == 1 else "columns"
+        parts.append(f"the {noun} {', '.join(lacking_columns)}")
+    if not parts:
+        return None
+    verb = "is" if len(lacking_tables) + len(lacking_columns) == 1 else "are"
+    return f"{' and '.join(parts)} {verb} missing"
 
 
 def _missing(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import BadInput
+from iolab.input_files import read_text
 from iolab.testbed import models
 from iolab.units import SIZE_HELP, format_bytes, parse_size
 
@@ -397,13 +398,7 @@ def load_file(path: Path) -> list[DeviceSpec]:
     """The ``[devices]`` of a testbed file (or of an experiment file: other tables are left to
     the experiment runner)."""
     try:
-        doc = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise BadInput("TESTBED", str(path), "give an existing TOML file") from None
-    except IsADirectoryError:
-        raise BadInput("TESTBED", str(path), "give a TOML file, not a directory") from None
-    except OSError as exc:
-        raise BadInput("TESTBED", str(path), f"give a file you can read ({exc.strerror})") from None
+        doc = tomllib.loads(read_text(path, "TESTBED", "TOML file"))
     except tomllib.TOMLDecodeError as exc:
         raise BadInput("TESTBED", str(path), f"fix the TOML syntax: {exc}") from None
     if "devices" not in doc:

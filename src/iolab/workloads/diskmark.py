@@ -188,8 +188,26 @@ class DiskOptions:
         }
 
 
+PREPARE_BS = MiB  # the test file is laid out with writes of this size (prepare_job)
+
+
+def check_size(options: DiskOptions) -> None:
+    """Refuse a test file smaller than one block of the largest write or read made on it
+    (fio would refuse it only once the run is recorded)."""
+    minimum = max([PREPARE_BS, *(t.bs for t in options.tests())])
+    if options.size < minimum:
+        raise BadInput(
+            "--size",
+            options.size,
+            f"give at least {format_bytes(minimum)} ({minimum:,} bytes): the test file is "
+            f"written and read in blocks of up to {format_bytes(minimum)}",
+        )
+
+
 def check_target(options: DiskOptions) -> PathDevice:
-    """Refuse a path that cannot hold the test file, before anything is written."""
+    """Refuse a test file size or a path that cannot hold the test file, before anything is
+    written."""
+    check_size(options)
     path = options.path
     if not path.exists():
         raise BadInput("PATH", str(path), "give an existing directory to test")
@@ -233,7 +251,7 @@ def prepare_job(options: DiskOptions, path: Path) -> FioJob:
         "prepare",
         path,
         "write",
-        MiB,
+        PREPARE_BS,
         options.size,
         iodepth=8,
         direct=options.direct,

@@ -58,6 +58,7 @@ from iolab.probes.serverlog import read_log
 from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
+from iolab.system.open_files import check_connections
 from iolab.units import format_bytes, format_rate
 from iolab.workers import Worker, wait_all
 from iolab.workloads.checkpoint_schedule import CheckpointSchedule
@@ -115,6 +116,8 @@ class PopulateOptions:
             check_external_layout(self.layout, self.pg_bin)
         if self.connections < 1:
             raise BadInput("--connections", self.connections, "give at least 1 loader connection")
+        per_connection = 1 if self.dsn is not None else kind.open_files(self.layout)
+        check_connections("--connections", self.connections, per_connection)
         if self.duration is not None:
             if self.rows is not None or self.size_bytes is not None:
                 raise BadInput("--duration", self.duration, "give --rows/--bytes or --duration")

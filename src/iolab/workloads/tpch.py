@@ -137,6 +137,7 @@ def preflight(options: TpchOptions) -> dict[int, str]:
     texts = tpch_answers.queries()
     for sf in {options.scale_factor, options.reference_sf or options.scale_factor}:
         if tpch_data.cached(sf) is None:
+            tpch_data.check_cache()
             tpch_data.check_space(sf)
     return texts
 

@@ -21,9 +21,9 @@ from decimal import Decimal
 from pathlib import Path
 
 from iolab.engines.tpch import TABLES, TpchFiles
-from iolab.errors import BadInput, MissingTool, RunFailed
+from iolab.errors import BadInput, IolabError, MissingTool, RunFailed, Unavailable
 from iolab.events import EventSink, Phase
-from iolab.ownership import owned_name, reap, remove
+from iolab.ownership import can_write, owned_name, reap, remove
 from iolab.process import run
 from iolab.units import format_bytes
 
@@ -104,6 +104,28 @@ def expected_rows(files: TpchFiles) -> dict[str, int]:
     return {str(k): int(v) for k, v in rows.items()}
 
 
+def check_cache(root: Path | None = None) -> None:
+    """Refuse, before a run is recorded, a cache directory iolab cannot create or write."""
+    root = root or cache_root()
+    existing = _existing_ancestor(root)
+    if not existing.is_dir():
+        raise _unusable(root, f"{existing} is not a directory")
+    reason = can_write(existing)
+    if reason is not None:
+        raise _unusable(root, f"no file can be created in {existing} ({reason})")
+
+
+def _unusable(root: Path, reason: str) -> IolabError:
+    """The cache at ``root`` cannot be used: naming IOLAB_CACHE only when it is set."""
+    custom = os.environ.get(CACHE_ENV)
+    if custom:
+        return BadInput(CACHE_ENV, custom, f"give a directory iolab can create and write: {reason}")
+    return Unavailable(
+        f"the TPC-H data cache {root}",
+        f"{reason}; set {CACHE_ENV} to a directory iolab can create and write",
+    )
+
+
 def check_space(scale_factor: float, root: Path | None = None) -> None:
     """Refuse a scale factor whose data the cache's filesystem has no room for."""
     root = root or cache_root()
@@ -131,9 +153,7 @@ def ensure(scale_factor: float, events: EventSink, root: Path | None = None) -> 
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BadInput(
-            CACHE_ENV, str(root), f"give a directory iolab can create and write ({exc.strerror})"
-        ) from None
+        raise _unusable(root, f"it cannot be created ({exc.strerror})") from None
     reap(root, KIND_GENERATING)
     work = root / owned_name(KIND_GENERATING)
     target = data_dir(scale_factor, root)
