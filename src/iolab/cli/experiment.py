@@ -6,22 +6,20 @@ import json
 from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from iolab.analysis.stats import Summary, summarize
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
-from iolab.cli.progress import ProgressView
-from iolab.config import experiment as config
-from iolab.report import experiment as experiment_report
-from iolab.results import ExperimentId
-from iolab.runner import experiment as runner
-from iolab.store import Store, open_store
-from iolab.store import experiments as store_experiments
-from iolab.store.database import default_path
+
+if TYPE_CHECKING:
+    from iolab.analysis.stats import Summary
+    from iolab.config import experiment as config
+    from iolab.results import ExperimentId
+    from iolab.runner import experiment as runner
+    from iolab.store import Store
 
 FileArgument = Annotated[
     Path, typer.Argument(help="The experiment file (TOML); see docs/experiments.md.")
@@ -42,6 +40,12 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     It checks what `iolab run` checks before recording a run: each cell's options, directories
     and free space, engine settings (read by the engine), the name (one workload kind per
     name), and at most 100,000 runs."""
+    from iolab.config import experiment as config
+    from iolab.report import experiment as experiment_report
+    from iolab.runner import experiment as runner
+    from iolab.store import open_store
+    from iolab.store.database import default_path
+
     experiment = config.load(file)
     existing = results or default_path()
     with open_store(existing, create=False) if existing.exists() else nullcontext() as store:
@@ -132,6 +136,12 @@ def run(
     on a fresh instance and committed before the next starts. Run it again to resume: finished
     runs are kept, interrupted ones run again. With --fleet, runs go to the hosts of a fleet,
     one at a time per host, and are recorded here as they come back."""
+    from iolab.cli.progress import ProgressView
+    from iolab.config import experiment as config
+    from iolab.report import experiment as experiment_report
+    from iolab.runner import experiment as runner
+    from iolab.store import open_store
+
     experiment = config.load(file)
     address = fleet or experiment.spec.fleet.address
     if address is not None:
@@ -197,6 +207,10 @@ def _exit_code(outcome: runner.Outcome) -> None:
 def _cell_rows(
     experiment: config.Experiment, store: Store, exp_id: ExperimentId
 ) -> list[tuple[config.Cell, Summary | None, Counter[str]]]:
+    from iolab.analysis.stats import summarize
+    from iolab.runner import experiment as runner
+    from iolab.store import experiments as store_experiments
+
     kind = runner.kind_of(experiment)
     statuses = store_experiments.status_counts(store, exp_id)
     rows = []

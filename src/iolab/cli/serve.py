@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +11,6 @@ from rich.markup import escape
 from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
 from iolab.errors import BadInput, MissingTool
-from iolab.store import default_path, open_readonly
 
 
 def serve(
@@ -36,6 +33,9 @@ def serve(
     server log, timeline), `iolab compare`'s answer with charts, and a running run's timeline
     redrawn every second as its probes flush. Nothing is loaded from the network. Ctrl-C stops
     it."""
+    import ipaddress
+    import socket
+
     if not 0 <= port <= 65535:
         raise BadInput("--port", port, "give a TCP port from 1 to 65535, or 0 for any free one")
     try:
@@ -55,6 +55,8 @@ def serve(
             "install iolab with its serve extra: pip install 'iolab[serve]' "
             "(scripts/setup.sh does)",
         ) from None
+    from iolab.store import default_path, open_readonly
+
     path = results or default_path()
     open_readonly(path).close()  # refuse a file that is not a results database at once
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
