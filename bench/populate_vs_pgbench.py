@@ -990,12 +990,14 @@ def render_table(
             values = [s.rows_per_second for s in r.samples[side]]
             cpu = [s.server_cpu_us for s in r.samples[side] if s.server_cpu_us is not None]
             walls = [s.wall_seconds for s in r.samples[side] if s.wall_seconds is not None]
+            mine = [s.client_cpu_us for s in r.samples[side] if s.client_cpu_us is not None]
             lines.append(
                 f"  C={r.connections:<4} {side:<13} "
                 + " ".join(f"{v:>9,.0f}" for v in values)
                 + f"   spread {spread(values):.0%}"
                 + ("   server us/row " + " ".join(f"{v:.0f}" for v in cpu) if cpu else "")
                 + ("   whole s " + " ".join(f"{v:.2f}" for v in walls) if walls else "")
+                + ("   client us/row " + " ".join(f"{v:.0f}" for v in mine) if walls else "")
             )
     lines += [
         "",
