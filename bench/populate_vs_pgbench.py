@@ -271,9 +271,15 @@ def bound_script() -> str:
 
 
 def pgbench_command(
-    engine: PostgresEngine, script: Path, rows: int, conns: int, payload: str | None = None
+    engine: PostgresEngine,
+    script: Path,
+    rows: int,
+    conns: int,
+    payload: str | None = None,
+    threads: int | None = None,
 ) -> list[str]:
-    """The pgbench command line; with ``payload``, it is defined as the script's variable."""
+    """The pgbench command line; with ``payload``, it is defined as the script's variable;
+    ``threads`` worker threads (``-j``), one per connection unless given."""
     define = [] if payload is None else ["-D", f"{BOUND_VARIABLE}={payload}"]
     return [
         str(engine.bin_dir / "pgbench"),
@@ -286,7 +292,7 @@ def pgbench_command(
         "-c",
         str(conns),
         "-j",
-        str(conns),
+        str(min(threads or conns, conns)),
         "-t",
         str(rows // conns),
         "-h",
@@ -1074,6 +1080,7 @@ def measure(
     connections: Sequence[int],
     rounds: int,
     sides: tuple[str, ...],
+    threads: int | None = None,
 ) -> tuple[list[Comparison], list[str], str]:
     """PostgreSQL: every side in ``sides``, alternating, for each connection count."""
     dialect = engine.populate_dialect()
@@ -1100,8 +1107,8 @@ def measure(
 
     for conns in connections:
         n = rows - rows % conns
-        argv = pgbench_command(engine, script_path, n, conns)
-        bound_argv = pgbench_command(engine, bound_path, n, conns, payload)
+        argv = pgbench_command(engine, script_path, n, conns, threads=threads)
+        bound_argv = pgbench_command(engine, bound_path, n, conns, payload, threads)
         shown = [a.replace(payload, f"{PAYLOAD_CHAR}...({len(payload)})") for a in bound_argv]
         iolab_argv = command_argv(engine, workdir / "results.db", n, conns)
         result = Comparison(conns, n, sides, argv, shown, iolab_argv)
@@ -1211,6 +1218,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(postgres), "
         "server,bare (mariadb); default all",
     )
+    parser.add_argument(
+        "--pgbench-threads",
+        type=int,
+        help="pgbench's worker threads (-j); default one per connection",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser.parse_args(argv)
 
@@ -1222,6 +1234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sides = parse_sides(args.sides, args.engine)
         if args.rounds < 1:
             raise BadInput("--rounds", args.rounds, "give at least 1 round")
+        if args.pgbench_threads is not None and args.pgbench_threads < 1:
+            raise BadInput("--pgbench-threads", args.pgbench_threads, "give at least 1 thread")
         if args.rows < max(connections):
             raise BadInput(
                 "--rows", args.rows, f"give at least one row per connection (>= {max(connections)})"
@@ -1243,7 +1257,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress(f"starting PostgreSQL in {base}")
             with running(engine) as placement:
                 results, scripts, version = measure(
-                    engine, placement, layout, base, args.rows, connections, args.rounds, sides
+                    engine,
+                    placement,
+                    layout,
+                    base,
+                    args.rows,
+                    connections,
+                    args.rounds,
+                    sides,
+                    args.pgbench_threads,
                 )
             bare_sql = PG_BARE_SQL
         else:
