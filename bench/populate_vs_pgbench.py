@@ -59,7 +59,7 @@ when it could not run).
 
     .venv/bin/python bench/populate_vs_pgbench.py [--engine postgres|mariadb] [--rows 20000]
         [--connections 16,64] [--rounds 3] [--sides client,command,pgbench,bound,server,bare]
-        [--json]
+        [--pgbench-threads N] [--json]
 """
 
 from __future__ import annotations
