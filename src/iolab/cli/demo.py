@@ -24,10 +24,7 @@ from iolab.cli import report as report_cli
 from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
 from iolab.cli.output import check_output
-from iolab.engines import catalog
 from iolab.errors import BadInput
-from iolab.ownership import owned_name, reap
-from iolab.store import open_store
 
 KIND = "demo"
 ENGINES = ("sqlite", "postgres")  # embedded, or from a wheel: nothing to install
@@ -79,6 +76,10 @@ def demo(
     first 10 s ten times a second), the findings, and report.html. Works from any directory, a
     root user's private clone included. If some runs fail, report.html still shows what finished
     and why each failed cell failed, and the demo exits non-zero."""
+    from iolab.engines import catalog
+    from iolab.ownership import owned_name, reap
+    from iolab.store import open_store
+
     _check(rows, html, results)
     here = Path(".").resolve()
     disk_runs: list[int] = []
@@ -144,5 +145,7 @@ def _check(rows: int, html: Path, results: Path | None) -> None:
             rows,
             f"give at least {max(CONNECTIONS)} rows (one per loader of the largest cell)",
         )
+    from iolab.store import open_store
+
     check_output(html, "--html", results=results)
     open_store(results).close()  # a results database that cannot be used fails here

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from iolab.analysis.disk import spread_warnings, summarize
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
     JsonOption,
@@ -18,15 +17,6 @@ from iolab.cli.options import (
     SampleIntervalOption,
     sample_interval,
 )
-from iolab.cli.progress import ProgressView
-from iolab.config.workloads import DiskWorkload, from_flags
-from iolab.fio.runner import fio_path, fio_version
-from iolab.report import disk as disk_report
-from iolab.report import probes as probes_report
-from iolab.runner.kinds import KINDS, command_layout, disk_options
-from iolab.runner.single import CommandRun, execute
-from iolab.store import open_store
-from iolab.testbed import resolve_path
 from iolab.units import format_bytes
 
 PROFILE_HELP = (
@@ -90,6 +80,17 @@ def disk(
     does) above the median. Every pass is stored in the results database, with what the probes
     saw of the test file's device meanwhile (`iolab results show`, `iolab timeline`).
     """
+    from iolab.analysis.disk import spread_warnings, summarize
+    from iolab.cli.progress import ProgressView
+    from iolab.config.workloads import DiskWorkload, from_flags
+    from iolab.fio.runner import fio_path, fio_version
+    from iolab.report import disk as disk_report
+    from iolab.report import probes as probes_report
+    from iolab.runner.kinds import KINDS, command_layout, disk_options
+    from iolab.runner.single import CommandRun, execute
+    from iolab.store import open_store
+    from iolab.testbed import resolve_path
+
     fio = fio_path()
     path = resolve_path(str(path), "PATH")
     workload = from_flags(

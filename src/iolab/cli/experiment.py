@@ -6,25 +6,21 @@ import json
 from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from iolab.analysis.stats import Summary, summarize
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
-from iolab.cli.progress import ProgressView
-from iolab.config import experiment as config
-from iolab.report import experiment as experiment_report
-from iolab.results import ExperimentId
-from iolab.runner import experiment as runner
-from iolab.runner.kinds import Judged
-from iolab.runner.kinds import judged as judged_by
-from iolab.store import Store, open_store
-from iolab.store import experiments as store_experiments
-from iolab.store.database import default_path
-from iolab.store.identify import check_writable
+
+if TYPE_CHECKING:
+    from iolab.analysis.stats import Summary
+    from iolab.config import experiment as config
+    from iolab.results import ExperimentId
+    from iolab.runner import experiment as runner
+    from iolab.runner.kinds import Judged
+    from iolab.store import Store
 
 FileArgument = Annotated[
     Path,
@@ -48,6 +44,13 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     It checks what `iolab run` checks before recording a run: each cell's options, directories
     and free space, engine settings (read by the engine), the name (one workload kind per
     name), and at most 100,000 runs."""
+    from iolab.config import experiment as config
+    from iolab.report import experiment as experiment_report
+    from iolab.runner import experiment as runner
+    from iolab.store import open_store
+    from iolab.store.database import default_path
+    from iolab.store.identify import check_writable
+
     experiment = config.load(file)
     existing = results or default_path()
     check_writable(existing)  # as `iolab run` would: it records there
@@ -139,6 +142,12 @@ def run(
     on a fresh instance and committed before the next starts. Run it again to resume: finished
     runs are kept, interrupted ones run again. With --fleet, runs go to the hosts of a fleet,
     one at a time per host, and are recorded here as they come back."""
+    from iolab.cli.progress import ProgressView
+    from iolab.config import experiment as config
+    from iolab.report import experiment as experiment_report
+    from iolab.runner import experiment as runner
+    from iolab.store import open_store
+
     experiment = config.load(file)
     address = fleet or experiment.spec.fleet.address
     if address is not None:
@@ -204,6 +213,9 @@ def _exit_code(outcome: runner.Outcome) -> None:
 def _cell_rows(
     experiment: config.Experiment, store: Store, exp_id: ExperimentId
 ) -> list[tuple[config.Cell, Summary | None, Counter[str]]]:
+    from iolab.analysis.stats import summarize
+    from iolab.store import experiments as store_experiments
+
     judged = _judged(experiment)
     statuses = store_experiments.status_counts(store, exp_id)
     rows = []
@@ -220,4 +232,7 @@ def _cell_rows(
 
 def _judged(experiment: config.Experiment) -> Judged | None:
     """What the experiment's cells are judged by (the report's default metric)."""
+    from iolab.runner import experiment as runner
+    from iolab.runner.kinds import judged as judged_by
+
     return judged_by(runner.kind_of(experiment), [c.params for c in experiment.cells])

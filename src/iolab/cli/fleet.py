@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption
@@ -92,6 +91,8 @@ def status(
 ) -> None:
     """The hosts of the fleet: alive, busy (running a run) or idle, their iolab, Ray and
     Python versions, fio, and the free space of the directories asked for."""
+    from rich.table import Table
+
     from iolab.fleet import cluster
 
     hosts = cluster.status(address, directory or [])

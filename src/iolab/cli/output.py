@@ -22,9 +22,6 @@ from pathlib import Path
 
 from iolab.errors import BadInput
 from iolab.ownership import owned_name, reap
-from iolab.report.signature import SQLITE_SIDE_FILES, sqlite_file, written_by_iolab
-from iolab.results import MAX_ID
-from iolab.store.database import default_path
 
 FILE_MODE = 0o600
 SCRATCH = "output"  # the owned kind of the scratch files outputs are written through
@@ -91,6 +88,9 @@ def write_output(path: Path, data: str | bytes, option: str, results: Path | Non
 
 def _check_not_results(path: Path, target: Path, option: str, results: Path | None) -> None:
     """The results database and its side files are never an output."""
+    from iolab.report.signature import SQLITE_SIDE_FILES  # on use: not on every command's path
+    from iolab.store.database import default_path
+
     database = Path(os.path.realpath(results or default_path()))
     names = {database, *(Path(f"{database}{side}") for side in SQLITE_SIDE_FILES)}
     same = target in names
@@ -109,6 +109,8 @@ def _check_not_results(path: Path, target: Path, option: str, results: Path | No
 def _check_ours(path: Path, target: Path, option: str) -> None:
     """An existing file: empty, or one iolab wrote; never an SQLite database or its side
     files."""
+    from iolab.report.signature import SQLITE_SIDE_FILES, sqlite_file, written_by_iolab
+
     if not target.is_file():
         raise BadInput(option, str(path), "name a regular file (not a device, pipe or socket)")
     name = target.name
@@ -136,6 +138,8 @@ def _cannot_write(exc: OSError) -> str:
 
 def check_id(value: int, argument: str, what: str = "a run id from `iolab results list`") -> int:
     """A run id given on the command line: a positive number SQLite can hold."""
+    from iolab.results import MAX_ID  # on use: the results' model loads the probes' types
+
     if not 1 <= value <= MAX_ID:
         raise BadInput(argument, value, f"give {what}: a whole number from 1 to {MAX_ID}")
     return value

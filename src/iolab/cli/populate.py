@@ -21,17 +21,7 @@ from iolab.cli.options import (
     SampleIntervalOption,
     sample_interval,
 )
-from iolab.cli.progress import ProgressView
-from iolab.config.workloads import PopulateWorkload, from_flags
-from iolab.engines import catalog
-from iolab.engines.external import parse_dsn
 from iolab.errors import BadInput
-from iolab.report import populate as populate_report
-from iolab.report import probes as probes_report
-from iolab.runner.kinds import KINDS, command_layout, layout_of, populate_options
-from iolab.runner.single import CommandRun, execute
-from iolab.store import open_store
-from iolab.testbed import resolve_path
 
 
 def _settings(items: list[str]) -> dict[str, str]:
@@ -186,6 +176,12 @@ def populate(
     Nothing starts and nothing is recorded unless the options, the directories, the --set
     values (read by the engine's own binary) and the free space (at least a page per row) pass.
     """
+    from iolab.config.workloads import PopulateWorkload, from_flags
+    from iolab.engines import catalog
+    from iolab.engines.external import parse_dsn
+    from iolab.runner.kinds import command_layout
+    from iolab.testbed import resolve_path
+
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
         engine = engine or target.engine
@@ -232,6 +228,13 @@ def scratch_dir(wanted: bool) -> Iterator[Path]:
 
 
 def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+    from iolab.cli.progress import ProgressView
+    from iolab.report import populate as populate_report
+    from iolab.report import probes as probes_report
+    from iolab.runner.kinds import KINDS, layout_of, populate_options
+    from iolab.runner.single import CommandRun, execute
+    from iolab.store import open_store
+
     options = populate_options(params, layout_of(params, Path))
     view = ProgressView()
     body, roles, versions = KINDS["populate"].prepare(params, Path, view)  # as a cell of a file

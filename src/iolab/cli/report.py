@@ -13,19 +13,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from iolab import report as report_lib
-from iolab.analysis.findings import sentence
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.cli.output import check_id, check_output, write_output
 from iolab.errors import BadInput
-from iolab.report import document
-from iolab.report import export as export_lib
-from iolab.report import html as html_report
-from iolab.report import populate as populate_report
-from iolab.report.comparison import compare as compare_runs
-from iolab.report.findings import report_text
-from iolab.store import open_store
 
 MetricOption = Annotated[
     str | None,
@@ -99,6 +90,12 @@ def report(
     statistics; --html writes them with charts, a timeline of each cell's median run, each
     operation kind's latency by percentile (with the fdatasync latency of the WAL device's
     `iolab disk` commit test) and the environment, into one file."""
+    from iolab import report as report_lib
+    from iolab.report import document
+    from iolab.report import html as html_report
+    from iolab.report.findings import report_text
+    from iolab.store import open_store
+
     if timelines not in ("median", "all"):
         raise BadInput("--timelines", timelines, "give median or all")
     if html is not None:
@@ -143,6 +140,12 @@ def compare(
 ) -> None:
     """Two sets of runs side by side: means, the ratio with its 95% interval, significance;
     for populate runs, each side's operation latencies merged (p50 .. p99.99, max)."""
+    from iolab.analysis.findings import sentence
+    from iolab.report import document
+    from iolab.report import populate as populate_report
+    from iolab.report.comparison import compare as compare_runs
+    from iolab.store import open_store
+
     with open_store(results, create=False) as store:
         c = compare_runs(store, a, b, metric)
     if as_json:
@@ -182,6 +185,9 @@ def export(
 ) -> None:
     """Every run of an experiment, one row each (cell values, status, summary numbers), for
     notebooks; or with --histograms, every run's latency histograms as interval logs."""
+    from iolab.report import export as export_lib
+    from iolab.store import open_store
+
     if histograms is not None:
         _export_histograms(target, histograms, results)
         return
@@ -237,6 +243,9 @@ def write_charts(directory: Path, files: list[tuple[str, str]], results: Path | 
 def _export_histograms(target: str, directory: Path, results: Path | None) -> None:
     """Interval logs into ``directory`` (made when missing); a file already there is never
     overwritten."""
+    from iolab.report import export as export_lib
+    from iolab.store import open_store
+
     with open_store(results, create=False) as store:
         logs = export_lib.histogram_logs(store, target)
     if not logs:

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from iolab.analysis.disk import summarize
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.cli.output import check_id
 from iolab.errors import BadInput
-from iolab.report import disk as disk_report
-from iolab.report import populate as populate_report
-from iolab.report import probes as probes_report
-from iolab.report import tpch as tpch_report
-from iolab.store import RunRecord, open_store
+
+if TYPE_CHECKING:
+    from iolab.store import RunRecord
 
 app = typer.Typer(help="List and show stored runs.", no_args_is_help=True)
 
@@ -50,6 +46,10 @@ def list_runs(
     ),
 ) -> None:
     """List stored runs, newest first."""
+    from rich.table import Table
+
+    from iolab.store import open_store
+
     with open_store(results, create=False) as store:
         runs = store.runs(limit)
     if as_json:
@@ -79,6 +79,13 @@ def show(
 ) -> None:
     """Show one run: its parameters, environment and results, and what the probes recorded:
     the devices per role, engine and host counters, wait statistics and checkpoints."""
+    from iolab.analysis.disk import summarize
+    from iolab.report import disk as disk_report
+    from iolab.report import populate as populate_report
+    from iolab.report import probes as probes_report
+    from iolab.report import tpch as tpch_report
+    from iolab.store import open_store
+
     check_id(run_id, "RUN")
     with open_store(results, create=False) as store:
         run = store.run(run_id)
@@ -175,6 +182,8 @@ def log(
     results: ResultsOption = None,
 ) -> None:
     """Print a log kept with a run (the engine's server log)."""
+    from iolab.store import open_store
+
     check_id(run_id, "RUN")
     with open_store(results, create=False) as store:
         run = store.run(run_id)

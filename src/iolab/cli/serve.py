@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -13,8 +12,6 @@ from rich.markup import escape
 from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
 from iolab.errors import BadInput, MissingTool
-from iolab.store import default_path, open_readonly
-from iolab.system.addresses import addresses
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -40,6 +37,8 @@ def serve(
     server log, timeline), `iolab compare`'s answer with charts, and a running run's timeline
     redrawn every second as its probes flush. Nothing is loaded from the network. Ctrl-C stops
     it."""
+    import socket
+
     if not 0 <= port <= 65535:
         raise BadInput("--port", port, "give a TCP port from 1 to 65535, or 0 for any free one")
     try:
@@ -59,6 +58,8 @@ def serve(
             "install iolab with its serve extra: pip install 'iolab[serve]' "
             "(scripts/setup.sh does)",
         ) from None
+    from iolab.store import default_path, open_readonly
+
     path = results or default_path()
     open_readonly(path).close()  # refuse a file that is not a results database at once
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
@@ -101,6 +102,8 @@ def _reachable(address: IPAddress) -> list[IPAddress]:
     0.0.0.0 and :: (every address) this machine's addresses, loopback last."""
     if not address.is_unspecified:
         return [address]
+    from iolab.system.addresses import addresses
+
     versions = (4,) if address.version == 4 else (6, 4)  # :: takes IPv4 too (dual stack)
     found = [ipaddress.ip_address(a) for v in versions for a in addresses(v)]
     return found or [ipaddress.ip_address("127.0.0.1" if address.version == 4 else "::1")]

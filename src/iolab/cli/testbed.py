@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from iolab import testbed
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption
-from iolab.cli.progress import ProgressView
 from iolab.units import format_bytes
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from iolab import testbed
 
 app = typer.Typer(
     help="Emulated devices: loop files with a filesystem, mounted under iolab's own directory, "
@@ -28,6 +30,10 @@ app = typer.Typer(
 
 
 def _table(devices: list[testbed.DeviceStatus]) -> Table:
+    from rich.table import Table
+
+    from iolab import testbed
+
     table = Table(title=f"testbed ({testbed.state_dir()})", title_justify="left")
     for col in (
         "device", "state", "mount point", "loop", "size", "fs", "model", "limits", "backing file"
@@ -73,6 +79,9 @@ def up(
     requests through nbdkit's error filter while STATE_DIR/nbd/NAME.fault exists (made at up
     for on = true; touch it to switch a fault on). Devices already up with
     the same settings are kept (changed limits are applied in place); others are left alone."""
+    from iolab import testbed
+    from iolab.cli.progress import ProgressView
+
     specs = testbed.load_file(file)
     with ProgressView() as view:
         bed = testbed.up(specs, view)
@@ -100,6 +109,9 @@ def down(
     inode and token, its own mount points and cgroup); anything else the state names is left
     in place and named in a warning. A state directory or file others could write is refused.
     Output that is no longer read (`| head -1`) does not stop it: every device is taken down."""
+    from iolab import testbed
+    from iolab.cli.progress import ProgressView
+
     with ProgressView() as view:
         done = testbed.down(view, names or None)
     if done:
@@ -119,6 +131,8 @@ def status(as_json: JsonOption = False) -> None:
     filesystem, model and fault (failing now or armed), limits in force and backing file. A
     model device is broken when its nbdkit or nbdfuse is gone or its FUSE file does not answer
     a stat within 2 s; `up` makes a broken device afresh."""
+    from iolab import testbed
+
     devices = testbed.status()
     if as_json:
         print(json.dumps([d.as_json() for d in devices], indent=2))

@@ -12,9 +12,6 @@ from iolab.cli.console import stdout as out
 from iolab.cli.options import ResultsOption
 from iolab.cli.output import check_id, check_output, write_output
 from iolab.errors import BadInput
-from iolab.report import timeline as timeline_report
-from iolab.report.raster import svg_to_png
-from iolab.store import open_store
 
 FORMATS = (".html", ".svg", ".png")
 
@@ -37,6 +34,10 @@ def timeline(
     """Draw a run's timeline: rows/s, pages allocated/s, device MB/s, I/O latency and queue
     depth per role, and CPU, on one time axis with checkpoints shaded.
     """
+    from iolab.report import timeline as timeline_report
+    from iolab.report.raster import svg_to_png
+    from iolab.store import open_store
+
     check_id(run_id, "RUN")
     check_output(output, "--output", FORMATS, results)
     suffix = output.suffix.lower()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -18,24 +18,21 @@ from iolab.cli.options import (
     sample_interval,
 )
 from iolab.cli.populate import _settings, scratch_dir
-from iolab.cli.progress import ProgressView
-from iolab.config.workloads import TpchWorkload, from_flags
-from iolab.engines import catalog
-from iolab.errors import RunFailed
-from iolab.report import tpch as tpch_report
-from iolab.results import RunOutcome
-from iolab.runner.kinds import KINDS, command_layout, layout_of, tpch_options
-from iolab.runner.single import CommandRun, execute
-from iolab.store import open_store
-from iolab.testbed import resolve_path
 from iolab.units import parse_int_list
-from iolab.workloads.tpch import DEFAULT_TIMEOUT, TpchOptions
+
+if TYPE_CHECKING:
+    from iolab.results import RunOutcome
+    from iolab.workloads.tpch import TpchOptions
+
+# The defaults of --engine and --timeout, as the help says them: catalog.TPCH_DEFAULT and
+# workloads.tpch.DEFAULT_TIMEOUT, which the command reads (importing them here would load the
+# engines and the workload to start any command; a unit test keeps the help in step).
+ENGINE_HELP = "duckdb (embedded, the default), postgres or mariadb (InnoDB)."
+TIMEOUT_HELP = "Per-query timeout: seconds or 90s, 5m. Default: 300 s."
 
 
 def tpch(
-    engine: Annotated[
-        str, typer.Option(help="duckdb (embedded), postgres or mariadb (InnoDB).")
-    ] = catalog.TPCH_DEFAULT,
+    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP, show_default=False)] = None,
     sf: Annotated[
         str, typer.Option("--sf", help="Scale factor: 1 is about 1 GB of CSV (0.01, 0.1, 1, 10).")
     ] = "1",
@@ -79,9 +76,7 @@ def tpch(
             "warm: run each query once untimed before timing it.",
         ),
     ] = True,
-    timeout: Annotated[
-        str, typer.Option(help="Per-query timeout: seconds or 90s, 5m.")
-    ] = f"{DEFAULT_TIMEOUT:g}",
+    timeout: Annotated[str | None, typer.Option(help=TIMEOUT_HELP, show_default=False)] = None,
     queries: Annotated[
         str | None, typer.Option(help="Queries to run, e.g. 1,3,6. Default: 1 to 22.")
     ] = None,
@@ -111,6 +106,14 @@ def tpch(
     total and geometric mean. The probes record the power run (`iolab timeline RUN`). A wrong
     answer, an error or a timeout fails the run.
     """
+    from iolab.config.workloads import TpchWorkload, from_flags
+    from iolab.engines import catalog
+    from iolab.runner.kinds import command_layout
+    from iolab.testbed import resolve_path
+    from iolab.workloads.tpch import DEFAULT_TIMEOUT
+
+    engine = catalog.TPCH_DEFAULT if engine is None else engine
+    timeout = f"{DEFAULT_TIMEOUT:g}" if timeout is None else timeout
     dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
     wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
     temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
@@ -133,6 +136,12 @@ def tpch(
 
 
 def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+    from iolab.cli.progress import ProgressView
+    from iolab.errors import RunFailed
+    from iolab.runner.kinds import KINDS, layout_of, tpch_options
+    from iolab.runner.single import CommandRun, execute
+    from iolab.store import open_store
+
     options = tpch_options(params, layout_of(params, Path))
     view = ProgressView()
     prepared, roles, versions = KINDS["tpch"].prepare(params, Path, view)  # as a cell of a file
@@ -163,6 +172,8 @@ def _render(
     as_json: bool,
     path: Path,
 ) -> None:
+    from iolab.report import tpch as tpch_report
+
     s = outcome.summary
     if as_json:
         doc = {"run": run_id, "status": outcome.status.value, "error": outcome.error, **s}

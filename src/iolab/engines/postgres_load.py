@@ -507,6 +507,10 @@ class PostgresPopulate:
         per_statement = 1 if spec.method is LoadMethod.INSERT else spec.batch
         make_key = key_factory(spec.key)
         prefix = f"iolab_insert_{next(_STATEMENT_IDS)}_"
+        names: dict[int, bytes] = {}  # statement name by row count, made once
+        no_params: list[bytes] = []  # sequential keys: the server makes them, nothing is sent
+        ok = pq.ExecStatus.COMMAND_OK
+        transaction = OpKind.TRANSACTION
         t0 = time.perf_counter()
         elapsed = [0.0] * len(conns)
         left = list(counts)
@@ -524,13 +528,17 @@ class PostgresPopulate:
         def send(i: int) -> None:
             """Send loader i its next statement (preparing it first when k is new)."""
             k = pending[i]
-            name = f"{prefix}{k}".encode()
+            name = names.get(k)
+            if name is None:
+                name = names[k] = f"{prefix}{k}".encode()
             if k not in prepared[i]:
                 text = _insert_statement(k, make_key is not None, "$")
                 pgconns[i].send_prepare(name, text.encode())
                 wait(i)
                 prepared[i].add(k)
-            params = [] if make_key is None else [make_key().hex().encode() for _ in range(k)]
+            params = no_params
+            if make_key is not None:
+                params = [make_key().hex().encode() for _ in range(k)]
             pgconns[i].send_query_prepared(name, params)
             in_flight[i] = True
 
@@ -555,7 +563,7 @@ class PostgresPopulate:
             failed: pq.abc.PGresult | None = None
             pgconn = pgconns[i]
             while (res := pgconn.get_result()) is not None:  # drain to the next query
-                if res.status != pq.ExecStatus.COMMAND_OK and failed is None:
+                if res.status != ok and failed is None:
                     failed = res
             if failed is not None:
                 error = pg_errors.error_from_result(failed, encoding=conns[i].info.encoding)
@@ -592,7 +600,7 @@ class PostgresPopulate:
                     continue  # a statement not sent yet (not due), or its result not complete
                 finish(i)
                 in_flight[i] = False
-                clocks[i].record(OpKind.TRANSACTION, started[i])
+                clocks[i].record(transaction, started[i])
                 left[i] -= pending[i]
                 progress(i, pending[i])
                 if not schedule(i):

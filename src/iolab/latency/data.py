@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from iolab.latency.histogram import Histogram
@@ -29,18 +28,26 @@ class LatencyData:
     start_unix: float
     probe_offset_s: float = 0.0
     warmup_s: float | None = None
+    _merged: dict[bool, dict[str, Histogram]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def merged(self, *, warmup: bool = False) -> dict[str, Histogram]:
-        """Each operation kind's histogram over the run (warm-up left out unless asked)."""
-        return merged_by_kind(self.intervals, warmup=warmup)
+        """Each operation kind's histogram over the run (warm-up left out unless asked). Merged
+        once: the summary and the store both ask (a run's thousand intervals take tens of ms);
+        the histograms are shared, not to be changed."""
+        found = self._merged.get(warmup)
+        if found is None:
+            found = self._merged[warmup] = merged_by_kind(self.intervals, warmup=warmup)
+        return found
 
 
-def summary(intervals: Sequence[Interval], timed: bool) -> dict[str, Any] | None:
+def summary(data: LatencyData, timed: bool) -> dict[str, Any] | None:
     """The run summary's ``latency`` block: per operation kind, count, mean, p50 .. p99.99 and
     max in microseconds, over the measured part; None when operations were not timed."""
     if not timed:
         return None
-    return {kind: h.stats() for kind, h in merged_by_kind(intervals).items()}
+    return {kind: h.stats() for kind, h in data.merged().items()}
 
 
 def series(data: LatencyData) -> list[Series]:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from iolab.config.experiment import DEVICE_PREFIX
 from iolab.config.workloads import (
     OFF,
     DiskWorkload,
@@ -205,6 +204,8 @@ def _variations(w: PopulateWorkload) -> dict[str, Any]:
 
 
 def _on_device(params: Mapping[str, Any]) -> bool:
+    from iolab.config.experiment import DEVICE_PREFIX  # the experiment files' model: on use
+
     dirs = [*params["data_dirs"], params.get("wal_dir"), params.get("temp_dir")]
     return any(str(d).startswith(DEVICE_PREFIX) for d in dirs if d)
 

@@ -787,6 +787,13 @@ def _summarise(
     log_start = warm.log_bytes if warm else m.log_before
     wal_bytes = (m.log_after - log_start) if log_start is not None and m.log_after else None
     rate = measured_rows / measured_seconds if measured_seconds > 0 else 0.0
+    outcome.latency = LatencyData(
+        intervals=tuple(m.intervals),
+        interval_s=latency.interval_s,
+        start_unix=time.time() - (time.perf_counter() - m.t0),
+        probe_offset_s=m.t0 - m.probe_t0 if m.probe_t0 is not None else 0.0,
+        warmup_s=warm.seconds if warm else None,
+    )
     outcome.summary.update(
         {
             "engine": options.engine,
@@ -818,7 +825,7 @@ def _summarise(
                 "temp": str(placement.temp) if placement.temp else None,
             },
             "settings": engine.effective_settings(),
-            "latency": latency_summary(m.intervals, latency.timed),
+            "latency": latency_summary(outcome.latency, latency.timed),
         }
     )
     if warm is not None:
@@ -841,13 +848,6 @@ def _summarise(
                     "count from each operation's intended start, so they include the backlog"
                 )
             )
-    outcome.latency = LatencyData(
-        intervals=tuple(m.intervals),
-        interval_s=latency.interval_s,
-        start_unix=time.time() - (time.perf_counter() - m.t0),
-        probe_offset_s=m.t0 - m.probe_t0 if m.probe_t0 is not None else 0.0,
-        warmup_s=warm.seconds if warm else None,
-    )
     if outcome.probes is not None:
         outcome.probes = dataclasses.replace(
             outcome.probes,
