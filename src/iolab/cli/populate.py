@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from iolab.config.workloads import PopulateWorkload, from_flags
 from iolab.engines import catalog
 from iolab.engines.external import parse_dsn
 from iolab.errors import BadInput
+from iolab.ownership import owned_name, reap
 from iolab.report import populate as populate_report
 from iolab.report import probes as probes_report
 from iolab.runner.kinds import KINDS, command_layout, layout_of, populate_options
@@ -56,7 +56,8 @@ def populate(
         typer.Option(
             "--data-dir",
             help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards. device:NAME[/sub] names a testbed "
+            "directory under /var/tmp, removed afterwards (or by the next run, if this one is "
+            "killed). device:NAME[/sub] names a testbed "
             "device (also for --wal-dir and --temp-dir).",
         ),
     ] = None,
@@ -197,7 +198,7 @@ def populate(
             **{"steady_window": steady_window, "steady_tolerance": steady_tolerance},
         },
     )
-    with scratch_dir(not dirs and target is None) as scratch:
+    with scratch_dir(not dirs and target is None, "populate") as scratch:
         layout = command_layout(
             dirs or ([] if target else [scratch]), files, wal, temp, _settings(setting or [])
         )
@@ -210,13 +211,20 @@ def populate(
         _run(params, results, as_json)
 
 
+SCRATCH_PARENT = Path("/var/tmp")
+
+
 @contextmanager
-def scratch_dir(wanted: bool) -> Iterator[Path]:
-    """Without --data-dir, a fresh directory under /var/tmp that iolab creates and removes."""
+def scratch_dir(wanted: bool, kind: str) -> Iterator[Path]:
+    """Without --data-dir, a fresh directory under /var/tmp that iolab creates and removes,
+    named ``.iolab-KIND-PID-BOOT-TOKEN`` (:mod:`iolab.ownership`): those a killed command left
+    (their process gone) are removed first, and nothing else."""
     if not wanted:
         yield Path(".")
         return
-    path = Path(tempfile.mkdtemp(prefix="iolab-populate-", dir="/var/tmp"))
+    reap(SCRATCH_PARENT, kind)
+    path = SCRATCH_PARENT / owned_name(kind)
+    path.mkdir(mode=0o700)
     path.chmod(0o755)  # the server user must enter it
     try:
         yield path

@@ -44,7 +44,8 @@ def tpch(
         typer.Option(
             "--data-dir",
             help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards.",
+            "directory under /var/tmp, removed afterwards (or by the next run, if this one is "
+            "killed).",
         ),
     ] = None,
     files: Annotated[
@@ -123,7 +124,7 @@ def tpch(
             "queries": parse_int_list(queries, "--queries") if queries is not None else None,
         },
     )
-    with scratch_dir(not dirs) as scratch:
+    with scratch_dir(not dirs, "tpch") as scratch:
         params = {
             **workload.model_dump(),
             **command_layout(dirs or [scratch], files, wal, temp, _settings(setting or [])),
