@@ -241,7 +241,7 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     )
     spec = CommandRun(name, "populate", options.params(), roles, versions)
     with open_store(results) as store, view:
-        run_id, outcome = execute(store, spec, body)
+        run_id, outcome = execute(store, spec, body, view)
     s = outcome.summary
     if as_json:
         doc = {"run": run_id, "status": outcome.status.value, **s, "warnings": view.warnings}

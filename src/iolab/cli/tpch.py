@@ -147,7 +147,7 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
 
     with open_store(results) as store, view:
         try:
-            run_id, outcome = execute(store, spec, body)
+            run_id, outcome = execute(store, spec, body, view)
         except RunFailed:
             # a wrong answer or a query that did not finish: show the queries, then the error
             if kept and kept[0].query_results:
