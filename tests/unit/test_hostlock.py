@@ -143,7 +143,9 @@ def test_plan_says_whether_the_host_is_free(fake: FakeWorkload, tmp_path: Path) 
     )
     with hostlock.turn(lambda e: None):
         busy = iolab("plan", str(path), "--results", str(tmp_path / "r.db"))
-        doc = json.loads(iolab("plan", str(path), "--json").stdout)["host_lock"]
+        doc = json.loads(
+            iolab("plan", str(path), "--json", "--results", str(tmp_path / "r.db")).stdout
+        )["host_lock"]
     assert busy.code == 0, busy
     assert f"this host is busy: pid {os.getpid()} (iolab " in " ".join(busy.stdout.split())
     assert doc["path"] == str(lock)
