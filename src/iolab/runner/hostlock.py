@@ -33,6 +33,7 @@ from pathlib import Path
 
 from iolab.errors import IolabError
 from iolab.events import EventSink, Phase
+from iolab.ownership import process_alive
 from iolab.redaction import redact
 
 DIR_ENV = "IOLAB_LOCK_DIR"
@@ -115,11 +116,14 @@ def _open(create: bool) -> int | None:
 
 
 def _read(fd: int) -> Holder | None:
+    """Who the file says holds the lock; None between two turns (or what a killed holder
+    left, before the next holder has written over it)."""
     try:
         doc = json.loads(os.pread(fd, 4096, 0) or b"null")
-        return Holder(int(doc["pid"]), str(doc["command"]), str(doc["since"]))
+        found = Holder(int(doc["pid"]), str(doc["command"]), str(doc["since"]))
     except (OSError, ValueError, TypeError, KeyError):
-        return None  # between two turns, or written by something else
+        return None
+    return found if process_alive(found.pid) else None
 
 
 def holder() -> Holder | None:
