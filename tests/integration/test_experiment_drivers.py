@@ -5,6 +5,7 @@ taken again. Real processes, a real SQLite engine, a real results database."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -47,13 +48,34 @@ def experiment(root: Path, repetitions: int, rows: int) -> Path:
     return path
 
 
-def driver(exp: Path, db: Path) -> subprocess.Popen[str]:
+def driver(exp: Path, db: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         interruptible([*IOLAB, "run", str(exp), "--json", "--results", str(db)]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=None if env is None else {**os.environ, **env},
     )
+
+
+def spans(db: Path) -> list[tuple[int, str, str]]:
+    """(run, started_at, ended_at) of every run that ended."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT id, started_at, ended_at FROM runs WHERE ended_at IS NOT NULL ORDER BY id"
+        ).fetchall()
+    return [(int(i), str(s), str(e)) for i, s, e in rows]
+
+
+def overlapping(db: Path) -> list[tuple[int, int]]:
+    """Pairs of runs whose [start, end] shared a moment (whole seconds: touching is not)."""
+    found = spans(db)
+    return [
+        (a, b)
+        for a, a_start, a_end in found
+        for b, b_start, b_end in found
+        if a < b and a_start < b_end and b_start < a_end
+    ]
 
 
 def runs(db: Path) -> list[tuple[str, int, str]]:
@@ -81,7 +103,7 @@ def assert_each_run_done_once(db: Path, repetitions: int) -> None:
 
 def test_two_drivers_share_the_runs(open_tmp: Path) -> None:
     db = open_tmp / "r.db"
-    exp = experiment(open_tmp, repetitions=4, rows=300)
+    exp = experiment(open_tmp, repetitions=4, rows=3000)
     first = driver(exp, db)
     time.sleep(0.3)
     second = driver(exp, db)
@@ -95,6 +117,10 @@ def test_two_drivers_share_the_runs(open_tmp: Path) -> None:
     assert [s for _, _, s in runs(db)] == ["done"] * 8  # no run started twice
     assert sum(d["done"] for d in docs) == 8
     assert sum(d["failed"] for d in docs) == 0
+    # and they took turns on the host: no run measured beside another
+    assert len(spans(db)) == 8
+    assert overlapping(db) == []
+    assert sum(d["waited_seconds"] for d in docs) > 0  # one waited for the other's run
     with sqlite3.connect(db) as conn:
         (experiments,) = conn.execute(
             "SELECT COUNT(*) FROM experiments WHERE name = 'two-drivers'"
@@ -170,3 +196,35 @@ def test_ctrl_c_then_resume_runs_each_run_once(open_tmp: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert_each_run_done_once(db, 2)
     assert Counter(s for _, _, s in runs(db))["running"] == 0
+
+
+def test_runs_that_overlapped_are_flagged_in_the_report(open_tmp: Path) -> None:
+    """Two drivers that do not share the host's lock (as an iolab from before it would not):
+    their runs overlap, and `iolab report` says which, on which host."""
+    db = open_tmp / "r.db"
+    exp = experiment(open_tmp, repetitions=2, rows=4000)
+    procs = [driver(exp, db, {"IOLAB_LOCK_DIR": str(open_tmp / name)}) for name in ("l1", "l2")]
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    assert_each_run_done_once(db, 2)
+    pairs = overlapping(db)
+    assert pairs, spans(db)  # they ran at the same time
+    done = subprocess.run(
+        [*IOLAB, "report", str(exp), "--json", "--results", str(db)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    host = os.uname().nodename
+    flagged = {(o["run"], o["other_run"]) for o in doc["overlaps"]}
+    assert flagged == {(a, b) for a, b in pairs} | {(b, a) for a, b in pairs}
+    assert {o["host"] for o in doc["overlaps"]} == {host}
+    (said,) = [w for w in doc["warnings"] if "ran while another run ran" in w]
+    a, b = pairs[0]
+    assert f"run {a} (" in said and f"with run {b} on {host}" in said
+    text = subprocess.run(
+        [*IOLAB, "report", str(exp), "--results", str(db)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert "measured the other too" in " ".join(text.stdout.split())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -292,15 +293,70 @@ def test_data_dir_with_foreign_files_is_refused(open_tmp: Path, results_db: Path
     assert not results_db.exists() or json.loads(iolab("results", "list", "--json").stdout) == []
 
 
+def scratch_dirs() -> set[str]:
+    return {p.name for p in Path("/var/tmp").iterdir() if p.name.startswith(".iolab-populate-")}
+
+
 def test_default_data_dir_is_a_scratch_dir(results_db: Path) -> None:
-    before = {p.name for p in Path("/var/tmp").iterdir() if p.name.startswith("iolab-populate-")}
+    before = scratch_dirs()
     done = iolab("populate", "--rows", "200", "--connections", "2", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["rows"] == 200
-    assert doc["placement"]["data"][0].startswith("/var/tmp/iolab-populate-")
-    after = {p.name for p in Path("/var/tmp").iterdir() if p.name.startswith("iolab-populate-")}
-    assert after == before  # removed again
+    assert doc["placement"]["data"][0].startswith("/var/tmp/.iolab-populate-")
+    assert scratch_dirs() == before  # removed again
+
+
+def test_a_killed_populates_default_data_dir_goes_with_the_next_run(results_db: Path) -> None:
+    """kill -9 leaves the scratch directory (a PostgreSQL cluster in it); the next populate
+    without --data-dir removes it, and keeps one a live process owns and one iolab did not
+    name."""
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]
+    live = Path("/var/tmp") / f".iolab-populate-{os.getpid()}-{boot}-0badcafe"  # this test's
+    foreign = Path("/var/tmp") / f"iolab-populate-test-{os.getpid()}"
+    proc = subprocess.Popen(
+        [*IOLAB, "populate", "--engine", "postgres", "--rows", "400000", "--connections", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    mine = f".iolab-populate-{proc.pid}-"
+    try:
+        live.mkdir()
+        foreign.mkdir()
+        deadline = time.monotonic() + 180
+        left: list[Path] = []
+        while time.monotonic() < deadline:
+            left = [Path("/var/tmp", n) for n in scratch_dirs() if n.startswith(mine)]
+            if left and servers_of(left[0]):
+                break
+            assert proc.poll() is None, proc.communicate()[1]
+            time.sleep(0.2)
+        assert left and servers_of(left[0]), "the server never started"
+        proc.kill()
+        proc.wait()
+        (scratch,) = left
+        deadline = time.monotonic() + 60
+        while servers_of(scratch) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the server follows iolab (its parent-death signal)
+        assert servers_of(scratch) == []
+        assert any(scratch.iterdir())  # the cluster stayed
+        done = iolab("populate", "--rows", "200", "--connections", "2", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["rows"] == 200
+        assert not scratch.exists()
+        assert live.is_dir() and foreign.is_dir()
+        assert [n for n in scratch_dirs() if n.startswith(mine)] == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for path in (live, foreign):
+            if path.is_dir():
+                path.rmdir()
+        for name in scratch_dirs():
+            if name.startswith(mine):  # the test failed before the next run removed it
+                shutil.rmtree(Path("/var/tmp", name), ignore_errors=True)
 
 
 def test_postgres_takes_relative_directories(open_tmp: Path, results_db: Path) -> None:

@@ -13,6 +13,17 @@ from iolab.store import Store, open_store
 from tests.unit.fakes import FakeWorkload
 
 
+@pytest.fixture(autouse=True)
+def private_host_lock(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The host's lock of the runs a unit test makes: a directory of its own, so that a real
+    run elsewhere on the machine never holds a unit test up."""
+    directory = tmp_path_factory.mktemp("host-lock")
+    monkeypatch.setenv("IOLAB_LOCK_DIR", str(directory))
+    return directory
+
+
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeWorkload:
     """The fake workload kind (tests/unit/fakes.py), registered as the populate kind."""

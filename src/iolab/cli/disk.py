@@ -113,7 +113,7 @@ def disk(
     spec = CommandRun(f"disk {path.resolve()}", "disk", options.params(), roles, versions)
     with open_store(results) as store:
         with view:
-            run_id, outcome = execute(store, spec, body)
+            run_id, outcome = execute(store, spec, body, view)
         summaries = summarize(outcome.disk_passes)
     if as_json:
         doc = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from contextlib import nullcontext
@@ -43,10 +44,12 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
 
     It checks what `iolab run` checks before recording a run: each cell's options, directories
     and free space, engine settings (read by the engine), the name (one workload kind per
-    name), and at most 100,000 runs."""
+    name), and at most 100,000 runs. It also says whether this host is free or which iolab
+    process holds its lock (one run at a time per host)."""
     from iolab.config import experiment as config
     from iolab.report import experiment as experiment_report
     from iolab.runner import experiment as runner
+    from iolab.runner import hostlock
     from iolab.store import open_store
     from iolab.store.database import default_path
     from iolab.store.identify import check_writable
@@ -56,6 +59,8 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     check_writable(existing)  # as `iolab run` would: it records there
     with open_store(existing, create=False) if existing.exists() else nullcontext() as store:
         p = runner.make_plan(experiment, store)
+    here = not p.hosts and experiment.spec.fleet.address is None  # the runs run on this host
+    busy = hostlock.holder() if here else None
     if as_json:
         doc = {
             "experiment": experiment.name,
@@ -78,6 +83,12 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
             "estimated_max_seconds": p.estimated_max_seconds,
             "hosts": list(p.hosts),
             "estimated_wall_seconds": p.estimated_wall_seconds,
+            "host_lock": {
+                "path": str(hostlock.lock_path()),
+                "held_by": None if busy is None else dataclasses.asdict(busy),
+            }
+            if here
+            else None,
         }
         print(json.dumps(doc, indent=2))
         return
@@ -116,6 +127,14 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
         )
     if experiment.baseline is not None:
         out.print(f"baseline cell: {escape(experiment.baseline.label)}")
+    if here:
+        lock = escape(str(hostlock.lock_path()))
+        out.print(
+            f"this host: free (one run at a time, by the lock {lock})"
+            if busy is None
+            else f"this host is busy: {escape(busy.describe())} holds its lock {lock}; each "
+            "run waits for the run before it to end"
+        )
 
 
 FleetOption = Annotated[
@@ -140,8 +159,10 @@ def run(
 ) -> None:
     """Run an experiment file: every cell of its matrix, repeated, in shuffled order, each run
     on a fresh instance and committed before the next starts. Run it again to resume: finished
-    runs are kept, interrupted ones run again. With --fleet, runs go to the hosts of a fleet,
-    one at a time per host, and are recorded here as they come back."""
+    runs are kept, interrupted ones run again. Two `iolab run` of one file share its runs, and
+    every run on this host (of any iolab command) waits for the one before it to end: one run at
+    a time per host. With --fleet, runs go to the hosts of a fleet, one at a time per host, and
+    are recorded here as they come back."""
     from iolab.cli.progress import ProgressView
     from iolab.config import experiment as config
     from iolab.report import experiment as experiment_report
@@ -195,6 +216,8 @@ def run(
         line += f", {outcome.kept} kept from before"
     if outcome.saved_by_auto:
         line += f"; auto repetitions saved {outcome.saved_by_auto} runs"
+    if outcome.waited_seconds >= 0.5:
+        line += f"; waited {outcome.waited_seconds:.0f} s for the host while other runs held it"
     out.print(line)
     if outcome.stopped:
         out.print(f"[red]stopped:[/] {escape(outcome.stopped)}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,7 +45,8 @@ def populate(
         typer.Option(
             "--data-dir",
             help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards. device:NAME[/sub] names a testbed "
+            "directory under /var/tmp, removed afterwards (or by the next run, if this one is "
+            "killed). device:NAME[/sub] names a testbed "
             "device (also for --wal-dir and --temp-dir).",
         ),
     ] = None,
@@ -200,7 +200,7 @@ def populate(
             **{"steady_window": steady_window, "steady_tolerance": steady_tolerance},
         },
     )
-    with scratch_dir(not dirs and target is None) as scratch:
+    with scratch_dir(not dirs and target is None, "populate") as scratch:
         layout = command_layout(
             dirs or ([] if target else [scratch]), files, wal, temp, _settings(setting or [])
         )
@@ -213,13 +213,22 @@ def populate(
         _run(params, results, as_json)
 
 
+SCRATCH_PARENT = Path("/var/tmp")
+
+
 @contextmanager
-def scratch_dir(wanted: bool) -> Iterator[Path]:
-    """Without --data-dir, a fresh directory under /var/tmp that iolab creates and removes."""
+def scratch_dir(wanted: bool, kind: str) -> Iterator[Path]:
+    """Without --data-dir, a fresh directory under /var/tmp that iolab creates and removes,
+    named ``.iolab-KIND-PID-BOOT-TOKEN`` (:mod:`iolab.ownership`): those a killed command left
+    (their process gone) are removed first, and nothing else."""
     if not wanted:
         yield Path(".")
         return
-    path = Path(tempfile.mkdtemp(prefix="iolab-populate-", dir="/var/tmp"))
+    from iolab.ownership import owned_name, reap
+
+    reap(SCRATCH_PARENT, kind)
+    path = SCRATCH_PARENT / owned_name(kind)
+    path.mkdir(mode=0o700)
     path.chmod(0o755)  # the server user must enter it
     try:
         yield path
@@ -243,7 +252,7 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     )
     spec = CommandRun(name, "populate", options.params(), roles, versions)
     with open_store(results) as store, view:
-        run_id, outcome = execute(store, spec, body)
+        run_id, outcome = execute(store, spec, body, view)
     s = outcome.summary
     if as_json:
         doc = {"run": run_id, "status": outcome.status.value, **s, "warnings": view.warnings}

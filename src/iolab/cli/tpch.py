@@ -41,7 +41,8 @@ def tpch(
         typer.Option(
             "--data-dir",
             help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards.",
+            "directory under /var/tmp, removed afterwards (or by the next run, if this one is "
+            "killed).",
         ),
     ] = None,
     files: Annotated[
@@ -126,7 +127,7 @@ def tpch(
             "queries": parse_int_list(queries, "--queries") if queries is not None else None,
         },
     )
-    with scratch_dir(not dirs) as scratch:
+    with scratch_dir(not dirs, "tpch") as scratch:
         params = {
             **workload.model_dump(),
             **command_layout(dirs or [scratch], files, wal, temp, _settings(setting or [])),
@@ -155,7 +156,7 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
 
     with open_store(results) as store, view:
         try:
-            run_id, outcome = execute(store, spec, body)
+            run_id, outcome = execute(store, spec, body, view)
         except RunFailed:
             # a wrong answer or a query that did not finish: show the queries, then the error
             if kept and kept[0].query_results:

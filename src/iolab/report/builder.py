@@ -46,6 +46,7 @@ from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.database import RunRecord
 from iolab.store.experiments import StoredCell, StoredRun
+from iolab.store.overlaps import Overlap, overlaps
 
 Timelines = Literal["median", "all"]
 
@@ -108,8 +109,19 @@ def build(
     name = (cfg.get("experiment") or {}).get("name") or store_experiments.name_of(store, exp)
     labelled = [(d.label, c) for c, d in zip(cells, data, strict=True)]
     spectra = spectrum.read(store, labelled, [r.id for r in disk_runs])
+    shared = overlaps(store, exp)
+    said = _overlap_warning(shared, {r.id: c.label for c in report_cells for r in c.runs})
+    if said is not None:
+        found = dataclasses.replace(found, warnings=(*found.warnings, said))
     report = ExperimentReport(
-        str(name), exp, chosen, declaration, found, report_cells, spectra=spectra
+        str(name),
+        exp,
+        chosen,
+        declaration,
+        found,
+        report_cells,
+        spectra=spectra,
+        overlaps=tuple(shared),
     )
     if timelines is None:
         return report
@@ -120,6 +132,26 @@ def build(
     ]
     return dataclasses.replace(
         report, timelines=tuple(views), disks=tuple(grids), environment=environment
+    )
+
+
+def _overlap_warning(found: Sequence[Overlap], labels: Mapping[RunId, str]) -> str | None:
+    """One warning about the experiment's runs that ran beside another run on their host
+    (``labels``: each run's cell); None when none did."""
+    if not found:
+        return None
+    pairs = [
+        f"run {o.run} ({labels.get(o.run, '?')}) with run {o.other}"
+        + ("" if o.other in labels else f" of '{o.other_experiment}'")
+        + f" on {o.host}, {o.start[11:19]}-{o.end[11:19]}"
+        for o in found
+        if o.other not in labels or o.run < o.other  # a pair within the experiment once
+    ]
+    shown = "; ".join(pairs[:6]) + (f"; and {len(pairs) - 6} more" if len(pairs) > 6 else "")
+    return (
+        f"{len({o.run for o in found})} run(s) ran while another run ran on the same host, so "
+        f"each measured the other too: {shown} (an iolab without the host's lock, or --dsn "
+        "runs from two machines); run them again alone"
     )
 
 

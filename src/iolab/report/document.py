@@ -59,6 +59,17 @@ def report_document(report: ExperimentReport) -> dict[str, object]:
             for x in f.families
         ],
         "warnings": list(f.warnings),
+        "overlaps": [
+            {
+                "run": o.run,
+                "other_run": o.other,
+                "other_experiment": o.other_experiment,
+                "host": o.host,
+                "from": o.start,
+                "to": o.end,
+            }
+            for o in report.overlaps
+        ],
         "efficiency": [
             {
                 "cell": e.cell,

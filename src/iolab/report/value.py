@@ -19,6 +19,7 @@ from iolab.probes.data import ProbeData
 from iolab.report.charts import Mark
 from iolab.report.spectrum import Spectrum
 from iolab.results import CellId, ExperimentId, RunId, RunStatus
+from iolab.store.overlaps import Overlap
 
 # A cell's params and a run's environment as stored: JSON
 JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
@@ -87,6 +88,7 @@ class ExperimentReport:
     disks: tuple[DiskGrid, ...] = ()
     environment: Mapping[str, JsonValue] | None = None
     spectra: tuple[Spectrum, ...] = ()  # latency by percentile, per operation kind
+    overlaps: tuple[Overlap, ...] = ()  # its runs that ran beside another run on their host
 
     @property
     def lower_is_better(self) -> bool:

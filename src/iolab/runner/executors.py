@@ -24,6 +24,7 @@ from iolab.errors import RunFailed
 from iolab.events import Event, EventSink
 from iolab.probes.recorder import LiveSink
 from iolab.results import RunId
+from iolab.runner import hostlock
 from iolab.runner.kinds import Kind
 from iolab.runner.single import Executed, Started, execute_run
 
@@ -87,7 +88,9 @@ def execute_cell(
 ) -> Executed:
     """One run of a cell, here: prepare, isolate, run under the timeout. What the kind's
     prepare raises propagates (nothing of the run ran); what ends the body is in the result.
-    After a measured run, the file's cool-down (``isolation.cooldown_seconds``) is waited."""
+    After a measured run, the file's cool-down (``isolation.cooldown_seconds``) is waited.
+    From the isolation to the end of the cool-down the run holds the host's lock
+    (:mod:`iolab.runner.hostlock`): another run on this host waits for it."""
     deadline = Deadline(timeout)
 
     def sink(event: Event) -> None:
@@ -95,12 +98,14 @@ def execute_cell(
         events(event)
 
     body, roles, versions = kind.prepare(params, resolve, sink)
-    cannot = isolate(isolation.drop_caches, isolation.settle_seconds)
-    with deadline.armed():
-        executed = execute_run(roles, versions, body, started)
+    with hostlock.turn(events) as waited:  # one run at a time on this host
+        cannot = isolate(isolation.drop_caches, isolation.settle_seconds)
+        with deadline.armed():
+            executed = execute_run(roles, versions, body, started)
+        if measured and isolation.cooldown_seconds:
+            time.sleep(isolation.cooldown_seconds)
     executed.cannot_drop = cannot
-    if measured and isolation.cooldown_seconds:
-        time.sleep(isolation.cooldown_seconds)
+    executed.waited = waited
     return executed
 
 

@@ -167,6 +167,7 @@ class Outcome:
     skipped_cells: list[str] = field(default_factory=list)
     saved_by_auto: int = 0  # runs auto repetitions did not need (max_repetitions - runs)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    waited_seconds: float = 0.0  # for the host's lock, while other runs held it
 
     def as_json(self, experiment: Experiment, results: Path) -> dict[str, Any]:
         return {
@@ -183,6 +184,7 @@ class Outcome:
             "skipped_cells": self.skipped_cells,
             "saved_by_auto": self.saved_by_auto,
             "failures": self.failures,
+            "waited_seconds": round(self.waited_seconds, 3),
         }
 
 
@@ -379,6 +381,7 @@ def _run(experiment: Experiment, store: Store, events: EventSink, executor: Exec
         nonlocal finished
         assert task.run_id is not None
         warn_cache(executed)
+        outcome.waited_seconds += executed.waited
         for text in executed.warnings:
             events(Warning(text))
         commit(store, task.run_id, executed)

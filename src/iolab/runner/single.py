@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import BadInput, IolabError, RunFailed
+from iolab.events import EventSink
 from iolab.probes.recorder import LiveSink, publishing
 from iolab.redaction import redact
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
+from iolab.runner import hostlock
 from iolab.store import Store
 from iolab.store.live import ChunkWriter
 from iolab.system.snapshot import capture
@@ -54,6 +56,7 @@ class Executed:
     began: float = 0.0  # when it started and ended where it ran, epoch seconds (fan-out costs)
     finished: float = 0.0
     warnings: list[str] = field(default_factory=list)  # said on another host, for the driver
+    waited: float = 0.0  # seconds it waited for the host's lock (another run held it)
 
     def portable(self) -> Executed:
         """The same, fit to cross to another process (the failure kept as text)."""
@@ -151,9 +154,11 @@ def record(
     versions: Mapping[str, str],
     body: Callable[[RunOutcome], None],
     claimed: RunId | None = None,
+    events: EventSink | None = None,
 ) -> tuple[RunId, RunOutcome]:
-    """Record and run ``body`` here; the outcome is stored however the body ends, then the
-    exception that ended it is re-raised.
+    """Record and run ``body`` here, holding the host's lock (:mod:`iolab.runner.hostlock`:
+    another run on this host first ends; ``events`` hears that it waits); the outcome is
+    stored however the body ends, then the exception that ended it is re-raised.
 
     ``claimed``: the run's row, already taken by :meth:`Store.claim_run` (an experiment's
     runs); without it the run is recorded as running when it starts.
@@ -169,7 +174,8 @@ def record(
             store.start_claimed(run_id, env_id)
         return ChunkWriter(store.path, run_id)
 
-    executed = execute_run(roles, versions, body, started)
+    with hostlock.turn(events or (lambda _event: None)):
+        executed = execute_run(roles, versions, body, started)
     if run_id is None:  # it failed before the run was recorded: nothing ran
         assert executed.failure is not None
         raise executed.failure
@@ -180,13 +186,17 @@ def record(
 
 
 def execute(
-    store: Store, spec: CommandRun, body: Callable[[RunOutcome], None]
+    store: Store,
+    spec: CommandRun,
+    body: Callable[[RunOutcome], None],
+    events: EventSink | None = None,
 ) -> tuple[RunId, RunOutcome]:
-    """A single command: its own experiment with one cell and one run."""
+    """A single command: its own experiment with one cell and one run (``events``: hears that
+    it waits for the host, see :func:`record`)."""
     store.reap_stale()
     experiment = store.create_experiment(
         spec.name, "command", {"workload": spec.workload, **spec.params}
     )
     cell = cell_id({"workload": spec.workload, **spec.params})
     store.ensure_cell(experiment, cell, spec.workload, spec.params)
-    return record(store, experiment, cell, 1, spec.roles, spec.versions, body)
+    return record(store, experiment, cell, 1, spec.roles, spec.versions, body, events=events)

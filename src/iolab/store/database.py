@@ -353,6 +353,9 @@ def signals_held() -> Iterator[None]:
             os.kill(os.getpid(), caught[0])
 
 
+GONE = "interrupted: the iolab process running it is gone"  # a reaped run: its end is unknown
+
+
 def _abort_stale(conn: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
     """Inside a write transaction: mark the 'running' runs matching ``where`` whose process is
     gone (its pid dead, or another boot) as aborted; returns how many."""
@@ -365,9 +368,8 @@ def _abort_stale(conn: sqlite3.Connection, where: str, args: tuple[Any, ...]) ->
         if not (run_boot == boot and pid is not None and process_alive(int(pid)))
     ]
     conn.executemany(
-        "UPDATE runs SET status = 'aborted', ended_at = ?, "
-        "error = 'interrupted: the iolab process running it is gone' WHERE id = ?",
-        [(_now(), r) for r in stale],
+        "UPDATE runs SET status = 'aborted', ended_at = ?, error = ? WHERE id = ?",
+        [(_now(), GONE, r) for r in stale],
     )
     return len(stale)
 
