@@ -57,7 +57,9 @@ def start(
     node_ip: IpOption = None,
 ) -> None:
     """Start the head of a fleet on this machine (a Ray head node, no dashboard, token
-    authentication on; the token file is made if missing: copy it to every host)."""
+    authentication on; the token file is made if missing: copy it to every host). Ray's
+    sessions go to $RAY_TMPDIR/iolab-ray-UID (default /tmp), private to this user. Says which
+    ports Ray binds to every interface: close them with a firewall (docs/fleet.md)."""
     from iolab.fleet import cluster
 
     address = cluster.start(port=port, name=name, node_ip=node_ip)
@@ -94,7 +96,8 @@ def join(
     name: NameOption,
     node_ip: IpOption = None,
 ) -> None:
-    """Join this machine to the fleet as host NAME (it needs the head's token file)."""
+    """Join this machine to the fleet as host NAME (it needs the head's token file). Says
+    which ports Ray binds to every interface: close them with a firewall (docs/fleet.md)."""
     from iolab.fleet import cluster
 
     cluster.join(head, name, node_ip=node_ip)
