@@ -74,6 +74,20 @@ def test_a_directory_others_can_enter_is_refused(base: Path, mode: int) -> None:
     assert f"{made} has mode {mode:04o}, not 0700" in refused(base)
 
 
+@pytest.mark.skipif(UID != 0, reason="giving a link to another user needs root")
+def test_a_base_that_is_another_users_link_is_refused(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link = base / "theirs"
+    link.symlink_to(tmp_path)
+    os.lchown(link, NOBODY, NOBODY)
+    monkeypatch.setenv("RAY_TMPDIR", str(link))
+    with pytest.raises(cluster.UnsafeDirectory) as caught:
+        cluster.checked_fleet_dir(create=True)
+    assert f"{link} is a symbolic link of uid {NOBODY}" in str(caught.value)
+    assert not (tmp_path / f"iolab-ray-{UID}").exists()
+
+
 def test_a_base_everyone_writes_without_the_sticky_bit_is_refused(base: Path) -> None:
     base.chmod(0o777)
     assert f"{base} is writable by every user and not sticky" in refused(base)

@@ -147,6 +147,9 @@ def checked_fleet_dir(create: bool = False) -> Path | None:
         if create:
             raise UnsafeDirectory(f"{base} (RAY_TMPDIR) does not exist: make it first") from None
         return None
+    link = os.lstat(base)
+    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (0, uid):
+        _unsafe(base, f"is a symbolic link of uid {link.st_uid}, not of this user (uid {uid})")
     if held.st_uid not in (0, uid):
         _unsafe(base, f"is owned by uid {held.st_uid}, not by this user (uid {uid}) or root")
     if held.st_mode & 0o002 and not held.st_mode & stat.S_ISVTX:
