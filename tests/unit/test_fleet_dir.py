@@ -151,6 +151,7 @@ def test_stop_matches_the_exact_directory_never_a_part_of_a_path(
     monkeypatch.setenv("RAY_TMPDIR", "/s")
     here = f"/s/iolab-ray-{UID}/ray"
     monkeypatch.setattr(processes, "environ", lambda pid: {})
+    monkeypatch.setattr(processes, "open_files", lambda pid: [])
     ours = [
         _proc(1, f"{RAY}/core/src/ray/raylet/raylet", f"--temp_dir={here}"),
         _proc(2, f"{RAY}/core/src/ray/gcs/gcs_server", f"--session-dir={here}/session_1"),
@@ -166,12 +167,37 @@ def test_stop_matches_the_exact_directory_never_a_part_of_a_path(
     assert [p.pid for p in ours + others if cluster._ours(p)] == [1, 2, 3]
 
 
+def test_stop_finds_a_renamed_orphan_by_the_logs_it_has_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray's setproctitle overwrites most of a renamed process's environment too: what an
+    orphan keeps is its log files, open in the session's directory."""
+    monkeypatch.setenv("RAY_TMPDIR", "/s")
+    logs = f"/s/iolab-ray-{UID}/ray/session_1/logs"
+    files = {
+        1: ["/dev/null", f"{logs}/dashboard_agent.out", f"{logs}/dashboard_agent.err"],
+        2: [f"/tmp/x/v{logs}/worker.out", "socket:[123]"],
+        3: [],
+    }
+    monkeypatch.setattr(processes, "open_files", lambda pid: files[pid])
+    monkeypatch.setattr(processes, "environ", lambda pid: {})
+    procs = [_proc(1, "ray::DashboardAgent"), _proc(2, "ray::IDLE"), _proc(3, "ray::IDLE")]
+    assert [p.pid for p in procs if cluster._ours(p)] == [1]
+
+
+def test_open_files_reads_this_process(tmp_path: Path) -> None:
+    with (tmp_path / "log.out").open("w"):
+        assert str(tmp_path / "log.out") in processes.open_files(os.getpid())
+    assert processes.open_files(2**22 + 7) == []
+
+
 def test_stop_finds_a_renamed_orphan_by_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAY_TMPDIR", "/s")
     mark = {cluster.MARK_ENV: f"/s/iolab-ray-{UID}/ray"}
     other = {cluster.MARK_ENV: f"/tmp/x/v/s/iolab-ray-{UID}/ray"}
     env = {1: mark, 2: other, 3: {}}
     monkeypatch.setattr(processes, "environ", lambda pid: env[pid])
+    monkeypatch.setattr(processes, "open_files", lambda pid: [])
     env[4] = mark
     procs = [
         _proc(1, "ray::DashboardAgent"),

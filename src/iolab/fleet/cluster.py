@@ -221,23 +221,25 @@ def join(head: str, name: str, *, node_ip: str | None = None) -> None:
 
 
 def _ours(p: processes.Process) -> bool:
-    """A Ray program (``.../ray/...``, or renamed ``ray::...``) of iolab's Ray sessions here: it
-    carries :data:`MARK_ENV` naming exactly :func:`ray_dir` (every process ``ray start``
-    starts inherits it, even one that lost its parent), or one of its arguments names that
-    directory or a path in it (a path component, never a part of a name). A program of another
-    kind that names it (``tail`` of a log) is not Ray's."""
+    """A Ray program (of Ray's package, or renamed ``ray::...``) of iolab's Ray sessions here:
+    one of its arguments or of its open files (its logs: an orphan that Ray renamed
+    ``ray::DashboardAgent`` keeps its ``.out``/``.err`` open) is :func:`ray_dir` or a path in it
+    (a path component, never a part of a name), or it carries :data:`MARK_ENV` naming exactly
+    that directory. A program of another kind that names it (``tail`` of a log) is not Ray's."""
     if not p.argv or not (
         p.argv[0].startswith("ray::") or any(a.startswith(_ray_package()) for a in p.argv[:3])
     ):
         return False
     here = ray_dir()
-    if processes.environ(p.pid).get(MARK_ENV) == str(here):
+
+    def inside(value: str) -> bool:
+        return value.startswith("/") and (Path(value) == here or here in Path(value).parents)
+
+    if any(inside(a.split("=", 1)[1] if a.startswith("-") and "=" in a else a) for a in p.argv):
         return True
-    for arg in p.argv:
-        value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
-        if value.startswith("/") and (Path(value) == here or here in Path(value).parents):
-            return True
-    return False
+    if any(inside(path) for path in processes.open_files(p.pid)):
+        return True
+    return processes.environ(p.pid).get(MARK_ENV) == str(here)
 
 
 @cache

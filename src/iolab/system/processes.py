@@ -101,6 +101,21 @@ def stop(pids: Iterable[int], grace: float = 15.0) -> list[int]:
 KILLED_WAIT = 30.0  # at most this long for SIGKILLed processes to exit (D state: a disk's I/O)
 
 
+def open_files(pid: int) -> list[str]:
+    """The paths ``pid`` has open (its file descriptors' targets; empty when it is gone or not
+    readable)."""
+    fds = PROC / str(pid) / "fd"
+    try:
+        names = os.listdir(fds)
+    except OSError:
+        return []
+    found = []
+    for fd in names:
+        with contextlib.suppress(OSError):
+            found.append(os.readlink(fds / fd))
+    return found
+
+
 def environ(pid: int) -> dict[str, str]:
     """The environment ``pid`` was started with (empty when it is gone or not readable)."""
     try:
