@@ -3,10 +3,10 @@
 iolab's Ray keeps its sessions in a directory of its own (:func:`ray_dir`, not Ray's
 ``/tmp/ray``), inside a directory private to the user that runs the fleet (:func:`fleet_dir`,
 ``iolab-ray-UID``, mode 700, its owner and mode checked before every use): another user of the
-machine can neither read the sessions nor write the address ``auto`` reads. Every Ray process
-iolab starts carries that directory in its environment (:data:`MARK_ENV`): ``iolab fleet stop``
-stops those processes (orphans included) and their children, and leaves any other Ray on the
-machine running.
+machine can neither read the sessions nor write the address ``auto`` reads. ``iolab fleet
+stop`` stops the Ray programs that name that directory (in their command line, their open
+files or :data:`MARK_ENV`; orphans included) and their children, and leaves any other Ray on
+the machine running.
 
 Every host of the fleet is a Ray node carrying the custom resource ``iolab-host:NAME`` = 1:
 a run takes the whole of it, so a host runs one run at a time. The cluster uses Ray's token
