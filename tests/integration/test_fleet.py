@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_dirs
+from tests.integration.fleet_scenario import end_left
 from tests.integration.test_populate_cli import iolab
 
 pytestmark = pytest.mark.integration
@@ -177,6 +178,8 @@ def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
         assert done.returncode == 0, done.stderr[-3000:]
         yield work, said
     finally:
+        end_left(work)  # a scenario that timed out left its fleet (and the foreign Ray)
+        end_left(work / "f")
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.fleet_scenario import end_left
 from tests.integration.test_fleet import _refused
 
 pytestmark = pytest.mark.integration
@@ -74,6 +75,8 @@ host = ["db1"]
         assert done.returncode == 0, done.stderr[-3000:]
         yield work, json.loads(said_file.read_text())
     finally:
+        end_left(work / "squat")  # what a scenario that timed out left
+        end_left(work / "base")
         shutil.rmtree(work, ignore_errors=True)
 
 
