@@ -12,6 +12,7 @@ if [[ "${1:-}" == "--tests" ]]; then
     want+=(mariadb-server e2fsprogs xfsprogs chromium)
     want+=(nbdkit nbdkit-plugin-python libnbd-bin fuse3)  # testbed device models
     want+=(strace)  # a test delays a process's exit with it
+    want+=(nftables iproute2)  # the fleet's security tests: the documented firewall rules, ss
 fi
 
 missing=()

@@ -9,6 +9,7 @@ the fleet, and writes what each step said to WORKDIR/scenario.json for the tests
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -24,8 +25,13 @@ PORT = 6399
 HEAD = f"127.0.0.1:{PORT}"
 
 
-def iolab(*args: str, results: Path | None = None, path: str | None = None) -> dict[str, Any]:
-    env = {**os.environ}
+def iolab(
+    *args: str,
+    results: Path | None = None,
+    path: str | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    env = {**os.environ, **(env or {})}
     if path is not None:
         env["PATH"] = path
     if results is not None:
@@ -80,14 +86,52 @@ def node_pids(host: str) -> list[int]:
     return raylets + children
 
 
-RAY = str(Path(sys.executable).parent / "ray")
+RAY = str(Path(sys.executable).parent / "ray")  # a foreign Ray's start (never `ray stop`)
 FOREIGN_PORT = 6401
 
 
-def foreign_ray(said: dict[str, Any]) -> list[int]:
-    """A Ray head that is not iolab's (Ray's own directory under /tmp, no token), started
-    beside the fleet: `iolab fleet stop` must leave it running. Its gcs_server and raylet."""
+def fleet_processes(work: Path) -> list[dict[str, Any]]:
+    """The live processes started for this test's fleet (``RAY_TMPDIR`` is exactly WORK in
+    their environment), found whatever their name or parent, this scenario and its parents
+    left out: pid, parent, command. Never another test's Ray (which `pgrep -f` would find)."""
+    mark = f"RAY_TMPDIR={work}".encode()
+    parent: dict[int, int] = {}
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:
+            continue
+        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+        parent[int(proc.name)] = int(ppid)
+        if mark in environ and state not in ("Z", "X"):
+            found.append({"pid": int(proc.name), "ppid": int(ppid), "argv": argv})
+    mine, pid = set(), os.getpid()
+    while pid > 0 and pid not in mine:
+        mine.add(pid)
+        pid = parent.get(pid, 0)
+    return [p for p in found if p["pid"] not in mine]
+
+
+def end_left(work: Path) -> None:
+    """SIGKILL to whatever of the fleet a failed stop left, so that a failing test leaves no
+    Ray process behind."""
+    for proc in fleet_processes(work):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc["pid"], signal.SIGKILL)
+
+
+def foreign_ray(said: dict[str, Any], work: Path) -> list[int]:
+    """A Ray head that is not iolab's (Ray's own directory layout in a directory of the test's,
+    no token), started beside the fleet: `iolab fleet stop` must leave it running. Its
+    gcs_server and raylet."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env["RAY_TMPDIR"] = str(work / "f")
+    (work / "f").mkdir()
     done = subprocess.run(
         [RAY, "start", "--head", f"--port={FOREIGN_PORT}", "--num-cpus=1",
          "--include-dashboard=false", "--node-ip-address=127.0.0.1", "--disable-usage-stats"],
@@ -100,6 +144,17 @@ def foreign_ray(said: dict[str, Any]) -> list[int]:
     ).stdout
     said["foreign pids"] = [int(p) for p in found.split()]
     return said["foreign pids"]  # type: ignore[no-any-return]
+
+
+def end_foreign_ray(pids: list[int]) -> None:
+    """SIGKILL to the foreign Ray and every process under it: never `ray stop`, which stops
+    every Ray of the machine (other tests' too)."""
+    from iolab.system import processes
+
+    procs = processes.listing()
+    for pid in processes.with_children(pids, procs):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def main(work: Path) -> None:
@@ -214,18 +269,27 @@ def main(work: Path) -> None:
         said["kill"] = {"rc": killer.returncode, "stdout": stdout, "stderr": stderr[-4000:]}
         said["status after kill"] = iolab("fleet", "status", "--address", HEAD, "--json")
     finally:
-        foreign = foreign_ray(said)
+        foreign = foreign_ray(said, work)
+        # a stop under a directory whose path ends the same way (/if-XXX is a suffix of
+        # /var/tmp/if-XXX) is another fleet's: it must stop nothing of this one
+        elsewhere = "/" + work.name
+        said["stop elsewhere"] = iolab("fleet", "stop", env={"RAY_TMPDIR": elsewhere})
+        said["alive after stop elsewhere"] = len(fleet_processes(work))
+        # the head's GCS and every raylet SIGKILLed: their agents and workers lose their
+        # parent (orphans, renamed ray::...), and stop must end them too
+        for proc in fleet_processes(work):
+            if proc["argv"].split(" ")[0].endswith(("gcs_server", "raylet/raylet")):
+                os.kill(proc["pid"], signal.SIGKILL)
+        time.sleep(3)
+        said["orphans"] = [p for p in fleet_processes(work) if p["ppid"] == 1]
+        started = time.monotonic()
         said["stop"] = iolab("fleet", "stop")
+        said["stop seconds"] = time.monotonic() - started
+        said["left"] = fleet_processes(work)  # at once: stop returns when all have exited
+        end_left(work)
         time.sleep(1)
         said["foreign after stop"] = [pid for pid in foreign if Path(f"/proc/{pid}").exists()]
-        if foreign:  # Ray's own stop, for the Ray that is not iolab's
-            subprocess.run([RAY, "stop", "--force"], capture_output=True, check=False, timeout=120)
-        said["left"] = subprocess.run(
-            ["pgrep", "-af", "ray/core/src/ray|ray/_private|ray::"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
+        end_foreign_ray(foreign)
         out.write_text(json.dumps(said, indent=2))
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import interruptible, make_dirs
+from tests.integration.fleet_scenario import end_left
 from tests.integration.test_populate_cli import iolab
 
 pytestmark = pytest.mark.integration
@@ -148,7 +149,9 @@ def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
     why = _refused()
     if why:
         pytest.skip(why)
-    work = Path(tempfile.mkdtemp(prefix="iolab-fleet-", dir="/var/tmp"))
+    # short: Ray's socket paths (WORK/iolab-ray-UID/ray/session_.../sockets/...) must stay
+    # within 107 bytes
+    work = Path(tempfile.mkdtemp(prefix="if-", dir="/var/tmp"))
     work.chmod(0o755)
     try:
         _files(work)
@@ -177,6 +180,8 @@ def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
         assert done.returncode == 0, done.stderr[-3000:]
         yield work, said
     finally:
+        end_left(work)  # a scenario that timed out left its fleet (and the foreign Ray)
+        end_left(work / "f")
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -387,10 +392,36 @@ def test_a_host_that_dies_fails_its_run_and_the_others_complete(
 
 
 def test_stop_leaves_no_ray_process(scenario: tuple[Path, dict[str, Any]]) -> None:
+    """After the head's GCS and the raylets were SIGKILLed, their agents and workers are left
+    without a parent (renamed ray::..., no Ray directory in their command line): stop ends
+    them too, and returns only once every process has exited."""
     _, said = scenario
+    assert said["orphans"], "killing the GCS and raylets left no orphan to stop"
     assert said["stop"]["rc"] == 0, said["stop"]["stderr"]
-    assert "fleet stopped on this machine" in said["stop"]["stdout"]
-    assert said["left"] == ""
+    assert said["stop"]["stdout"].startswith("fleet stopped on this machine (")
+    assert said["left"] == []  # looked at the moment stop returned, no wait
+
+
+def test_stop_takes_seconds_not_a_fixed_grace(scenario: tuple[Path, dict[str, Any]]) -> None:
+    """SIGTERM, 2 s, then SIGKILL for what is left (gcs_server ignores SIGTERM for ~15 s):
+    it took 15.5 s every time before. A generous bound, for a loaded machine."""
+    _, said = scenario
+    assert said["stop seconds"] < 10, said["stop seconds"]
+
+
+def test_stop_under_a_directory_that_ends_the_same_stops_nothing(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    """RAY_TMPDIR=/if-XXX names another fleet's directory than /var/tmp/if-XXX: the stop
+    matches the exact directory, never a part of a path."""
+    work, said = scenario
+    stopped = said["stop elsewhere"]
+    where = f"/{work.name}/iolab-ray-{os.geteuid()}/ray"
+    assert (stopped["rc"], stopped["stdout"]) == (
+        0,
+        f"no fleet process runs on this machine (none under {where})\n",
+    ), stopped["stderr"]
+    assert said["alive after stop elsewhere"] >= 4  # the head's and the hosts' processes
 
 
 def test_stop_leaves_a_ray_that_is_not_the_fleets(scenario: tuple[Path, dict[str, Any]]) -> None:

@@ -56,6 +56,7 @@ def test_stop_kills_what_ignores_sigterm() -> None:
     try:
         assert stubborn.stdout is not None and stubborn.stdout.readline() == "ready\n"
         assert processes.stop([stubborn.pid], grace=0.5) == [stubborn.pid]
+        assert not processes.alive(stubborn.pid)  # exited by the time stop returns
         assert stubborn.wait(timeout=10) == -9
     finally:
         if stubborn.poll() is None:

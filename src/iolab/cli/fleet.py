@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from iolab.cli.console import stderr as err
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption
 from iolab.units import format_bytes
@@ -55,12 +56,37 @@ def start(
     node_ip: IpOption = None,
 ) -> None:
     """Start the head of a fleet on this machine (a Ray head node, no dashboard, token
-    authentication on; the token file is made if missing: copy it to every host)."""
+    authentication on; the token file is made if missing: copy it to every host). Ray's
+    sessions go to $RAY_TMPDIR/iolab-ray-UID (default /tmp), private to this user. Says which
+    ports Ray binds to every interface: close them with a firewall (docs/fleet.md)."""
     from iolab.fleet import cluster
 
     address = cluster.start(port=port, name=name, node_ip=node_ip)
     out.print(f"fleet head at {escape(address)}; token file {escape(str(cluster.token_path()))}")
     out.print(f"on each host: iolab fleet join {escape(address)} --name NAME")
+    host = address.rsplit(":", 1)[0].strip("[]")
+    if node_ip is None:
+        _warn(f"no --node-ip-address: Ray chose {host}; give the fleet's private address")
+    elif host != node_ip:
+        _warn(f"Ray replaced --node-ip-address {node_ip} by {host} (this machine's address)")
+    _warn_exposed()
+
+
+def _warn(text: str) -> None:
+    err.print(f"[yellow]warning:[/] {escape(text)}", soft_wrap=True)
+
+
+def _warn_exposed() -> None:
+    """One line when Ray listens on every interface (Ray 2.60 does for any address but
+    127.0.0.1): the ports, and that a firewall must close them."""
+    from iolab.fleet import cluster
+
+    ports = cluster.exposed_ports()
+    if ports:
+        _warn(
+            f"Ray listens on every interface here, ports {', '.join(map(str, ports))}: allow "
+            "them only from the fleet's addresses with a firewall (docs/fleet.md, Security)"
+        )
 
 
 @app.command("join")
@@ -69,11 +95,15 @@ def join(
     name: NameOption,
     node_ip: IpOption = None,
 ) -> None:
-    """Join this machine to the fleet as host NAME (it needs the head's token file)."""
+    """Join this machine to the fleet as host NAME (it needs the head's token file). Says
+    which ports Ray binds to every interface: close them with a firewall (docs/fleet.md)."""
     from iolab.fleet import cluster
 
     cluster.join(head, name, node_ip=node_ip)
     out.print(f"joined the fleet at {escape(head)} as host {escape(name)}")
+    if node_ip is None:
+        _warn("no --node-ip-address: Ray chose this host's address; give its private address")
+    _warn_exposed()
 
 
 @app.command("status")
@@ -125,8 +155,9 @@ def status(
 @app.command("stop")
 def stop() -> None:
     """Stop the fleet's Ray processes on this machine (run it on every host, the head last):
-    those iolab started, found by its Ray directory in their command lines, and their
-    children. Another Ray on the machine keeps running."""
+    every process of this user's iolab Ray sessions here (orphans too) and their children,
+    SIGTERM then, 2 s later, SIGKILL; it returns once all have exited. Another Ray on the
+    machine keeps running."""
     from iolab.fleet import cluster
 
     stopped = cluster.stop()

@@ -1,8 +1,12 @@
 """The fleet's Ray cluster: thin wrappers over ``ray start``, its stop, and its hosts.
 
 iolab's Ray keeps its sessions in a directory of its own (:func:`ray_dir`, not Ray's
-``/tmp/ray``): ``iolab fleet stop`` stops the processes started with it and their children, and
-leaves any other Ray on the machine running; ``auto`` finds the cluster started here from it.
+``/tmp/ray``), inside a directory private to the user that runs the fleet (:func:`fleet_dir`,
+``iolab-ray-UID``, mode 700, its owner and mode checked before every use): another user of the
+machine can neither read the sessions nor write the address ``auto`` reads. ``iolab fleet
+stop`` stops the Ray programs that name that directory (in their command line, their open
+files or :data:`MARK_ENV`; orphans included) and their children, and leaves any other Ray on
+the machine running.
 
 Every host of the fleet is a Ray node carrying the custom resource ``iolab-host:NAME`` = 1:
 a run takes the whole of it, so a host runs one run at a time. The cluster uses Ray's token
@@ -18,27 +22,38 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from iolab.errors import BadInput, IolabError, MissingTool, Unavailable
 from iolab.process import run as run_program
-from iolab.system import processes
+from iolab.system import processes, sockets
 
 RESOURCE_PREFIX = "iolab-host:"
 DEFAULT_PORT = 6379
 INSTALL_HINT = "install the fleet extra: pip install 'iolab[fleet]'"
 TOKEN_ENV = "IOLAB_FLEET_TOKEN"  # path of the fleet's token file, if not the default
 PROBE_SECONDS = 30.0  # how long status waits for a host to answer
+MARK_ENV = "IOLAB_FLEET_RAY_DIR"  # in every Ray process iolab starts: its Ray directory
+STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL in `fleet stop`
 
 
 class FleetRefused(IolabError):
     """A host of the fleet cannot take the experiment (version, tools): names the host."""
+
+    exit_code = 2
+
+
+class UnsafeDirectory(IolabError):
+    """The fleet's directory (or the one it is in) could be written by another user: iolab
+    neither uses it nor reads anything from it."""
 
     exit_code = 2
 
@@ -108,14 +123,72 @@ def _resource(name: str) -> str:
     return json.dumps({RESOURCE_PREFIX + name: 1})
 
 
+def fleet_dir() -> Path:
+    """This user's private directory for iolab's Ray: ``iolab-ray-UID`` in ``$RAY_TMPDIR`` (or
+    ``/tmp``). Made mode 700; see :func:`checked_fleet_dir`."""
+    return Path(os.environ.get("RAY_TMPDIR") or "/tmp") / f"iolab-ray-{os.geteuid()}"
+
+
 def ray_dir() -> Path:
-    """Where iolab's Ray nodes keep their sessions (Ray's ``--temp-dir``): beside Ray's own
-    ``/tmp/ray`` (under ``$RAY_TMPDIR`` when set), so that they are told apart from it."""
-    return Path(os.environ.get("RAY_TMPDIR") or "/tmp") / "iolab-ray"
+    """Where iolab's Ray nodes keep their sessions (Ray's ``--temp-dir``, which Ray makes mode
+    777): inside :func:`fleet_dir`, whose mode 700 keeps every other user out of it."""
+    return fleet_dir() / "ray"
+
+
+def checked_fleet_dir(create: bool = False) -> Path | None:
+    """:func:`fleet_dir` once it is safe to use: a directory (not a symbolic link) owned by this
+    user, mode 700, in a directory that no other user can swap it in (owned by this user or
+    root, and sticky if everyone may write there). Made when ``create``; None when it does not
+    exist. Anything else is refused (:class:`UnsafeDirectory`), naming the path and why."""
+    uid = os.geteuid()
+    path = fleet_dir()
+    base = path.parent
+    try:
+        held = os.stat(base)
+    except FileNotFoundError:
+        if create:
+            raise UnsafeDirectory(f"{base} (RAY_TMPDIR) does not exist: make it first") from None
+        return None
+    link = os.lstat(base)
+    if stat.S_ISLNK(link.st_mode) and link.st_uid not in (0, uid):
+        _unsafe(base, f"is a symbolic link of uid {link.st_uid}, not of this user (uid {uid})")
+    if held.st_uid not in (0, uid):
+        _unsafe(base, f"is owned by uid {held.st_uid}, not by this user (uid {uid}) or root")
+    if held.st_mode & 0o002 and not held.st_mode & stat.S_ISVTX:
+        _unsafe(base, "is writable by every user and not sticky (mode 1777 would be)")
+    if create:
+        with suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        _unsafe(path, "is a symbolic link")
+    if not stat.S_ISDIR(st.st_mode):
+        _unsafe(path, "is not a directory")
+    if st.st_uid != uid:
+        _unsafe(path, f"is owned by uid {st.st_uid}, not by this user (uid {uid})")
+    if st.st_mode & 0o077:
+        _unsafe(path, f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700")
+    return path
+
+
+def _unsafe(path: Path, why: str) -> None:
+    raise UnsafeDirectory(
+        f"the fleet's directory {path} {why}: iolab does not use it (another user could read "
+        "or replace what Ray keeps there); remove it, or set RAY_TMPDIR to a directory of yours"
+    )
 
 
 def _ray_start(args: Sequence[str], create_token: bool) -> str:
-    env = {**os.environ, **_token_env(create_token), "RAY_USAGE_STATS_ENABLED": "0"}
+    checked_fleet_dir(create=True)
+    env = {
+        **os.environ,
+        **_token_env(create_token),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        MARK_ENV: str(ray_dir()),
+    }
     done = run_program(
         [_ray_program(), "start", *args, f"--temp-dir={ray_dir()}", "--disable-usage-stats"],
         env=env,
@@ -149,36 +222,90 @@ def join(head: str, name: str, *, node_ip: str | None = None) -> None:
     _ray_start(args, create_token=False)
 
 
+def _ours(p: processes.Process) -> bool:
+    """A Ray program (of Ray's package, or renamed ``ray::...``) of iolab's Ray sessions here:
+    one of its arguments or of its open files (its logs: an orphan that Ray renamed
+    ``ray::DashboardAgent`` keeps its ``.out``/``.err`` open) is :func:`ray_dir` or a path in it
+    (a path component, never a part of a name), or it carries :data:`MARK_ENV` naming exactly
+    that directory. A program of another kind that names it (``tail`` of a log) is not Ray's."""
+    if not p.argv or not (
+        p.argv[0].startswith("ray::") or any(a.startswith(_ray_package()) for a in p.argv[:3])
+    ):
+        return False
+    here = ray_dir()
+
+    def inside(value: str) -> bool:
+        return value.startswith("/") and (Path(value) == here or here in Path(value).parents)
+
+    if any(inside(a.split("=", 1)[1] if a.startswith("-") and "=" in a else a) for a in p.argv):
+        return True
+    if any(inside(path) for path in processes.open_files(p.pid)):
+        return True
+    return processes.environ(p.pid).get(MARK_ENV) == str(here)
+
+
+@cache
+def _ray_package() -> tuple[str, ...]:
+    """The directory of Ray's package, as found and with its links resolved, whose programs
+    (gcs_server, raylet, its Python scripts) the fleet's nodes run; found without importing
+    Ray."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ray")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingTool("ray (the fleet extra)", INSTALL_HINT)
+    found = Path(next(iter(spec.submodule_search_locations)))
+    return tuple({f"{found}/", f"{found.resolve()}/"})
+
+
 def stop() -> int:
-    """Stop the fleet's Ray processes on this machine: Ray's programs whose command line names
-    :func:`ray_dir` and every process under them (Ray's agents and workers). Another Ray's are
-    left alone, and so is this process's own line of parents. Returns how many processes were
-    stopped."""
+    """Stop the fleet's Ray processes on this machine: those of iolab's Ray sessions here
+    (:func:`_ours`) and every process under them (Ray's agents and workers), SIGTERM then,
+    after :data:`STOP_GRACE` seconds, SIGKILL; again until none is left (a raylet may start a
+    worker meanwhile), and only then it returns. Another Ray's are left alone, and so is this
+    process's own line of parents. Returns how many processes were stopped."""
     require_ray()
-    here = str(ray_dir()) + "/"
+    checked_fleet_dir()
+    stopped: set[int] = set()
+    for _ in range(5):
+        procs = processes.listing()
+        mine = processes.ancestors(os.getpid(), procs)
+        found = [
+            pid
+            for pid in processes.with_children(processes.matching(_ours, procs), procs)
+            if pid not in mine and processes.alive(pid)
+        ]
+        if not found:
+            break
+        processes.stop(found, grace=STOP_GRACE)
+        stopped.update(found)
+    return len(stopped)
 
-    def ours(p: processes.Process) -> bool:  # a program of Ray's package, in iolab's sessions
-        return any("/ray/" in a for a in p.argv[:3]) and any(here in a for a in p.argv)
 
+def exposed_ports() -> list[int]:
+    """The ports the fleet's Ray processes here listen on every interface (``0.0.0.0``, ``::``),
+    not only on the node's address: with Ray 2.60, its GCS, raylet (node and object manager)
+    and workers whenever the node's address is not 127.0.0.1."""
     procs = processes.listing()
-    mine = processes.ancestors(os.getpid(), procs)
-    pids = [
-        pid
-        for pid in processes.with_children(processes.matching(ours, procs), procs)
-        if pid not in mine
-    ]
-    processes.stop(pids)
-    return len(pids)
+    ours = processes.with_children(processes.matching(_ours, procs), procs)
+    return sorted({s.port for s in sockets.listening(ours) if s.every_interface})
 
 
 def local_address() -> str | None:
-    """The address of the fleet started on this machine, from the session Ray keeps in
-    :func:`ray_dir`, or None."""
-    found = ray_dir() / "ray_current_cluster"
+    """The address of the fleet started on this machine by this user, from the session Ray
+    keeps in :func:`ray_dir` (read only from this user's private directory, never through a
+    symbolic link), or None."""
+    if checked_fleet_dir() is None:
+        return None
     try:
-        text = found.read_text().strip()
+        fd = os.open(ray_dir() / "ray_current_cluster", os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
+    with os.fdopen(fd) as f:
+        st = os.fstat(f.fileno())
+        if st.st_uid != os.geteuid() or not stat.S_ISREG(st.st_mode):
+            return None
+        text = f.read().strip()
     return text or None
 
 
@@ -191,8 +318,16 @@ def connected(address: str) -> Iterator[ModuleType]:
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray = ray_module()
     _errors_to_stderr()
-    if address == "auto":  # the fleet started here, not whichever Ray Ray's own lookup finds
-        address = local_address() or address
+    if address == "auto":  # the fleet started here, never Ray's own lookup (in /tmp/ray)
+        found = local_address()
+        if found is None:
+            raise BadInput(
+                "--fleet",
+                address,
+                f"no fleet of this user runs on this machine (none in {ray_dir()}): "
+                "start one with `iolab fleet start`, or give the head's HOST:PORT",
+            )
+        address = found
     try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
     except ConnectionError as exc:

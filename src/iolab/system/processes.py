@@ -78,8 +78,9 @@ def ancestors(pid: int, procs: Sequence[Process]) -> set[int]:
 
 
 def stop(pids: Iterable[int], grace: float = 15.0) -> list[int]:
-    """SIGTERM to each of ``pids``, then SIGKILL to those still there after ``grace`` seconds;
-    returns the pids that had to be killed. Gone ones are skipped."""
+    """SIGTERM to each of ``pids``, then SIGKILL to those still there after ``grace`` seconds,
+    and returns once every one has exited (a killed process takes a moment to go); returns the
+    pids that had to be killed. Gone ones are skipped."""
     left = set(pids)
     for pid in sorted(left):
         _signal(pid, signal.SIGTERM)
@@ -91,7 +92,38 @@ def stop(pids: Iterable[int], grace: float = 15.0) -> list[int]:
     killed = sorted(pid for pid in left if alive(pid))
     for pid in killed:
         _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILLED_WAIT
+    while time.monotonic() < deadline and any(alive(pid) for pid in killed):
+        time.sleep(0.02)
     return killed
+
+
+KILLED_WAIT = 30.0  # at most this long for SIGKILLed processes to exit (D state: a disk's I/O)
+
+
+def open_files(pid: int) -> list[str]:
+    """The paths ``pid`` has open (its file descriptors' targets; empty when it is gone or not
+    readable)."""
+    fds = PROC / str(pid) / "fd"
+    try:
+        names = os.listdir(fds)
+    except OSError:
+        return []
+    found = []
+    for fd in names:
+        with contextlib.suppress(OSError):
+            found.append(os.readlink(fds / fd))
+    return found
+
+
+def environ(pid: int) -> dict[str, str]:
+    """The environment ``pid`` was started with (empty when it is gone or not readable)."""
+    try:
+        raw = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0") if item)
+    return {key: value for key, sep, value in pairs if sep}
 
 
 def _signal(pid: int, sig: int) -> None:
