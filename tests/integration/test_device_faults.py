@@ -264,9 +264,8 @@ def test_status_says_a_hung_model_device_is_broken_instead_of_hanging(k2: Path) 
     assert done.returncode == 0, done.stderr
     (dev,) = json.loads(done.stdout)
     assert dev["state"] == "broken"
-    assert dev["problem"] == (
-        f"its FUSE file {nbd.fuse_file(k2, 'k2')} does not answer (no answer within 2 s)"
-    )
+    # said from its state: a stat may still be answered from the kernel's attribute cache
+    assert dev["problem"] == "its nbdfuse is stopped (SIGSTOP, or a debugger holds it)"
     (dev,) = json.loads(iolab("testbed", "status", "--json").stdout)
     assert dev["state"] == "up"  # answering again
 

@@ -288,12 +288,18 @@ def _stop(pids: list[int]) -> None:
 
 def problem(directory: Path, name: str) -> str | None:
     """Why the device's stack does not serve it (None: it does): nbdkit and nbdfuse are
-    running, the FUSE file is mounted, and it answers a stat within a short wait (after a kill -9
-    of nbdfuse its mount is still listed, but every access fails; a stopped one never answers)."""
-    if not nbdkit_pids(directory, name):
+    running and not stopped, the FUSE file is mounted, and it answers a stat within a short wait
+    (after a kill -9 of nbdfuse its mount is still listed, but every access fails; a stopped one
+    never answers, though the kernel may answer a stat from its attribute cache)."""
+    kit, fuse = nbdkit_pids(directory, name), nbdfuse_pids(directory, name)
+    if not kit:
         return "its nbdkit is gone (killed, or the machine rebooted?)"
-    if not nbdfuse_pids(directory, name):
+    if not fuse:
         return "its nbdfuse is gone (killed, or the machine rebooted?)"
+    stopped = {p.pid for p in processes.listing() if p.state in ("T", "t")}
+    for program, pids in (("nbdkit", kit), ("nbdfuse", fuse)):
+        if stopped.intersection(pids):  # a stat may still be answered from the kernel's cache
+            return f"its {program} is stopped (SIGSTOP, or a debugger holds it)"
     mount = filesystems.mounted_at(fuse_dir(directory, name))
     if mount is None or "fuse" not in mount.fstype:
         return f"its FUSE file is not mounted on {fuse_dir(directory, name)}"
