@@ -364,6 +364,30 @@ def nodes(ray: ModuleType) -> list[Node]:
     return _hosts(client.get_all_node_info(timeout=GCS_SECONDS).values())
 
 
+def stopped(ray: ModuleType, node_id: str, seconds: float = 3.0) -> bool:
+    """Whether the node was stopped (SIGTERM: ``iolab fleet stop`` there) rather than lost: the
+    reason its GCS record gives, once the record says it died (waited for up to ``seconds``; a
+    node killed outright is only declared dead after its health checks fail)."""
+    import time
+
+    from ray._private import worker
+
+    client = getattr(worker.global_worker, "gcs_client", None)
+    deadline = time.monotonic() + seconds
+    while client is not None:
+        try:
+            infos = client.get_all_node_info(timeout=seconds).values()
+        except Exception:
+            return False
+        for info in infos:
+            if info.node_id.hex() == node_id and info.state != 0:  # not ALIVE
+                return bool(info.death_info.reason == 1)  # EXPECTED_TERMINATION
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return False
+
+
 class _Info:
     """A node of ``ray.nodes()`` read as the GCS's node record :func:`_hosts` reads."""
 

@@ -239,8 +239,10 @@ class FleetExecutor:
             else:
                 error = f"on host {task.host}: {str(exc).strip().splitlines()[-1]}"
         except RayError:  # its node or worker died: the host takes no more runs this time
-            error = f"host {task.host} left the fleet during run {task.repetition}"
-            self.gone.add(str(task.host))
+            host = str(task.host)
+            how = " (stopped)" if cluster.stopped(self.ray, self.hosts[host].node_id) else ""
+            error = f"host {host} left the fleet{how} during run {task.repetition}"
+            self.gone.add(host)
         now = _now()
         return Executed(RunOutcome(RunStatus.FAILED, error=error), None, now, now)
 
