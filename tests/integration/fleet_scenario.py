@@ -339,7 +339,20 @@ def main(work: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         stdout, stderr = killer.communicate(timeout=600)
         said["kill"] = {"rc": killer.returncode, "stdout": stdout, "stderr": stderr[-4000:]}
-        said["status after kill"] = iolab("fleet", "status", "--address", HEAD, "--json")
+        # Ray declares a killed node dead once its health checks fail (about 30 s): then the
+        # host is listed as left
+        deadline = time.monotonic() + 120
+        while True:
+            said["status after kill"] = iolab("fleet", "status", "--address", HEAD, "--json")
+            try:
+                hosts = json.loads(said["status after kill"]["stdout"])["hosts"]
+            except ValueError:
+                break
+            if not any(h["name"] == "db2" and h["alive"] for h in hosts):
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(2)
 
         # db2 back, then stopped during a run as `iolab fleet stop` on its machine does
         # (SIGTERM to its node's processes): its run failed, saying so
