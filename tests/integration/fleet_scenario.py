@@ -13,9 +13,11 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,16 +32,96 @@ def iolab(
     results: Path | None = None,
     path: str | None = None,
     env: dict[str, str] | None = None,
+    token: Path | None = None,
 ) -> dict[str, Any]:
     env = {**os.environ, **(env or {})}
     if path is not None:
         env["PATH"] = path
     if results is not None:
         env["IOLAB_RESULTS"] = str(results)
+    if token is not None:
+        env["IOLAB_FLEET_TOKEN"] = str(token)
+    began = time.monotonic()
     done = subprocess.run(
         [*IOLAB, *args], capture_output=True, text=True, env=env, timeout=600, check=False
     )
-    return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-4000:]}
+    return {
+        "rc": done.returncode,
+        "stdout": done.stdout,
+        "stderr": done.stderr[-4000:],
+        "seconds": time.monotonic() - began,
+    }
+
+
+def silent_server(port: int) -> socket.socket:
+    """A TCP server that accepts connections and never says a word (not a Ray GCS)."""
+    server = socket.create_server(("127.0.0.1", port))
+
+    def serve() -> None:
+        kept = []
+        while True:
+            try:
+                kept.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+def interrupted_after(args: list[str], seconds: float) -> dict[str, Any]:
+    """``iolab ARGS`` sent SIGINT after ``seconds``: how long it took to end after that. (SIGINT
+    handled here, not ignored, whatever this process inherited: the child's is then Ctrl-C's
+    default, as at a terminal.)"""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    proc = subprocess.Popen(
+        [*IOLAB, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(seconds)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    ended = time.monotonic() - sent
+    return {"rc": proc.returncode, "stdout": out, "stderr": err[-4000:], "seconds": ended}
+
+
+def gcs_pids(port: int) -> list[int]:
+    found = subprocess.run(
+        ["pgrep", "-f", f"gcs_server .*--gcs_server_port={port}( |$)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return [int(p) for p in found.split()]
+
+
+def while_running(
+    work: Path, name: str, step: Any, results: Path, json_out: bool = True
+) -> dict[str, Any]:
+    """``iolab run NAME.toml --fleet HEAD`` with ``step()`` done once both hosts run a run;
+    what the driver said, and how long it took to end after the step."""
+    driver = subprocess.Popen(
+        [*IOLAB, "run", str(work / f"{name}.toml"), "--fleet", HEAD]
+        + (["--json"] if json_out else []),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "IOLAB_RESULTS": str(results)},
+    )
+    wait_for(results, f"fleet-{name}", lambda s: s.count("running") == 2)  # both hosts busy
+    said: dict[str, Any] = {"step": step()}
+    sent = time.monotonic()
+    stdout, stderr = driver.communicate(timeout=600)
+    said.update(
+        rc=driver.returncode,
+        stdout=stdout,
+        stderr=stderr[-4000:],
+        seconds=time.monotonic() - sent,
+    )
+    return said
 
 
 def statuses(db: Path, name: str) -> list[str]:
@@ -55,14 +137,19 @@ def statuses(db: Path, name: str) -> list[str]:
     return [str(s) for (s,) in rows]
 
 
-def wait_for(db: Path, name: str, ok: Any, seconds: float = 240) -> list[str]:
+def wait_for(
+    db: Path, name: str, ok: Any, seconds: float = 240, said: Path | None = None
+) -> list[str]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         seen = statuses(db, name)
         if ok(seen):
             return seen
         time.sleep(0.1)
-    raise AssertionError(f"{name}: never reached the state wanted ({statuses(db, name)})")
+    driver = said.read_text()[-2000:] if said is not None and said.exists() else ""
+    raise AssertionError(
+        f"{name}: never reached the state wanted ({statuses(db, name)}); the driver: {driver}"
+    )
 
 
 def node_pids(host: str) -> list[int]:
@@ -88,6 +175,7 @@ def node_pids(host: str) -> list[int]:
 
 RAY = str(Path(sys.executable).parent / "ray")  # a foreign Ray's start (never `ray stop`)
 FOREIGN_PORT = 6401
+SILENT_PORT = 6403
 
 
 def fleet_processes(work: Path) -> list[dict[str, Any]]:
@@ -186,6 +274,28 @@ def main(work: Path) -> None:
             path=str(empty),
         )
         said["status"] = iolab("fleet", "status", "--address", HEAD, "--dir", str(work), "--json")
+        # refused at once: a name the fleet has, a wrong token, a second head on the port
+        said["join twice"] = iolab(
+            "fleet", "join", HEAD, "--name", "db1", "--node-ip-address", "127.0.0.1"
+        )
+        wrong = work / "wrong-token"
+        wrong.write_text("0" * 64)
+        wrong.chmod(0o600)
+        said["wrong token"] = iolab(
+            "fleet", "join", HEAD, "--name", "db7", "--node-ip-address", "127.0.0.1", token=wrong
+        )
+        said["start twice"] = iolab(
+            "fleet", "start", "--port", str(PORT), "--node-ip-address", "127.0.0.1"
+        )
+        # an address where something answers but no fleet's head does, and Ctrl-C there
+        silent = silent_server(SILENT_PORT)
+        try:
+            said["not a head"] = iolab("fleet", "status", "--address", f"127.0.0.1:{SILENT_PORT}")
+            said["not a head, ctrl-c"] = interrupted_after(
+                ["fleet", "status", "--address", f"127.0.0.1:{SILENT_PORT}"], 2.0
+            )
+        finally:
+            silent.close()
         said["no fio"] = iolab("run", str(work / "tools.toml"), "--json", results=work / "tools.db")
         said["unknown host"] = iolab(
             "run", str(work / "unknown.toml"), "--fleet", HEAD, results=work / "tools.db"
@@ -223,11 +333,16 @@ def main(work: Path) -> None:
         driver = subprocess.Popen(
             [*IOLAB, "run", str(work / "resume.toml"), "--fleet", HEAD],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=(work / "resume-killed.err").open("w"),  # read when it never starts a run
             env={**os.environ, "IOLAB_RESULTS": str(db)},
         )
         try:
-            seen = wait_for(db, "fleet-resume", lambda s: "done" in s and "running" in s)
+            seen = wait_for(
+                db,
+                "fleet-resume",
+                lambda s: "done" in s and "running" in s,
+                said=work / "resume-killed.err",
+            )
         finally:
             driver.send_signal(signal.SIGKILL)
             driver.wait()
@@ -267,7 +382,51 @@ def main(work: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         stdout, stderr = killer.communicate(timeout=600)
         said["kill"] = {"rc": killer.returncode, "stdout": stdout, "stderr": stderr[-4000:]}
-        said["status after kill"] = iolab("fleet", "status", "--address", HEAD, "--json")
+        # Ray declares a killed node dead once its health checks fail (about 30 s): then the
+        # host is listed as left
+        deadline = time.monotonic() + 120
+        while True:
+            said["status after kill"] = iolab("fleet", "status", "--address", HEAD, "--json")
+            try:
+                hosts = json.loads(said["status after kill"]["stdout"])["hosts"]
+            except ValueError:
+                break
+            if not any(h["name"] == "db2" and h["alive"] for h in hosts):
+                break
+            if time.monotonic() > deadline:
+                break
+            time.sleep(2)
+
+        # db2 back, then stopped during a run as `iolab fleet stop` on its machine does
+        # (SIGTERM to its node's processes): its run failed, saying so
+        said["join db2 again"] = iolab(
+            "fleet", "join", HEAD, "--name", "db2", "--node-ip-address", "127.0.0.1"
+        )
+
+        def stop_db2() -> list[int]:
+            pids = node_pids("db2")
+            for pid in pids:
+                os.kill(pid, signal.SIGTERM)
+            return pids
+
+        said["term"] = while_running(work, "term", stop_db2, work / "term.db")
+
+        # the head's GCS killed while runs are in flight: the driver says so and records them
+        def kill_head() -> list[int]:
+            pids = gcs_pids(PORT)
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+            return pids
+
+        said["head gone"] = while_running(work, "gone", kill_head, work / "gone.db", False)
+        # nothing answers where the head was: refused at once, naming the address
+        said["status, head down"] = iolab("fleet", "status")
+        said["run auto, head down"] = iolab(
+            "run", str(work / "gone.toml"), "--fleet", "auto", results=work / "gone.db"
+        )
+        said["run, nothing there"] = iolab(
+            "run", str(work / "gone.toml"), "--fleet", "127.0.0.1:1", results=work / "gone.db"
+        )
     finally:
         foreign = foreign_ray(said, work)
         # a stop under a directory whose path ends the same way (/if-XXX is a suffix of

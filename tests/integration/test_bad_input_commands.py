@@ -172,7 +172,30 @@ DEMO = [
     (["demo", "--html", "/proc/x.html"], "--html"),
     (["demo", "--html", "{db}", "--results", "{db}"], "results database"),
 ]
-CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO
+# the fleet's names and addresses: refused before Ray is asked, so no Ray process starts and
+# no port opens (nothing here needs the fleet tests' network namespace)
+HEAD = "127.0.0.1:6379"
+FLEET = [
+    (["fleet", "join", HEAD, "--name", "a/b"], "--name: 'a/b'"),
+    (["fleet", "join", HEAD, "--name", "<script>alert(1)</script>"], "--name: '<script>"),
+    (["fleet", "join", HEAD, "--name", "x\ny"], "--name: 'x\\ny'"),
+    (["fleet", "join", HEAD, "--name", ""], "--name: ''"),
+    (["fleet", "start", "--name", "a b"], "--name: 'a b'"),
+    (["fleet", "join", "nohost", "--name", "zz"], "HEAD: 'nohost'"),
+    (["fleet", "join", "127.0.0.1:0", "--name", "zz"], "HEAD: '127.0.0.1:0'"),
+    (["fleet", "join", "[::1:6379", "--name", "zz"], "HEAD: '[::1:6379'"),
+    (["fleet", "status", "--address", "foo:bar"], "--address: 'foo:bar'"),
+    (["fleet", "status", "--address", "foo bar"], "--address: 'foo bar'"),
+    (["fleet", "start", "--port", "99999"], "--port: 99999"),
+    (["fleet", "start", "--port", "0"], "--port: 0"),
+    (["fleet", "start", "--node-ip-address", "notanip"], "--node-ip-address: 'notanip'"),
+    (["fleet", "start", "--node-ip-address", "192.0.2.77"], "--node-ip-address: '192.0.2.77'"),
+    (
+        ["fleet", "join", HEAD, "--name", "zz", "--node-ip-address", "1.2.3"],
+        "--node-ip-address: '1.2.3'",
+    ),
+]
+CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO + FLEET
 TESTBEDS = {
     "bad-size.toml": '[devices.a]\nsize = "0"\n',
     "bad-key.toml": '[devices.a]\nsise = "64MiB"\n',

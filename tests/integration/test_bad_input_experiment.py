@@ -309,6 +309,12 @@ CASES: list[tuple[str, str, str]] = [
         "devices.ssd.backing_dir",
     ),
     ("toml-syntax", exp() + "\n[broken\n", "TOML"),
+    # [fleet] and the matrix key host: names and addresses as the fleet commands take them
+    ("fleet-address", exp(extra='[fleet]\naddress = "not an address"'), "fleet.address"),
+    ("fleet-address-port", exp(extra='[fleet]\naddress = "10.0.0.1:99999"'), "fleet.address"),
+    ("fleet-hosts-slash", exp(extra='[fleet]\nhosts = ["a/b"]'), "fleet.hosts[0]: 'a/b'"),
+    ("matrix-host-markup", matrix('host = ["<b>db1</b>"]'), "matrix.host[0]: '<b>db1</b>'"),
+    ("matrix-host-newline", matrix('host = ["x\\ny"]'), "matrix.host[0]: 'x\\ny'"),
 ]
 
 

@@ -124,7 +124,13 @@ host = ["db1", "db2"]
 """
         + COMMON
     )
-    for name, rows in (("resume", 20_000), ("kill", 20_000), ("stop", 200_000)):
+    for name, rows in (
+        ("resume", 20_000),
+        ("kill", 20_000),
+        ("stop", 200_000),
+        ("term", 200_000),
+        ("gone", 200_000),
+    ):
         (work / f"{name}.toml").write_text(
             f"""
 [experiment]
@@ -142,6 +148,8 @@ host = ["db1", "db2"]
 """
             + COMMON
         )
+    gone = (work / "gone.toml").read_text()  # db2 was stopped by then: db1 and db3
+    (work / "gone.toml").write_text(gone.replace('["db1", "db2"]', '["db1", "db3"]'))
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +178,7 @@ def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
             capture_output=True,
             text=True,
             env=env,
-            timeout=900,
+            timeout=1500,
             check=False,
             cwd=REPO,
         )
@@ -245,8 +253,9 @@ def test_status_names_every_host_with_its_versions(scenario: tuple[Path, dict[st
     assert [bool(h["tools"]["fio"]) for h in hosts] == [True, True, False]
     # db2's node was killed: Ray marks it dead after its health checks fail (seconds)
     after = _json(said["status after kill"])["hosts"]
-    assert [(h["name"], h["alive"], h["busy"]) for h in after if h["name"] != "db2"] == [
+    assert [(h["name"], h["alive"], h["busy"]) for h in after] == [
         ("db1", True, False),
+        ("db2", False, False),  # shown as left, not missing
         ("db3", True, False),
     ]
 
@@ -431,3 +440,130 @@ def test_stop_leaves_a_ray_that_is_not_the_fleets(scenario: tuple[Path, dict[str
     assert said["foreign start"]["rc"] == 0, said["foreign start"]["stderr"]
     assert len(said["foreign pids"]) >= 2  # its gcs_server and raylet
     assert said["foreign after stop"] == said["foreign pids"]
+
+
+def _error_lines(step: dict[str, Any]) -> list[str]:
+    return [ln for ln in step["stderr"].splitlines() if ln.startswith("error:")]
+
+
+def test_a_name_the_fleet_has_a_wrong_token_or_a_second_head_are_refused_at_once(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    twice = said["join twice"]
+    assert (twice["rc"], _error_lines(twice)) == (
+        2,
+        [
+            "error: --name: 'db1' is not allowed; host db1 is already in the fleet, on the node "
+            "at 127.0.0.1: give another name, or run `iolab fleet stop` on 127.0.0.1 first"
+        ],
+    ), twice["stderr"]
+    hosts = _json(said["status"])["hosts"]
+    assert [h["name"] for h in hosts] == ["db1", "db2", "db3"]  # one db1, as before
+    wrong = said["wrong token"]
+    assert (wrong["rc"], _error_lines(wrong)) == (
+        2,
+        [
+            f"error: IOLAB_FLEET_TOKEN: '{work}/wrong-token' is not allowed; the fleet's head at "
+            "127.0.0.1:6399 refused this token: copy the head's token file (made by `iolab fleet "
+            f"start`) to {work}/wrong-token, or point IOLAB_FLEET_TOKEN at it"
+        ],
+    ), wrong["stderr"]
+    assert wrong["seconds"] < 15  # Ray's own join took 21 s to fail
+    again = said["start twice"]
+    assert (again["rc"], _error_lines(again)) == (
+        2,
+        [
+            "error: --port: 6399 is not allowed; port 6399 is in use on 127.0.0.1 (a fleet's head "
+            "started here already, or another program): stop it with `iolab fleet stop`, or give "
+            "another --port"
+        ],
+    ), again["stderr"]
+    for step in (twice, wrong, again):
+        assert "Traceback" not in step["stderr"]
+
+
+def test_an_address_that_is_not_a_head_answers_within_15_s_and_ctrl_c_ends_it(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    _, said = scenario
+    step = said["not a head"]
+    assert (step["rc"], _error_lines(step)) == (
+        2,
+        [
+            "error: --address: '127.0.0.1:6403' is not allowed; something answers but no fleet's "
+            "head did within 8 s: give the head's address that `iolab fleet start` printed"
+        ],
+    ), step["stderr"]
+    assert step["seconds"] < 15  # generous: the probe gives up after 8 s
+    stopped = said["not a head, ctrl-c"]
+    assert stopped["rc"] == 130, stopped["stderr"]
+    assert stopped["seconds"] < 2, stopped
+    assert "Traceback" not in stopped["stderr"]
+
+
+def test_a_host_stopped_during_a_run_is_named_and_the_other_completes(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    assert said["join db2 again"]["rc"] == 0, said["join db2 again"]["stderr"]
+    term = said["term"]
+    assert term["step"], "db2's node was not found to stop"
+    runs = _runs(work / "term.db", "fleet-term")
+    db2 = [(r["status"], r["error"]) for r in runs if r["params"]["host"] == "db2"]
+    assert db2 == [("failed", "host db2 left the fleet (stopped) during run 1")], term["stderr"]
+    assert [r["status"] for r in runs if r["params"]["host"] == "db1"] == ["done", "done"]
+    assert json.loads(term["stdout"])["skipped_cells"] == ["host=db2"]
+
+
+def test_the_head_gone_during_runs_is_said_and_the_runs_in_flight_recorded_aborted(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    work, said = scenario
+    gone = said["head gone"]
+    assert gone["step"], "the head's GCS was not found to kill"
+    assert gone["rc"] == 1, gone["stderr"]
+    assert _error_lines(gone) == [
+        "error: the fleet's head at 127.0.0.1:6399 is gone (connection refused): the runs in "
+        "flight are recorded aborted; start the fleet again, and run the file again to resume"
+    ], gone["stderr"]
+    assert gone["seconds"] < 30  # generous: three checks 2 s apart; Ray's driver died at 61 s
+    runs = _runs(work / "gone.db", "fleet-gone")
+    assert [(r["status"], r["error"]) for r in runs] == [
+        ("aborted", "the driver stopped during the run"),
+        ("aborted", "the driver stopped during the run"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("step", "line"),
+    [
+        (
+            "status, head down",
+            "error: --address: 'auto' is not allowed; no fleet's head answers (the fleet started "
+            "on this machine, at 127.0.0.1:6399) (connection refused): start one with `iolab "
+            "fleet start`, or give the address of a running fleet",
+        ),
+        (
+            "run auto, head down",
+            "error: --fleet: 'auto' is not allowed; no fleet's head answers (the fleet started "
+            "on this machine, at 127.0.0.1:6399) (connection refused): start one with `iolab "
+            "fleet start`, or give the address of a running fleet",
+        ),
+        (
+            "run, nothing there",
+            "error: --fleet: '127.0.0.1:1' is not allowed; no fleet's head answers (connection "
+            "refused): start one with `iolab fleet start`, or give the address of a running fleet",
+        ),
+    ],
+)
+def test_no_head_is_refused_within_15_s_naming_the_address(
+    scenario: tuple[Path, dict[str, Any]], step: str, line: str
+) -> None:
+    work, said = scenario
+    done = said[step]
+    assert (done["rc"], _error_lines(done)) == (2, [line]), done["stderr"]
+    assert done["seconds"] < 15  # generous: it hung past 90 s, or for ever
+    assert "Traceback" not in done["stderr"]
+    runs = _runs(work / "gone.db", "fleet-gone")
+    assert len(runs) == 2  # nothing more claimed

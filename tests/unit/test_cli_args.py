@@ -484,7 +484,63 @@ FILES: list[tuple[list[str], str]] = [
     ),
     (["testbed", "up", T], "TESTBED: '{tmp}' {} give a TOML file, not a directory"),
 ]
-ERRORS = DISK + POPULATE + TPCH + DEMO + RESULTS + REPORT + FILES
+HOST_NAME = "give a host name of 1 to 64 letters, digits, '-', '_' or '.'"
+ADDRESS = (
+    "give HOST:PORT (HOST a name or an IPv4 address, or an IPv6 address in brackets, e.g. "
+    "[fd00::1]:6379; PORT 1 to 65535)"
+)
+FLEET_ADDRESS = ADDRESS + ", ray://HOST:PORT or auto"
+HEAD = "127.0.0.1:6379"
+# the fleet's names and addresses, refused before Ray is asked (no port is opened)
+FLEET: list[tuple[list[str], str]] = [
+    *[
+        (["fleet", "join", HEAD, "--name", name], f"--name: {name!r} {{}} {HOST_NAME}")
+        for name in ("a/b", "<script>alert(1)</script>", "x\ny", "", "a b", "db1:x", "é", "x" * 65)
+    ],
+    (["fleet", "start", "--name", "a/b"], f"--name: 'a/b' {{}} {HOST_NAME}"),
+    *[
+        (["fleet", "join", head, "--name", "zz"], f"HEAD: {head!r} {{}} {ADDRESS}")
+        for head in (
+            "nohost",
+            "auto",
+            "foo bar:6379",
+            "127.0.0.1:0",
+            "127.0.0.1:65536",
+            "127.0.0.1:http",
+            "300.1.2.3:6379",
+            "::1:6379",
+            "[::1:6379",
+            "[nope]:6379",
+            "a..b:6379",
+            "ray://127.0.0.1:10001",
+        )
+    ],
+    *[
+        (["fleet", "status", "--address", a], f"--address: {a!r} {{}} {FLEET_ADDRESS}")
+        for a in ("foo:bar", "foo bar", "", "ray://", "127.0.0.1:99999")
+    ],
+    *[
+        (
+            ["fleet", "start", "--port", port],
+            f"--port: {int(port)} {{}} give a port from 1 to 65535",
+        )
+        for port in ("99999", "0", "-1", "65536")
+    ],
+    (
+        ["fleet", "start", "--node-ip-address", "notanip"],
+        "--node-ip-address: 'notanip' {} give an IP address of this machine, e.g. 10.0.0.11",
+    ),
+    (
+        ["fleet", "start", "--node-ip-address", "192.0.2.77"],
+        "--node-ip-address: '192.0.2.77' {} give an IP address of this machine "
+        "(`ip -brief address` lists them)",
+    ),
+    (
+        ["fleet", "join", HEAD, "--name", "zz", "--node-ip-address", "10.0.0.300"],
+        "--node-ip-address: '10.0.0.300' {} give an IP address of this machine, e.g. 10.0.0.11",
+    ),
+]
+ERRORS = DISK + POPULATE + TPCH + DEMO + RESULTS + REPORT + FILES + FLEET
 
 
 @pytest.mark.parametrize(("argv", "line"), ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
@@ -497,7 +553,7 @@ def test_bad_value_is_one_line_naming_it(argv: list[str], line: str, place: dict
 def test_every_command_has_refusals_here() -> None:
     commands = {a[0] for a, _ in ERRORS}
     assert commands >= {"disk", "populate", "tpch", "demo", "results", "report", "compare"}
-    assert commands >= {"export", "timeline", "testbed", "plan", "run"}
+    assert commands >= {"export", "timeline", "testbed", "plan", "run", "fleet"}
     assert len(ERRORS) >= 100
 
 
@@ -878,6 +934,33 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     ),
     ("matrix-layout", matrix('layout = ["b"]'), "matrix.layout[0]: 'b' {} choose one of: a"),
     (
+        "matrix-host-markup",
+        matrix('host = ["db1", "<script>alert(1)</script>"]'),
+        f"matrix.host[1]: '<script>alert(1)</script>' {{}} {HOST_NAME}",
+    ),
+    (
+        "matrix-host-newline",
+        matrix('host = ["x\\ny"]'),
+        f"matrix.host[0]: 'x\\ny' {{}} {HOST_NAME}",
+    ),
+    ("matrix-host-slash", matrix('host = ["a/b"]'), f"matrix.host[0]: 'a/b' {{}} {HOST_NAME}"),
+    ("matrix-host-number", matrix("host = [1]"), f"matrix.host[0]: 1 {{}} {HOST_NAME}"),
+    (
+        "fleet-hosts",
+        exp(extra='[fleet]\nhosts = ["db1", "db 2"]'),
+        f"fleet.hosts[1]: 'db 2' {{}} {HOST_NAME}",
+    ),
+    (
+        "fleet-address",
+        exp(extra='[fleet]\naddress = "not an address"'),
+        f"fleet.address: 'not an address' {{}} {FLEET_ADDRESS}",
+    ),
+    (
+        "fleet-address-port",
+        exp(extra='[fleet]\naddress = "10.0.0.1:0"'),
+        f"fleet.address: '10.0.0.1:0' {{}} {FLEET_ADDRESS}",
+    ),
+    (
         "matrix-empty",
         matrix("files = []"),
         "matrix.files: [] {} give at least one value; the matrix expands to nothing",
@@ -1037,6 +1120,16 @@ def test_run_refuses_a_bad_file_as_plan_does(place: dict[str, str]) -> None:
     assert by_run.error_lines == [
         "error: experiment.order: 'random' is not allowed; choose one of: shuffled, sequential"
     ]
+
+
+@pytest.mark.parametrize("address", ["foo bar", "10.0.0.1", "10.0.0.1:70000", "ray://x"])
+def test_run_refuses_a_bad_fleet_address_before_anything(
+    address: str, place: dict[str, str]
+) -> None:
+    Path(place["tmp"], "exp.toml").write_text(exp())
+    done = refused(["run", "{tmp}/exp.toml", "--fleet", address], place)
+    assert_one_line(done, f"error: --fleet: {address!r} {NOT_ALLOWED} {FLEET_ADDRESS}")
+    assert not Path(place["tmp"], "fresh.db").exists()
 
 
 def test_plan_of_a_good_file_lists_its_cells(place: dict[str, str]) -> None:

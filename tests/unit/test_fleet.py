@@ -90,8 +90,8 @@ def test_fleet_section_is_read_and_checked(tmp_path: Path) -> None:
     with pytest.raises(BadInput) as bad:
         config.load(exp_file(tmp_path, "[matrix]\nhost = [1, 2]"))
     assert str(bad.value) == (
-        "matrix.host[0]: 1 is not allowed; name the hosts of a fleet as strings, "
-        'e.g. ["db1", "db2"]'
+        "matrix.host[0]: 1 is not allowed; give a host name of 1 to 64 letters, digits, '-', "
+        "'_' or '.'"
     )
 
 

@@ -133,7 +133,7 @@ def test_auto_without_a_fleet_here_never_falls_back_to_rays_own_lookup(
     assert (done.code, done.error_lines) == (
         2,
         [
-            f"error: --fleet: 'auto' is not allowed; no fleet of this user runs on this machine "
+            f"error: --address: 'auto' is not allowed; no fleet of this user runs on this machine "
             f"(none in {base}/iolab-ray-{UID}/ray): start one with `iolab fleet start`, or give "
             "the head's HOST:PORT"
         ],

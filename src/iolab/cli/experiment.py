@@ -171,9 +171,11 @@ def run(
 
     experiment = config.load(file)
     address = fleet or experiment.spec.fleet.address
+    field = "--fleet" if fleet else "fleet.address"
     if address is not None:
-        from iolab.fleet import cluster
+        from iolab.fleet import cluster, names
 
+        names.address(address, field)
         cluster.require_ray()  # before anything is recorded
     with open_store(results) as store:
         with ProgressView() as view:
@@ -182,7 +184,7 @@ def run(
             else:
                 from iolab.fleet import executor as fleet_executor
 
-                with cluster.connected(address) as ray:
+                with cluster.connected(address, field) as ray:
                     placed = fleet_executor.factory(ray, experiment.spec.fleet.hosts)
                     outcome = runner.run(experiment, store, view, executor=placed)
         rows = _cell_rows(experiment, store, outcome.experiment_id)

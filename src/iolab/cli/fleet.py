@@ -29,14 +29,20 @@ AddressOption = Annotated[
     ),
 ]
 NameOption = Annotated[
-    str, typer.Option("--name", help="This host's name in the fleet (matrix key `host`).")
+    str,
+    typer.Option(
+        "--name",
+        help="This host's name in the fleet (matrix key `host`): 1 to 64 letters, digits, "
+        "'-', '_' or '.', not one a host of the fleet has already.",
+    ),
 ]
 IpOption = Annotated[
     str | None,
     typer.Option(
         "--node-ip-address",
         metavar="IP",
-        help="The address this host is reached at (on the fleet's private network).",
+        help="The IP address of this machine that the host is reached at (on the fleet's "
+        "private network).",
         show_default=False,
     ),
 ]
@@ -44,7 +50,9 @@ IpOption = Annotated[
 
 @app.command("start")
 def start(
-    port: Annotated[int, typer.Option("--port", help="The head's port (Ray's GCS).")] = 6379,
+    port: Annotated[
+        int, typer.Option("--port", help="The head's port (Ray's GCS), 1 to 65535, free here.")
+    ] = 6379,
     name: Annotated[
         str | None,
         typer.Option(
@@ -91,7 +99,12 @@ def _warn_exposed() -> None:
 
 @app.command("join")
 def join(
-    head: Annotated[str, typer.Argument(metavar="HEAD", help="The head's HOST:PORT.")],
+    head: Annotated[
+        str,
+        typer.Argument(
+            metavar="HEAD", help="The head's HOST:PORT (IPv6 in brackets: [fd00::1]:6379)."
+        ),
+    ],
     name: NameOption,
     node_ip: IpOption = None,
 ) -> None:

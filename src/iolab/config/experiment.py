@@ -33,6 +33,7 @@ from iolab.config.workloads import (
     seconds,
 )
 from iolab.errors import BadInput
+from iolab.fleet import names
 from iolab.input_files import read_text
 from iolab.results import CellId, cell_id
 
@@ -174,6 +175,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
         from iolab.testbed import parse_devices
 
         parse_devices(spec.devices, "devices")  # validated now; brought up by the runner
+    _check_fleet(spec)
     cells = expand(spec, base, model, source.parent)
     baseline = _baseline(spec, cells)
     return Experiment(source, spec, tuple(cells), baseline)
@@ -262,9 +264,15 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
 
 
 def _host(value: Any, where: str = "matrix.host") -> str:
-    if not isinstance(value, str) or not value:
-        raise BadInput(where, value, 'name the hosts of a fleet as strings, e.g. ["db1", "db2"]')
-    return value
+    return names.host_name(value, where)
+
+
+def _check_fleet(spec: ExperimentFile) -> None:
+    """``[fleet]``: an address of the form ``--fleet`` takes, and host names."""
+    if spec.fleet.address is not None:
+        names.address(spec.fleet.address, "fleet.address")
+    for i, host in enumerate(spec.fleet.hosts):
+        _host(host, f"fleet.hosts[{i}]")
 
 
 def _where(values: Mapping[str, Any]) -> str:

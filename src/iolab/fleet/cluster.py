@@ -22,8 +22,10 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import stat
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
@@ -33,6 +35,7 @@ from types import ModuleType
 from typing import Any
 
 from iolab.errors import BadInput, IolabError, MissingTool, Unavailable
+from iolab.fleet import names
 from iolab.process import run as run_program
 from iolab.system import processes, sockets
 
@@ -43,6 +46,8 @@ TOKEN_ENV = "IOLAB_FLEET_TOKEN"  # path of the fleet's token file, if not the de
 PROBE_SECONDS = 30.0  # how long status waits for a host to answer
 MARK_ENV = "IOLAB_FLEET_RAY_DIR"  # in every Ray process iolab starts: its Ray directory
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL in `fleet stop`
+CONNECT_SECONDS = 5.0  # how long a TCP connection to the head's GCS may take
+GCS_SECONDS = 8.0  # how long the head's GCS may take to answer, once connected
 
 
 class FleetRefused(IolabError):
@@ -118,9 +123,7 @@ def _token_env(create: bool) -> dict[str, str]:
 
 
 def _resource(name: str) -> str:
-    if not name or any(c in name for c in ' :,"{}'):
-        raise BadInput("--name", name, "give a host name of letters, digits, '-', '_' or '.'")
-    return json.dumps({RESOURCE_PREFIX + name: 1})
+    return json.dumps({RESOURCE_PREFIX + names.host_name(name, "--name"): 1})
 
 
 def fleet_dir() -> Path:
@@ -196,29 +199,74 @@ def _ray_start(args: Sequence[str], create_token: bool) -> str:
         timeout=180,
     )
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise IolabError("ray start failed: " + " / ".join(tail))
+        raise _start_failed(done.stderr or done.stdout)
     return done.stdout
+
+
+def _start_failed(said: str) -> IolabError:
+    """``ray start``'s failure as one line: the known ones said in iolab's words, any other
+    as the last thing Ray said (its exception's message, without the traceback)."""
+    if "InvalidAuthToken" in said or "AuthenticationError" in said:
+        return _wrong_token("the fleet's head")
+    found = re.search(r"but is already running at (\S+?)\.? ", said)
+    if found:
+        return IolabError(
+            f"a fleet's head already runs here at {found.group(1)}: stop it with "
+            "`iolab fleet stop`, or give another --port"
+        )
+    lines = [ln.strip() for ln in said.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.match(r"[\w.]+(Error|Exception): ", ln)]
+    last = (errors or lines or ["(it said nothing)"])[-1]
+    last = re.sub(r"^[\w.]+(Error|Exception): ", "", last)
+    return IolabError(f"ray start failed: {last.split('. ')[0].removesuffix('.')}")
+
+
+def _wrong_token(who: str) -> BadInput:
+    path = token_path()
+    return BadInput(
+        TOKEN_ENV,
+        str(path),
+        f"{who} refused this token: copy the head's token file (made by `iolab fleet start`) "
+        f"to {path}, or point {TOKEN_ENV} at it",
+    )
 
 
 def start(*, port: int = DEFAULT_PORT, name: str | None = None, node_ip: str | None = None) -> str:
     """Start the head of a fleet here (a host of it too when ``name`` is given); returns the
     address the hosts join."""
+    names.port(port, "--port")
+    if node_ip is not None:
+        node_ip = names.node_ip(node_ip, "--node-ip-address")
     args = ["--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false"]
     if name is not None:
         args.append(f"--resources={_resource(name)}")
     if node_ip is not None:
         args.append(f"--node-ip-address={node_ip}")
+    require_ray()
+    names.port_free(node_ip, port, "--port")
     said = _ray_start(args, create_token=True)
     found = re.search(r"--address='([^']+)'", said)  # Ray says how the hosts reach the head
     return found.group(1) if found else f"{node_ip or '127.0.0.1'}:{port}"
 
 
 def join(head: str, name: str, *, node_ip: str | None = None) -> None:
-    """Join this machine to the fleet at ``head`` as host ``name``."""
+    """Join this machine to the fleet at ``head`` as host ``name``: refused at once when the
+    head does not answer, refuses the token, or has a host of that name already."""
+    names.address(head, "HEAD", auto=False)
     args = [f"--address={head}", f"--resources={_resource(name)}", "--num-cpus=1"]
     if node_ip is not None:
+        node_ip = names.node_ip(node_ip, "--node-ip-address")
         args.append(f"--node-ip-address={node_ip}")
+    require_ray()
+    os.environ.update(_token_env(create=False))  # read when Ray is imported
+    for node in head_nodes(head, "HEAD"):
+        if node.name == name and node.alive:
+            raise BadInput(
+                "--name",
+                name,
+                f"host {name} is already in the fleet, on the node at {node.address}: give "
+                f"another name, or run `iolab fleet stop` on {node.address} first",
+            )
     _ray_start(args, create_token=False)
 
 
@@ -310,28 +358,33 @@ def local_address() -> str | None:
 
 
 @contextmanager
-def connected(address: str) -> Iterator[ModuleType]:
+def connected(address: str, field: str = "--fleet") -> Iterator[ModuleType]:
     """This process as a Ray driver of the fleet at ``address`` (``auto``, HOST:PORT or a
-    ``ray://`` address), disconnected on the way out."""
+    ``ray://`` address; ``field`` names where it was given), disconnected on the way out. A
+    HOST:PORT where no fleet's head answers is refused within CONNECT_SECONDS + GCS_SECONDS."""
+    names.address(address, field)
     require_ray()
     os.environ.update(_token_env(create=False))  # read when Ray is imported
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray = ray_module()
-    _errors_to_stderr()
+    given = address
     if address == "auto":  # the fleet started here, never Ray's own lookup (in /tmp/ray)
         found = local_address()
         if found is None:
             raise BadInput(
-                "--fleet",
+                field,
                 address,
                 f"no fleet of this user runs on this machine (none in {ray_dir()}): "
                 "start one with `iolab fleet start`, or give the head's HOST:PORT",
             )
         address = found
+    if names.split(address) is not None:  # HOST:PORT: does a fleet's head answer there?
+        head_nodes(address, field, given)
+    ray = ray_module()
+    _errors_to_stderr()
     try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
     except ConnectionError as exc:
-        raise BadInput("--fleet", address, f"give the address of a running fleet ({exc})") from None
+        raise BadInput(field, given, f"give the address of a running fleet ({exc})") from None
     try:
         yield ray
     finally:
@@ -363,18 +416,123 @@ class Node:
     alive: bool
 
 
-def nodes(ray: ModuleType) -> list[Node]:
-    """The fleet's hosts as Ray sees them, by name (a node that died no longer lists its
-    resources, so a host that left is not among them)."""
+def reachable(address: str, seconds: float = CONNECT_SECONDS) -> str | None:
+    """Why nothing accepts a TCP connection at HOST:PORT within ``seconds`` (None: something
+    does). A plain connect, which Ctrl-C interrupts, before Ray is asked."""
+    where = names.split(address)
+    if where is None:
+        return "not HOST:PORT"
+    host, port = where
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=seconds):
+            return None
+    except TimeoutError:
+        return f"no answer within {seconds:g} s"
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+
+
+def head_nodes(address: str, field: str, given: str | None = None) -> list[Node]:
+    """The hosts of the fleet whose head's GCS is at HOST:PORT ``address``, from its node table
+    (a host that left keeps its resources there), asked without joining the fleet. Refused, one
+    line naming the address, when nothing answers within CONNECT_SECONDS, no fleet's head
+    within GCS_SECONDS more, or it refuses the token. ``given``: what the user wrote (``auto``)."""
+    require_ray()
+    given = given or address
+    here = "" if given == address else f" (the fleet started on this machine, at {address})"
+    why = reachable(address)
+    if why is not None:
+        raise BadInput(
+            field,
+            given,
+            f"no fleet's head answers{here} ({why}): start one with `iolab fleet start`, or "
+            "give the address of a running fleet",
+        )
+    found: list[Any] = []
+    failed: list[BaseException] = []
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]
+
+    def ask() -> None:  # Ray's client waits 40 s for an address that is not a GCS
+        try:
+            found.append(GcsClient(address=address).get_all_node_info(timeout=GCS_SECONDS))
+        except BaseException as exc:
+            failed.append(exc)
+
+    asking = threading.Thread(target=ask, name="iolab-fleet-head", daemon=True)
+    asking.start()
+    asking.join(GCS_SECONDS)  # Ctrl-C interrupts the wait; the thread dies with the process
+    if failed and type(failed[0]).__name__ == "AuthenticationError":
+        raise _wrong_token(f"the fleet's head at {address}")
+    if not found:
+        said = str(failed[0]).strip().splitlines()[0] if failed else None
+        raise BadInput(
+            field,
+            given,
+            f"something answers{here} but no fleet's head did within {GCS_SECONDS:g} s"
+            + (f" ({said})" if said else "")
+            + ": give the head's address that `iolab fleet start` printed",
+        )
+    return _hosts(found[0].values())
+
+
+def _hosts(infos: Any) -> list[Node]:
+    """The hosts among the GCS's node records, by name (a host that left and joined again:
+    its live node)."""
     out: dict[str, Node] = {}
-    for n in ray.nodes():
-        for key in n.get("Resources", {}):
+    for info in infos:
+        alive = info.state == 0  # GcsNodeInfo.ALIVE
+        for key in info.resources_total:
             if key.startswith(RESOURCE_PREFIX):
                 name = key.removeprefix(RESOURCE_PREFIX)
-                node = Node(name, n["NodeID"], n["NodeManagerAddress"], bool(n["Alive"]))
+                node = Node(name, info.node_id.hex(), info.node_manager_address, alive)
                 if name not in out or node.alive:
                     out[name] = node
     return [out[k] for k in sorted(out)]
+
+
+def nodes(ray: ModuleType) -> list[Node]:
+    """The fleet's hosts, those that left too, by name: the GCS's node table (``ray.nodes()``
+    drops the resources of a node that died, and with them its name)."""
+    from ray._private import worker
+
+    client = getattr(worker.global_worker, "gcs_client", None)
+    if client is None:  # a ray:// client: Ray's own view, without the hosts that left
+        return _hosts(_Info(n) for n in ray.nodes())
+    return _hosts(client.get_all_node_info(timeout=GCS_SECONDS).values())
+
+
+def stopped(ray: ModuleType, node_id: str, seconds: float = 3.0) -> bool:
+    """Whether the node was stopped (SIGTERM: ``iolab fleet stop`` there) rather than lost: the
+    reason its GCS record gives, once the record says it died (waited for up to ``seconds``; a
+    node killed outright is only declared dead after its health checks fail)."""
+    import time
+
+    from ray._private import worker
+
+    client = getattr(worker.global_worker, "gcs_client", None)
+    deadline = time.monotonic() + seconds
+    while client is not None:
+        try:
+            infos = client.get_all_node_info(timeout=seconds).values()
+        except Exception:
+            return False
+        for info in infos:
+            if info.node_id.hex() == node_id and info.state != 0:  # not ALIVE
+                return bool(info.death_info.reason == 1)  # EXPECTED_TERMINATION
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return False
+
+
+class _Info:
+    """A node of ``ray.nodes()`` read as the GCS's node record :func:`_hosts` reads."""
+
+    def __init__(self, n: dict[str, Any]) -> None:
+        self.state = 0 if n["Alive"] else 1
+        self.resources_total = n.get("Resources", {})
+        self.node_id = bytes.fromhex(n["NodeID"])
+        self.node_manager_address = n["NodeManagerAddress"]
 
 
 def on_node(ray: ModuleType, node_id: str) -> dict[str, Any]:
@@ -432,7 +590,7 @@ class HostStatus:
 def status(address: str, dirs: Sequence[str] = ()) -> list[HostStatus]:
     """Every host of the fleet: alive, busy (running a run) or idle, and what it says of
     itself (asked by a small task placed on it, which needs no free resource)."""
-    with connected(address) as ray:
+    with connected(address, "--address") as ray:
         free = ray.available_resources()
         found = nodes(ray)
         out = []

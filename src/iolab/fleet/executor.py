@@ -33,6 +33,18 @@ from iolab.runner.executors import Executor, Task, execute_cell
 from iolab.runner.single import Executed
 from iolab.store import Store
 
+HEAD_CHECK_SECONDS = 2.0  # while runs are in flight, the head's GCS is checked this often
+HEAD_MISSES = 3  # checks in a row that find nothing listening there: the head is gone
+
+
+class HostStopped(Exception):
+    """The host's worker was told to exit during a run (``iolab fleet stop`` there, SIGTERM):
+    raised on the host so that the driver says so."""
+
+
+class HeadGone(IolabError):
+    """The fleet's head stopped answering while runs were in flight."""
+
 
 def _now() -> str:
     from datetime import UTC, datetime
@@ -70,6 +82,8 @@ def run_on_host(
             timeout,
             measured=measured,
         )
+    except SystemExit:  # the host's Ray worker is stopping (SIGTERM): the host leaves
+        raise HostStopped(host) from None
     except BaseException as exc:  # the kind's prepare refused: nothing of the run ran
         reason = str(exc) if isinstance(exc, IolabError) else f"internal error: {exc!r}"
         outcome = RunOutcome(RunStatus.FAILED, error=redact(f"on host {host}: {reason}"))
@@ -137,6 +151,8 @@ class FleetExecutor:
         spec = experiment.spec
         self._isolation = spec.isolation.model_dump()
         self._timeout = spec.experiment.timeout_seconds()
+        self.head = str(ray.get_runtime_context().gcs_address)
+        self.head_gone = False
 
     def _host_of(self, cell: Cell) -> str | None:
         value = cell.values.get(HOST_KEY)
@@ -190,7 +206,20 @@ class FleetExecutor:
         return placed
 
     def wait(self) -> list[tuple[Task, Executed]]:
-        ready, _ = self.ray.wait(list(self.running), num_returns=1)
+        misses = 0
+        while True:
+            ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=HEAD_CHECK_SECONDS)
+            if ready:
+                break
+            # Ray's driver would exit (1, silently) a minute after the head's GCS went away
+            why = cluster.reachable(self.head, HEAD_CHECK_SECONDS)
+            misses = misses + 1 if why is not None else 0
+            if misses >= HEAD_MISSES:
+                self.head_gone = True
+                raise HeadGone(
+                    f"the fleet's head at {self.head} is gone ({why}): the runs in flight are "
+                    "recorded aborted; start the fleet again, and run the file again to resume"
+                )
         out = []
         for ref in ready:
             task = self.running.pop(ref)
@@ -204,10 +233,16 @@ class FleetExecutor:
             executed: Executed = self.ray.get(ref)
             return executed
         except RayTaskError as exc:
-            error = f"on host {task.host}: {str(exc).strip().splitlines()[-1]}"
+            if isinstance(getattr(exc, "cause", None), HostStopped):
+                error = f"host {task.host} left the fleet (stopped) during run {task.repetition}"
+                self.gone.add(str(task.host))
+            else:
+                error = f"on host {task.host}: {str(exc).strip().splitlines()[-1]}"
         except RayError:  # its node or worker died: the host takes no more runs this time
-            error = f"host {task.host} left the fleet during run {task.repetition}"
-            self.gone.add(str(task.host))
+            host = str(task.host)
+            how = " (stopped)" if cluster.stopped(self.ray, self.hosts[host].node_id) else ""
+            error = f"host {host} left the fleet{how} during run {task.repetition}"
+            self.gone.add(host)
         now = _now()
         return Executed(RunOutcome(RunStatus.FAILED, error=error), None, now, now)
 
@@ -237,9 +272,13 @@ class FleetExecutor:
             raise IolabError(f"host {host} left the fleet ({type(exc).__name__})") from None
 
     def close(self) -> list[Task]:
+        stopped = list(self.running.values())
+        if self.head_gone:  # nothing can be asked of the fleet any more: its hosts' runs stop
+            self.running.clear()  # with their workers, which outlive no head for long
+            self.made.clear()
+            return stopped
         for ref in self.running:
             self.ray.cancel(ref, force=True)
-        stopped = list(self.running.values())
         self.running.clear()
         remote = self.ray.remote(host_devices_down)
         for name, made in self.made.items():
