@@ -21,7 +21,6 @@ import fcntl
 import json
 import os
 import shlex
-import stat
 import sys
 import threading
 import time
@@ -35,6 +34,7 @@ from iolab.errors import IolabError
 from iolab.events import EventSink, Phase
 from iolab.ownership import process_alive
 from iolab.redaction import redact
+from iolab.system.trust import distrust
 
 DIR_ENV = "IOLAB_LOCK_DIR"
 ROOT_DIR = Path("/run/iolab")
@@ -80,15 +80,9 @@ def _check_safe(path: Path, what: str) -> None:
         f"writable by others (`chown root {path}; chmod go-w {path}`), or set {DIR_ENV} to a "
         "directory of your own"
     )
-    if stat.S_ISLNK(st.st_mode):
-        raise IolabError(f"the host's lock {what} {path} is a symbolic link; {fix}")
-    if st.st_uid not in (0, os.geteuid()):
-        raise IolabError(f"the host's lock {what} {path} is owned by uid {st.st_uid}; {fix}")
-    if st.st_mode & 0o022:
-        raise IolabError(
-            f"the host's lock {what} {path} is writable by others "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}); {fix}"
-        )
+    why = distrust(st)
+    if why is not None:
+        raise IolabError(f"the host's lock {what} {path} {why}; {fix}")
 
 
 def _open(create: bool) -> int | None:

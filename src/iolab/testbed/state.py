@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import IolabError
+from iolab.system.trust import distrust
 from iolab.testbed.spec import DeviceSpec
 
 DIR_ENV = "IOLAB_TESTBED_DIR"
@@ -158,15 +158,9 @@ def check_safe(path: Path, what: str) -> None:
         f"root's and not writable by others (`chown root {path}; chmod go-w {path}`), or set "
         f"{DIR_ENV} to a directory of your own"
     )
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafeState(f"the testbed's state {what} {path} is a symbolic link; {fix}")
-    if st.st_uid not in (0, os.geteuid()):
-        raise UnsafeState(f"the testbed's state {what} {path} is owned by uid {st.st_uid}; {fix}")
-    if st.st_mode & 0o022:
-        raise UnsafeState(
-            f"the testbed's state {what} {path} is writable by others "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}); {fix}"
-        )
+    why = distrust(st)
+    if why is not None:
+        raise UnsafeState(f"the testbed's state {what} {path} {why}; {fix}")
 
 
 def load(directory: Path | None = None) -> State:
