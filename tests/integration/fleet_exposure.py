@@ -38,6 +38,9 @@ HEAD, HOST, OUTSIDE = "10.99.0.2", "10.99.0.3", "10.88.0.9"
 TRAP = 7777  # nobody's listener, where a squatted ray_current_cluster points
 DOCS = Path(__file__).parents[2] / "docs" / "fleet.md"
 
+# the listener runs as nobody, who may not enter the clone (under a mode-700 directory, as in
+# CI) where this interpreter lives: Debian's own python3 where there is one
+ANY_USERS_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 LISTENER = """
 import socket, sys
 s = socket.socket()
@@ -83,7 +86,7 @@ def squatted(work: Path, said: dict[str, Any]) -> None:
     squat.chmod(0o1777)
     heard = squat / "heard"
     trap = subprocess.Popen(
-        [*NOBODY, sys.executable, "-c", LISTENER, HEAD, str(TRAP), str(heard)],
+        [*NOBODY, ANY_USERS_PYTHON, "-c", LISTENER, HEAD, str(TRAP), str(heard)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
