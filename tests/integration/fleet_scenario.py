@@ -308,6 +308,7 @@ def main(work: Path) -> None:
         said["hosts"] = iolab(
             "run", str(work / "hosts.toml"), "--fleet", HEAD, "--json", results=work / "hosts.db"
         )
+        said["a after hosts"] = sorted(p.name for p in (work / "a").iterdir())
         # no host in the matrix: runs spread over [fleet] hosts
         said["spread"] = iolab(
             "run", str(work / "spread.toml"), "--json", results=work / "spread.db"
