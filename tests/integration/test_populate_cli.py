@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import interruptible, make_dirs
+from tests.conftest import interruptible, make_dirs, small_tmpfs
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -107,22 +107,8 @@ def test_missing_data_dir(open_tmp: Path, results_db: Path) -> None:
 
 @pytest.fixture
 def tiny_tmpfs(open_tmp: Path) -> Iterator[Path]:
-    mnt = open_tmp / "iolab-full"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tiny tmpfs to fill needs root")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=3m,mode=0755", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"the kernel refused a tmpfs mount: {done.stderr.strip()}")
-    try:
+    with small_tmpfs(open_tmp / "iolab-full", "3m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_disk_full_fails_the_run_and_touches_nothing_else(

@@ -9,8 +9,6 @@ IOLAB_CACHE), removed at the end.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.workloads import tpch_data
 from iolab.workloads.tpch import TpchOptions, load_and_query, run_tpch
-from tests.conftest import make_dirs, requires_mariadb
+from tests.conftest import make_dirs, requires_mariadb, small_tmpfs
 from tests.integration.conftest import SF, check_answers, iolab, placed_under, tpch_json
 
 pytestmark = pytest.mark.integration
@@ -192,22 +190,8 @@ def test_an_extension_that_will_not_load_names_the_package(
 
 @pytest.fixture
 def tiny_cache(open_tmp: Path) -> Iterator[Path]:
-    mnt = open_tmp / "cache"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tiny tmpfs needs root")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"the kernel refused a tmpfs mount: {done.stderr.strip()}")
-    try:
+    with small_tmpfs(open_tmp / "cache", "2m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_a_cache_without_room_is_refused_before_generating(
