@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +135,23 @@ def small_tmpfs(mnt: Path, size: str) -> Iterator[Path]:
         yield mnt
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def in_network_namespace(code: str, *args: str) -> Any:
+    """Run the Python ``code`` with ``args`` inside a network namespace of its own (``unshare
+    -n``: a server it starts listens there only) and return the JSON it prints; the test is
+    skipped where no namespace can be made."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("unshare (util-linux) and ip (iproute2) are needed for a network namespace")
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a network namespace here: {probe.stderr.strip()}")
+    done = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_dirs
+from tests.conftest import in_network_namespace, make_dirs
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -340,22 +340,9 @@ EVERY_ADDRESS = textwrap.dedent(
 def test_serve_on_every_address_prints_this_machines_addresses(
     open_tmp: Path, results_db: Path
 ) -> None:
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("unshare (util-linux) and ip (iproute2) are needed for a network namespace")
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a network namespace here: {probe.stderr.strip()}")
     made = iolab("populate", *SMALL, cwd=open_tmp)
     assert made.returncode == 0, made.stderr.decode()
-    done = subprocess.run(
-        ["unshare", "-n", sys.executable, "-c", EVERY_ADDRESS, str(results_db)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = in_network_namespace(EVERY_ADDRESS, str(results_db))
     first, second = out["first"], out["second"]
     assert "0.0.0.0" not in first + second
     port = first.split("http://10.213.7.1:")[1].split("/")[0]

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import make_dirs
+from tests.conftest import in_network_namespace, make_dirs
 from tests.integration.test_populate_cli import IOLAB
 
 pytestmark = pytest.mark.integration
@@ -413,20 +413,7 @@ NAMESPACE_SCRIPT = textwrap.dedent(
 
 
 def test_beyond_loopback_every_request_needs_the_token(seeded: tuple[Path, Path]) -> None:
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        pytest.skip("unshare (util-linux) and ip (iproute2) are needed for a network namespace")
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a network namespace here: {probe.stderr.strip()}")
-    done = subprocess.run(
-        ["unshare", "-n", sys.executable, "-c", NAMESPACE_SCRIPT, str(seeded[1])],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = in_network_namespace(NAMESPACE_SCRIPT, str(seeded[1]))
     assert out["url"].startswith("http://10.213.7.1:")
     assert "access token" in out["second"]
     status, body = out["bare"]
