@@ -14,7 +14,9 @@ from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
+    CpusOption,
     JsonOption,
+    MemoryOption,
     NoProbesOption,
     ResultsOption,
     SampleIntervalOption,
@@ -158,6 +160,8 @@ def populate(
             "the last.",
         ),
     ] = 10.0,
+    memory: MemoryOption = None,
+    cpus: CpusOption = None,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
     results: ResultsOption = None,
@@ -198,6 +202,7 @@ def populate(
             **{"duration": duration, "warmup": warmup, "rate": rate},
             **{"checkpoint_every": checkpoint_every, "presize_wal": presize_wal},
             **{"steady_window": steady_window, "steady_tolerance": steady_tolerance},
+            **{"memory": memory, "cpus": cpus},
         },
     )
     with scratch_dir(not dirs and target is None, "populate") as scratch:
@@ -238,6 +243,7 @@ def scratch_dir(wanted: bool, kind: str) -> Iterator[Path]:
 
 def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     from iolab.cli.progress import ProgressView
+    from iolab.config.caps import caps_of
     from iolab.report import populate as populate_report
     from iolab.report import probes as probes_report
     from iolab.runner.kinds import KINDS, layout_of, populate_options
@@ -250,7 +256,9 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     name = f"populate {options.engine}" + (
         f" {options.dsn.redacted}" if options.dsn is not None else ""
     )
-    spec = CommandRun(name, "populate", options.params(), roles, versions)
+    capped = caps_of(params)  # in the run's name and its cell's parameters
+    name += "".join(f" {k}={v}" for k, v in capped.items())
+    spec = CommandRun(name, "populate", options.params() | capped, roles, versions)
     with open_store(results) as store, view:
         run_id, outcome = execute(store, spec, body, view)
     s = outcome.summary

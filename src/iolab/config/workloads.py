@@ -25,6 +25,7 @@ from pydantic import (
     model_serializer,
 )
 
+from iolab.config.caps import Caps
 from iolab.config.fields import flag_of
 from iolab.engines import catalog
 from iolab.errors import BadInput
@@ -198,7 +199,7 @@ VARIATION_DEFAULTS: dict[str, Any] = {
 }
 
 
-class PopulateWorkload(Section):
+class PopulateWorkload(Section, Caps):
     kind: Literal["populate"]
     engine: Annotated[str, AfterValidator(_one_of(catalog.POPULATE_ENGINES))] = (
         catalog.DEFAULT_ENGINE
@@ -400,7 +401,7 @@ class DiskWorkload(Section):
         return v
 
 
-class TpchWorkload(Section):
+class TpchWorkload(Section, Caps):
     kind: Literal["tpch"]
     engine: Annotated[str, AfterValidator(_one_of(catalog.TPCH_ENGINES))] = catalog.TPCH_DEFAULT
     scale_factor: float = Field(default=1.0, gt=0)

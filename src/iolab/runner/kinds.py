@@ -24,6 +24,7 @@ from iolab.engines.interface import Layout
 from iolab.engines.loading import KeyKind, LoadMethod, LoadMode
 from iolab.events import EventSink
 from iolab.results import RunOutcome
+from iolab.runner import caps
 from iolab.units import parse_size
 
 if TYPE_CHECKING:
@@ -225,6 +226,7 @@ def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
     layout, on_device = checked.layout(params)
     options = populate_options(params, layout)
     options.validate()
+    caps.check(params)
     _engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
@@ -240,8 +242,10 @@ def _populate(
     layout = layout_of(params, resolve)
     options = populate_options(params, layout)
     preflight(options)
+    caps.check(params)
     roles = layout.roles()
-    return (lambda outcome: run_populate(options, outcome, events)), roles, {}
+    body = caps.capped(params, lambda outcome: run_populate(options, outcome, events))
+    return body, roles, caps.recorded(params)
 
 
 def _populate_judge(params: Mapping[str, Any]) -> Judged:
@@ -361,6 +365,7 @@ def _tpch_check(params: Mapping[str, Any], checked: Checked) -> None:
     layout, on_device = checked.layout(params)
     options = tpch_options(params, layout)
     options.validate()
+    caps.check(params)
     _engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
@@ -378,8 +383,10 @@ def _tpch(
     options = tpch_options(params, layout)
     preflight(options)
     check_layout(layout)
+    caps.check(params)
     roles = layout.roles()
-    return (lambda outcome: run_tpch(options, outcome, events)), roles, {}
+    body = caps.capped(params, lambda outcome: run_tpch(options, outcome, events))
+    return body, roles, caps.recorded(params)
 
 
 def _tpch_estimate(params: Mapping[str, Any]) -> float:
