@@ -14,6 +14,8 @@ No number here is a time: the device's bytes, the kernel's counters of the group
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,33 @@ def _series(doc: dict[str, Any], probe: str, name: str) -> dict[str, Any]:
     return found[0]
 
 
+@pytest.fixture
+def own_device(open_tmp: Path) -> Iterator[tuple[Path, str]]:
+    """An ext4 filesystem on a loop device of the test's own, mounted (mode 0755): its
+    /proc/diskstats line counts this test's reads alone, whatever else the machine's disks do.
+    Yields the mount point and the device's name."""
+    backing, mnt = open_tmp / "device.img", open_tmp / "mnt"
+    with backing.open("wb") as f:
+        f.truncate(640 << 20)
+    loop = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
+    )
+    if loop.returncode != 0:
+        pytest.skip(f"no loop device: {loop.stderr.strip()}")
+    dev = loop.stdout.strip()
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        mnt.mkdir()
+        subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
+        try:
+            mnt.chmod(0o755)
+            yield mnt, Path(dev).name
+        finally:
+            subprocess.run(["umount", str(mnt)], check=False)
+    finally:
+        subprocess.run(["losetup", "--detach", dev], check=False)
+
+
 def _tpch_q1(data: Path, *caps: str) -> dict[str, Any]:
     """A warm TPC-H Q1 (a scan of lineitem, 600,572 rows at SF 0.1), shared_buffers small."""
     done = iolab(
@@ -59,22 +88,27 @@ def _tpch_q1(data: Path, *caps: str) -> dict[str, Any]:
 
 
 def test_a_warm_scan_larger_than_the_memory_cap_reads_the_device(
-    open_tmp: Path, results_db: Path
+    own_device: tuple[Path, str], cache: Path, results_db: Path
 ) -> None:
-    capped_dir, free_dir = make_dirs(open_tmp, "capped", "free")
+    mnt, device = own_device
+    capped_dir, free_dir = make_dirs(mnt, "capped", "free")
     capped = _tpch_q1(capped_dir, "--memory", "96MiB")
     free = _tpch_q1(free_dir)
 
     def device_read(doc: dict[str, Any]) -> int:
         (q1,) = doc["query_results"]
-        return sum(int(d["read_bytes"]) for d in q1["io"].values() if "data" in d["roles"])
+        return int(q1["io"][device]["read_bytes"])
 
     # lineitem as PostgreSQL read it into its buffers, once per scan (the untimed warm-up and
-    # the timed query): each scan reads every page of it through a small ring
-    table = _series(capped, "postgres", "blocks_read_per_s")["total"] * BLOCK / 2
-    assert table > 50e6, table  # lineitem at SF 0.1 is about 80 MB
+    # the timed query): each scan reads every page of it through a small ring. The counters
+    # reach the statistics up to a second late, so a run's last sample may miss some: the
+    # larger of the two runs' counts.
+    table = max(
+        _series(doc, "postgres", "blocks_read_per_s")["total"] * BLOCK / 2 for doc in (capped, free)
+    )
+    assert table > 50e6, table  # lineitem at SF 0.1 is about 100 MB
     assert device_read(capped) >= 0.8 * table, (device_read(capped), table)
-    assert device_read(free) <= 0.2 * table, (device_read(free), table)  # the page cache's
+    assert device_read(free) <= 0.05 * table, (device_read(free), table)  # the page cache's
     # the cap held: the group's memory reached it and stayed under it
     memory = _series(capped, "cgroup", "memory_mb")
     limit = _series(capped, "cgroup", "memory_limit_mb")["peak"]

@@ -237,11 +237,14 @@ def held(memory: int | None, cpus: float | None) -> Iterator[Group]:
     _ACTIVE["run"] = group
     try:
         yield group
-    finally:
+    finally:  # also on Ctrl-C and failures: the servers have stopped by now
         _ACTIVE.pop("run", None)
         remaining = remove(group)
-        if remaining:
-            raise RunFailed(f"cannot remove the run's cgroup {remaining[0]}")
+    if remaining:  # (a run that ended in an error keeps its own error)
+        raise RunFailed(
+            f"cannot remove the run's cgroup {remaining[0]}; a command started after this "
+            "one has ended removes it"
+        )
 
 
 def current(hierarchy: Hierarchy, pid: int | str = "self") -> Path:
