@@ -66,4 +66,4 @@ def test_a_number_nobody_declared_has_no_direction() -> None:
     assert metrics.find("rows") is None  # a count of rows is not a measurement to compare
     with pytest.raises(KeyError, match="bananas_per_second is not declared"):
         metrics.lookup("bananas_per_second")
-    assert metrics.find("tests.SEQ1M Q8T1 read.iops") is metrics.METRICS["iops"]
+    assert metrics.find("tests.SEQ1M Q8T1 read.iops") is metrics.declared()["iops"]

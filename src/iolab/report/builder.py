@@ -40,13 +40,13 @@ from iolab.report import spectrum
 from iolab.report import timeline as timeline_report
 from iolab.report.value import DiskGrid, ExperimentReport, ReportCell, ReportRun, RunView
 from iolab.results import ExperimentId, RunId
-from iolab.runner import kinds
-from iolab.runner.kinds import KINDS
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.database import RunRecord
 from iolab.store.experiments import StoredCell, StoredRun
 from iolab.store.overlaps import Overlap, overlaps
+from iolab.workloads.interface import judged as judged_by
+from iolab.workloads.registry import WORKLOADS
 
 Timelines = Literal["median", "all"]
 
@@ -177,7 +177,7 @@ def choose_metric(
     cfg: Mapping[str, Any], cells: Sequence[StoredCell], wanted: str | None
 ) -> tuple[str, metrics.Metric]:
     """The metric the statistics are about and its declaration: ``wanted`` when given, else
-    what the workload kind judges these cells by (:func:`iolab.runner.kinds.judged`: a fixed
+    what the workload kind judges these cells by (:func:`iolab.workloads.interface.judged`: a fixed
     count of rows by its elapsed time, a timed load by its rows/s; a disk experiment: its first
     test's MB/s). A number no workload declared in :mod:`iolab.metrics` has no direction, and
     one the cells hold constant by design (a timed load's elapsed time) measures nothing: both
@@ -186,8 +186,8 @@ def choose_metric(
     kind = workload.get("kind") if isinstance(workload, dict) else workload
     if not isinstance(kind, str) and cells:
         kind = cells[0].params.get("kind")
-    k = KINDS.get(str(kind))
-    judged = kinds.judged(k, [c.params for c in cells]) if k is not None else None
+    k = WORKLOADS.get(str(kind))
+    judged = judged_by(k, [c.params for c in cells]) if k is not None else None
     summaries = [r.summary for c in cells for r in c.runs if r.done]
     if wanted is None and judged is not None:
         return judged.metric, metrics.lookup(judged.metric)
@@ -208,7 +208,7 @@ def choose_metric(
 
 def _first_disk_test(cells: Sequence[StoredCell], summaries: Sequence[Mapping[str, Any]]) -> str:
     """``tests.<the profile's first test that ran>.mbps`` (CrystalDiskMark's first row)."""
-    from iolab.workloads.diskmark import profile_tests
+    from iolab.workloads.disk.run import profile_tests
 
     ran = {t for s in summaries for t in s.get("tests") or {}}
     profiles = [c.params["profile"] for c in cells if c.params.get("profile") in DISK_PROFILES]

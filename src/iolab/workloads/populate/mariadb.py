@@ -54,7 +54,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from iolab.engines.loading import (
+from iolab.engines.external import Objects
+from iolab.engines.interface import Engine
+from iolab.errors import BadInput, IolabError
+from iolab.latency.recording import LoaderClock, OpKind
+from iolab.workloads.populate.loading import (
     TABLE,
     KeyKind,
     LoadMethod,
@@ -64,8 +68,6 @@ from iolab.engines.loading import (
     TableStats,
     key_factory,
 )
-from iolab.errors import BadInput, IolabError
-from iolab.latency.recording import LoaderClock, OpKind
 
 PROCEDURE = "iolab_load"
 UUID7_FUNCTION = "iolab_uuid7"
@@ -524,3 +526,18 @@ BEGIN
     DEALLOCATE PREPARE iolab_rows;
   END IF;
 END"""
+
+
+OBJECTS = Objects(tables=(TABLE,), procedures=(PROCEDURE,), functions=(UUID7_FUNCTION,))
+
+
+def dialect(engine: Engine) -> MariaDBPopulate:
+    """The population workload's SQL for a running server: its page size, its directories."""
+    conn: Any = engine.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT @@innodb_page_size")
+            page_size = int(cur.fetchone()[0])
+    finally:
+        conn.close()
+    return MariaDBPopulate([Path(d) for d in engine.spaces()], page_size)
