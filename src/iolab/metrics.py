@@ -1,15 +1,15 @@
 """Every number a workload records, declared once: its unit, which way is better, how to show it.
 
-Findings, ``--metric``, charts and exports ask this registry; nothing guesses from a name. A
-metric of a table inside a summary (``tests.SEQ1M Q8T1 read.mbps`` of a disk run) is declared by
-its last part (``mbps``).
+Each workload declares its own numbers beside it (``workloads/<name>/metrics.py``); what every
+workload's latency module records is declared here (:data:`COMMON`). Findings, ``--metric``,
+charts and exports find a declaration through the registry (:func:`iolab.workloads.registry.
+find_metric`); nothing guesses from a name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cache
 
 
 class Quantity(StrEnum):
@@ -73,32 +73,3 @@ COMMON: tuple[Metric, ...] = (
 def declare(name: str, unit: str, quantity: Quantity, lower: bool, description: str) -> Metric:
     """One number a workload records (a workload's ``metrics.py`` lists its own)."""
     return Metric(name, unit, quantity, lower, description)
-
-
-@cache
-def declared() -> dict[str, Metric]:
-    """Every declared metric: the common ones and each registered workload's."""
-    from iolab.workloads.registry import WORKLOADS
-
-    every = [*COMMON, *(m for w in WORKLOADS.values() for m in w.metrics)]
-    return {m.name: m for m in every}
-
-
-def find(name: str) -> Metric | None:
-    """The declaration of ``name`` (a summary key, or a dotted path declared by its last part),
-    or None for a number no workload declared (a count of rows, a page size: not a measurement
-    to compare)."""
-    metrics = declared()
-    return metrics.get(name) or metrics.get(name.rsplit(".", 1)[-1])
-
-
-def lookup(name: str) -> Metric:
-    """The declaration of ``name``; KeyError for a number no workload declared."""
-    found = find(name)
-    if found is None:
-        raise KeyError(f"{name} is not declared in iolab.metrics")
-    return found
-
-
-def lower_is_better(name: str) -> bool:
-    return lookup(name).lower_is_better

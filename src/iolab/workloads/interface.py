@@ -307,6 +307,11 @@ class Workload:
     metrics: tuple[Metric, ...] = ()  # every number it records (see iolab.metrics)
     # the programs it runs itself are installed (MissingTool), as a fleet's host checks them
     check_tools: Callable[[], None] | None = None
+    # with no single metric: the number a report is about when --metric is not given, from the
+    # cells' parameters and their finished runs' summaries (BadInput when none ran)
+    first_metric: (
+        Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], str] | None
+    ) = None
 
     def judged(self, params: Mapping[str, Any]) -> Judged | None:
         """What a cell of these parameters is judged by (None: no single number, a disk
@@ -371,7 +376,7 @@ def layout_of(params: Mapping[str, Any], resolve: Resolve) -> Layout:
 
 
 def on_device(params: Mapping[str, Any]) -> bool:
-    from iolab.config.experiment import DEVICE_PREFIX  # the experiment files' model: on use
+    from iolab.testbed.paths import PREFIX as DEVICE_PREFIX
 
     dirs = [*params["data_dirs"], params.get("wal_dir"), params.get("temp_dir")]
     return any(str(d).startswith(DEVICE_PREFIX) for d in dirs if d)

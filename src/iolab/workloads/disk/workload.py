@@ -3,10 +3,11 @@ before any run is recorded, its run and its estimate (no single number: a profil
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from iolab.errors import BadInput
 from iolab.events import EventSink
 from iolab.results import RunOutcome
 from iolab.units import parse_size
@@ -77,6 +78,22 @@ def _disk_estimate(params: Mapping[str, Any]) -> float:
     return options.estimated_seconds() + 10.0  # and writing the test file
 
 
+PROFILES_IN_ORDER = ("default", "nvme", "peak", "real", "db")  # a sweep's: give --metric
+
+
+def _first_test(cells: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]]) -> str:
+    """``tests.<the profile's first test that ran>.mbps`` (CrystalDiskMark's first row)."""
+    from iolab.workloads.disk.run import profile_tests
+
+    ran = {t for s in summaries for t in s.get("tests") or {}}
+    profiles = [c["profile"] for c in cells if c.get("profile") in PROFILES_IN_ORDER]
+    order = [t.label for t in profile_tests(profiles[0], mix=True)] if profiles else []
+    first = next((t for t in order if t in ran), None) or min(ran, default=None)
+    if first is None:
+        raise BadInput("EXPERIMENT", "disk", "it has no finished test to report on")
+    return f"tests.{first}.mbps"
+
+
 def _fio() -> None:
     from iolab.fio.runner import fio_path
 
@@ -93,5 +110,6 @@ WORKLOAD = Workload(
     estimate=_disk_estimate,
     check=_disk_check,
     check_tools=_fio,
+    first_metric=_first_test,
     metrics=metrics.METRICS,
 )

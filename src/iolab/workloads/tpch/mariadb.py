@@ -30,7 +30,7 @@ After the load, in parallel on ``loaders`` connections: the secondary indexes of
 ``ANALYZE TABLE ... PERSISTENT FOR ALL`` of every table (InnoDB's statistics and MariaDB's
 engine-independent column statistics and histograms, which its optimizer uses for conditions on
 columns without an index), then every dirty page is written (see
-:func:`iolab.workloads.populate.mariadb.checkpoint`), so
+:func:`iolab.engines.innodb.checkpoint`), so
 compressed pages are in the files when their
 size is measured.
 
@@ -48,9 +48,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from iolab.engines.innodb import checkpoint, placement, sql_string
 from iolab.engines.interface import Engine
 from iolab.errors import BadInput, RunFailed
-from iolab.workloads.populate.mariadb import checkpoint, placement, sql_string
 from iolab.workloads.tpch.dialect import (
     COLUMNS,
     INDEXES,
