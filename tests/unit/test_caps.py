@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab.config.workloads import PopulateWorkload, TpchWorkload
-from iolab.runner.caps import recorded, setting_bytes
 from iolab.system.cgroups import Hierarchy, find
+from iolab.workloads.caps import recorded, setting_bytes
+from iolab.workloads.populate.options import PopulateWorkload
+from iolab.workloads.tpch.options import TpchWorkload
 
 HYBRID = """\
 32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu

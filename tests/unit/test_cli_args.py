@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from iolab import __version__
-from iolab.config.caps import CPUS_HELP, MEMORY_HELP
 from iolab.results import RunOutcome
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
+from iolab.workloads.caps import CPUS_HELP, MEMORY_HELP
 from tests.unit.cli import Result, iolab, no_programs
 
 NOT_ALLOWED = "is not allowed;"

@@ -1,5 +1,11 @@
-"""A run under its caps (``--memory``, ``--cpus``): what is refused before it is recorded, and
-the cgroup it runs in.
+"""The caps on the engine under test (``--memory``, ``--cpus``): the options, what is refused
+before a run is recorded, and the cgroup the run runs in (docs/caps.md).
+
+**The options**: :class:`Caps`, a mixin of the workloads that run an engine (populate, tpch):
+``--memory 256MiB``, ``--cpus 0.5``; ``memory = "256MiB"`` in a file or a matrix. The model
+checks only the values (a size above zero, CPUs above zero); :func:`check` what the machine and
+the engine say of them. A cap left out is not in a cell's parameters, so that files without
+caps keep their cells' names.
 
 **Servers** (PostgreSQL's postmaster and backends, mariadbd) run in the run's cgroup: they join
 it as they start (:mod:`iolab.system.cgroups`). iolab's own process, its loaders and its probes
@@ -7,7 +13,7 @@ stay outside: the caps hold the engine, not the client that drives it.
 
 **Embedded engines** (SQLite, DuckDB) run inside iolab's process, so iolab's process enters the
 cgroup for the run and leaves it after: the cap holds the engine together with iolab's loaders
-and probes (docs/caps.md).
+and probes.
 """
 
 from __future__ import annotations
@@ -19,9 +25,59 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from iolab.config.caps import caps_of, memory_bytes
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from iolab.errors import BadInput
 from iolab.results import RunOutcome
+from iolab.units import parse_size
+
+MEMORY_HELP = "give a size above zero with its unit, e.g. 256MiB or 2GiB"
+CPUS_HELP = "give CPUs above zero, fractions allowed, e.g. 0.5, 1 or 1.5"
+
+
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+class Caps(BaseModel):
+    """``memory``: the engine and the page cache its files fill are held to this size;
+    ``cpus``: its processes get this many CPUs' time (a quota per period)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory: str | None = Field(default=None, exclude_if=_absent)
+    cpus: float | None = Field(default=None, exclude_if=_absent, allow_inf_nan=False)
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, v: object) -> object:
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, str | int):
+            raise ValueError(MEMORY_HELP)
+        try:
+            parse_size(str(v).strip(), "memory")
+        except BadInput:
+            raise ValueError(MEMORY_HELP) from None
+        return str(v).strip()
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, v: float | None) -> float | None:
+        if v is not None and v <= 0:
+            raise ValueError(CPUS_HELP)
+        return v
+
+
+def memory_bytes(value: str | None) -> int | None:
+    """The memory cap in bytes (None: no cap)."""
+    return None if value is None else parse_size(value, "--memory")
+
+
+def caps_of(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The caps a cell's parameters hold (only those given)."""
+    return {k: params[k] for k in ("memory", "cpus") if params.get(k) is not None}
+
 
 MARGIN = 64 << 20  # memory a server needs beside its buffer pool: processes, catalogs, sockets
 _SETTING = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)[bB]?\s*$")
