@@ -17,7 +17,7 @@ of each side, and per round the pair, whose median cancels the drift between rou
 whatever the verdict (2 on bad input, 1 when a run failed). Needs root (the cgroup).
 
     .venv/bin/python bench/caps_overhead.py [--rows 50000] [--connections 16] [--rounds 5]
-        [--memory 8GiB] [--json]
+        [--memory 8GiB] [--cpus all|none|N] [--json]
 """
 
 from __future__ import annotations
@@ -56,13 +56,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--memory", default="8GiB")
+    parser.add_argument("--cpus", default="all", help='a quota in CPUs, "all", or "none"')
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.rows < 1 or args.connections < 1 or args.rounds < 1:
         print("caps_overhead: --rows, --connections and --rounds: give 1 or more", file=sys.stderr)
         return 2
-    cpus = str(len(os.sched_getaffinity(0)))
-    caps = ["--memory", args.memory, "--cpus", cpus]
+    cpus = str(len(os.sched_getaffinity(0))) if args.cpus == "all" else args.cpus
+    caps = ["--memory", args.memory] + ([] if cpus == "none" else ["--cpus", cpus])
     samples: dict[str, list[float]] = {CAPPED: [], FREE: []}
     with tempfile.TemporaryDirectory(prefix="iolab-caps-bench-") as scratch:
         results = Path(scratch) / "results.db"
