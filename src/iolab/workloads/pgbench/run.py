@@ -1,0 +1,171 @@
+"""A pgbench run on a layout: provision PostgreSQL, ``pgbench -i``, the measured run under the
+probes, and the run's record (pgbench's numbers, its progress as series, iolab's percentiles of
+its transaction log, the scripts' text and hash)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from iolab.engines import catalog
+from iolab.engines.clients import POSTGRES, bundled, endpoint
+from iolab.engines.interface import Layout, running
+from iolab.engines.postgres import HOW_TO_GET
+from iolab.errors import BadInput, MissingTool
+from iolab.events import EventSink, Measured, Phase
+from iolab.latency.data import LatencyData
+from iolab.latency.data import series as latency_series
+from iolab.latency.data import summary as latency_summary
+from iolab.probes.recorder import recording
+from iolab.process import run
+from iolab.results import RunOutcome
+from iolab.workloads.drivers import (
+    ToolFailed,
+    driver_recorder,
+    progress_series,
+    run_tool,
+    tool_env,
+    with_tail,
+)
+from iolab.workloads.pgbench import arguments, output
+from iolab.workloads.pgbench.arguments import DEFAULT_INIT, PgbenchArgs
+
+LOG_PREFIX = "pgbench_log"
+INIT_LOG_MAX = 64 * 1024  # characters of pgbench -i's output kept with the run
+
+
+def engines() -> tuple[str, ...]:
+    """The engines pgbench can drive: those that speak PostgreSQL's protocol."""
+    return tuple(k.name for k in catalog.KINDS.values() if k.client == POSTGRES)
+
+
+@dataclass(frozen=True)
+class PgbenchOptions:
+    """A pgbench run: ``run_args`` as after ``--``, ``init_args`` as words (``-i`` among them);
+    ``cwd``: where pgbench runs and relative script paths are read (the command's directory)."""
+
+    engine: str
+    layout: Layout
+    run_args: tuple[str, ...]
+    init_args: tuple[str, ...] = DEFAULT_INIT
+    pg_bin: Path | None = None
+    sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
+    cwd: Path | None = None
+
+    @property
+    def workdir(self) -> Path:
+        return self.cwd if self.cwd is not None else Path.cwd()
+
+    def validate(self) -> PgbenchArgs:
+        """Refuse what cannot run, before anything is made; the checked arguments."""
+        kind = catalog.kind(self.engine)
+        if kind.client != POSTGRES:
+            raise BadInput(
+                "--engine", self.engine, "pgbench drives " + " or ".join(engines()) + " only"
+            )
+        if self.sample_interval is not None and not self.sample_interval >= 0.1:
+            raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
+        return arguments.check(self.init_args, self.run_args, self.workdir)
+
+
+def preflight(options: PgbenchOptions) -> PgbenchArgs:
+    """Checks that need no run record: the options, the arguments and scripts, the engine."""
+    checked = options.validate()
+    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
+    return checked
+
+
+def run_pgbench(options: PgbenchOptions, outcome: RunOutcome, events: EventSink) -> None:
+    """PostgreSQL on the layout, ``pgbench -i``, the measured run; results into ``outcome``."""
+    checked = preflight(options)
+    engine = catalog.create(options.engine, options.layout, pg_bin=options.pg_bin)
+    program = bundled(engine, "pgbench")
+    if program is None or not (program.is_file() and os.access(program, os.X_OK)):
+        raise MissingTool(f"pgbench (looked in {program.parent if program else 'no'})", HOW_TO_GET)
+    for script in checked.scripts:
+        outcome.logs[script.log_name] = script.text
+    events(Phase(f"provisioning {options.engine}"))
+    with running(engine, "the pgbench run") as placement:
+        ep = endpoint(engine)
+        connect = ["-h", str(ep.socket), "-p", str(ep.port), "-U", ep.user]
+        env = tool_env()
+        cwd = options.workdir
+        summary = outcome.summary
+        summary.update(
+            {
+                "tool": "pgbench",
+                "tool_version": run([program, "--version"]).stdout.strip(),
+                "engine": options.engine,
+                "engine_version": engine.version(),
+                "init_args": list(checked.init),
+                "run_args": list(checked.run),
+                "script_files": [s.stored() for s in checked.scripts],
+            }
+        )
+        events(Phase("pgbench " + " ".join(checked.init)))
+        t0 = time.perf_counter()
+        init = run_tool(
+            [program, *connect, *checked.init, ep.database], cwd=cwd, env=env, what="pgbench -i"
+        )
+        summary["init_seconds"] = time.perf_counter() - t0
+        outcome.logs["pgbench init"] = (init.stdout + init.stderr)[-INIT_LOG_MAX:]
+        with tempfile.TemporaryDirectory(prefix="iolab-pgbench-") as work:
+            prefix = Path(work) / LOG_PREFIX
+            extra = ["-l", f"--log-prefix={prefix}"]
+            if not checked.run_options.has("-P", "--progress"):
+                extra += ["-P", "1"]
+            argv: list[str | Path] = [program, *connect, *extra, *checked.run, ep.database]
+            recorder = driver_recorder(engine, placement, options.sample_interval, events)
+            events(Phase("pgbench " + " ".join(checked.run)))
+            with recording(recorder, outcome):
+                offset = time.perf_counter() - recorder.t0 if recorder is not None else 0.0
+                start_unix = time.time()
+                try:
+                    done = run_tool(argv, cwd=cwd, env=env, what="pgbench")
+                except ToolFailed as exc:
+                    outcome.logs["pgbench"] = exc.output
+                    raise
+            outcome.logs["pgbench"] = done.stdout + done.stderr
+            log = output.read_logs(sorted(Path(work).glob(LOG_PREFIX + ".*")), start_unix)
+        _record(outcome, done.stdout, done.stderr, log, start_unix, offset, checked)
+        summary["settings"] = engine.effective_settings()
+        events(Measured("pgbench", f"{summary['tps']:,.1f} tps, {summary['transactions']} tx"))
+
+
+def _record(
+    outcome: RunOutcome,
+    stdout: str,
+    stderr: str,
+    log: output.TransactionLog,
+    start_unix: float,
+    offset: float,
+    checked: PgbenchArgs,
+) -> None:
+    """pgbench's numbers into the summary, its progress and iolab's latency series into the
+    probes, the transaction log's histograms into the run's latency record."""
+    parsed = output.summary(stdout)
+    scripts: list[dict[str, Any]] = []
+    for script in parsed.scripts:
+        found = log.per_script.get(script.number)
+        if found is not None:
+            script.histogram = found
+        scripts.append(script.summary())
+    outcome.latency = LatencyData(log.intervals, 1.0, start_unix, probe_offset_s=offset)
+    outcome.summary.update(parsed.numbers)
+    outcome.summary["scripts"] = scripts
+    outcome.summary["latency"] = latency_summary(outcome.latency, True)
+    outcome.summary["logged_failed"] = log.failed
+    # pgbench's tps leaves out the initial connection time: count / tps is its measured time
+    end = float(parsed.numbers["transactions"]) / float(parsed.numbers["tps"] or 1.0)
+    lines = with_tail(output.progress(stderr), "tps", float(parsed.numbers["transactions"]), end)
+    series = [
+        *progress_series(output.PROBE, lines, output.QUANTITIES, offset),
+        *latency_series(outcome.latency),
+    ]
+    if outcome.probes is not None:
+        outcome.probes = replace(outcome.probes, series=outcome.probes.series + tuple(series))
+    outcome.summary["progress_interval_s"] = checked.progress_s
