@@ -13,9 +13,14 @@ from iolab.workloads.drivers import Progress, parse_options, with_tail
 from iolab.workloads.pgbench import output
 from iolab.workloads.pgbench.arguments import split_init
 from iolab.workloads.pgbench.run import PgbenchOptions
+from iolab.workloads.sysbench import output as sysbench_output
+from iolab.workloads.sysbench.arguments import SCRIPT_DIR
+from iolab.workloads.sysbench.run import SysbenchOptions
 
 
-def _pgbench(run: tuple[str, ...], init: tuple[str, ...] = ("-i",), engine: str = "postgres"):
+def _pgbench(
+    run: tuple[str, ...], init: tuple[str, ...] = ("-i",), engine: str = "postgres"
+) -> PgbenchOptions:
     return PgbenchOptions(engine, Layout((Path("/var/tmp"),)), run, init, cwd=Path("/"))
 
 
@@ -155,3 +160,107 @@ def test_the_unreported_last_interval_holds_the_rest_of_the_count() -> None:
     filled = with_tail(lines, "tps", 270.0, 2.5)
     assert filled[-1] == Progress(2.5, 0.5, {"tps": 100.0})
     assert with_tail(lines, "tps", 220.0, 2.001) == lines
+
+
+def _sysbench(
+    words: tuple[str, ...], engine: str = "mariadb", cwd: Path = Path("/")
+) -> SysbenchOptions:
+    return SysbenchOptions(engine, Layout((Path("/var/tmp"),)), words, cwd=cwd)
+
+
+needs_sysbench = pytest.mark.skipif(not SCRIPT_DIR.is_dir(), reason="sysbench is not installed")
+
+
+@needs_sysbench
+@pytest.mark.parametrize(
+    ("words", "line"),
+    [
+        (("oltp_read_write", "--mysql-socket=/tmp/s"), "'--mysql-socket=/tmp/s' is not allowed"),
+        (("oltp_read_write", "--pgsql-host=x"), "'--pgsql-host=x' is not allowed; iolab connects"),
+        (("oltp_read_write", "--db-driver=mysql"), "'--db-driver=mysql' is not allowed"),
+        (("oltp_read_write", "--mysql-password=pw"), "'--mysql-password=pw' is not allowed"),
+        (
+            ("oltp_read_write", "run"),
+            "sysbench arguments: 'run' is not allowed; iolab runs prepare",
+        ),
+        (("oltp_read_write", "--histogram"), "'--histogram' is not allowed; iolab turns"),
+        (("--threads=4",), "sysbench SCRIPT: missing; give the script first"),
+        (("oltp_nonsense",), "sysbench SCRIPT: 'oltp_nonsense' is not allowed; give a Lua file"),
+        (("/nonexistent/app.lua",), "sysbench SCRIPT: '/nonexistent/app.lua' is not allowed"),
+        (("oltp_read_write", "--report-interval=0"), "--report-interval: '0' is not allowed"),
+    ],
+)
+def test_sysbench_refuses_with_one_line(words: tuple[str, ...], line: str) -> None:
+    with pytest.raises(BadInput) as refused:
+        _sysbench(words).validate()
+    assert line in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_sysbench_drives_servers_only() -> None:
+    with pytest.raises(BadInput) as refused:
+        _sysbench(("oltp_read_write",), engine="sqlite").validate()
+    assert str(refused.value) == (
+        "--engine: 'sqlite' is not allowed; sysbench drives postgres or mariadb only"
+    )
+
+
+@needs_sysbench
+def test_sysbench_arguments_pass_through(tmp_path: Path) -> None:
+    words = ("oltp_read_write", "--tables=4", "--table-size=100000", "--threads=8", "--time=30")
+    checked = _sysbench(words).validate()
+    assert checked.args == words[1:] and checked.builtin and checked.report_s == 1.0
+    assert checked.script.path == SCRIPT_DIR / "oltp_read_write.lua"
+    (tmp_path / "app.lua").write_text("function event() end\n")
+    mine = _sysbench(("./app.lua", "--report-interval=5"), cwd=tmp_path).validate()
+    assert not mine.builtin and mine.report_s == 5.0 and mine.script.text.startswith("function")
+
+
+SYSBENCH_OUT = (
+    "[ 1s ] thds: 2 tps: 379.74 qps: 7615.70 (r/w/o: 5335.28/1518.94/761.47) "
+    "lat (ms,95%): 10.65 err/s: 0.00 reconn/s: 0.00\n"
+    "[ 2s ] thds: 2 tps: 407.07 qps: 8155.45 (r/w/o: 5711.02/1629.29/815.15) "
+    "lat (ms,95%): 12.08 err/s: 1.00 reconn/s: 0.00\n"
+    """\
+Latency histogram (values are in milliseconds)
+       value  ------------- distribution ------------- count
+       1.025 |**                                       1
+       2.032 |*********                                3
+
+SQL statistics:
+    queries performed:
+        read:                            7126
+        write:                           2036
+        other:                           1018
+        total:                           10180
+    transactions:                        509    (169.44 per sec.)
+    queries:                             10180  (3388.79 per sec.)
+    ignored errors:                      0      (0.00 per sec.)
+    reconnects:                          0      (0.00 per sec.)
+
+General statistics:
+    total time:                          3.0037s
+    total number of events:              509
+
+Latency (ms):
+         min:                                    1.08
+         avg:                                   11.79
+         max:                                   54.07
+         99th percentile:                       27.17
+         sum:                                 5999.65
+"""
+)
+
+
+def test_sysbench_report_progress_and_histogram() -> None:
+    n = sysbench_output.summary(SYSBENCH_OUT)
+    assert n["tps"] == 169.44 and n["transactions"] == 509 and n["qps"] == 3388.79
+    assert n["reads"] == 7126 and n["writes"] == 2036 and n["total_seconds"] == 3.0037
+    assert n["latency_avg_ms"] == 11.79 and n["percentile"] == 99 and n["latency_pct_ms"] == 27.17
+    lines = sysbench_output.progress(SYSBENCH_OUT)
+    assert [(p.t, p.values["tps"], p.values["errors_per_s"]) for p in lines] == [
+        (1.0, 379.74, 0.0),
+        (2.0, 407.07, 1.0),
+    ]
+    h = sysbench_output.histogram(SYSBENCH_OUT)
+    assert h.total == 4 and h.min_us == 1025 and h.max_us == 2032
