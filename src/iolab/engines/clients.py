@@ -2,8 +2,8 @@
 
 A server iolab provisions listens on a private unix socket only, trusts local connections and
 holds one benchmark database; :func:`endpoint` says where that socket is and whom to connect as,
-in the words each wire protocol's clients take. The protocol an engine speaks is its
-descriptor's ``client`` (:mod:`iolab.engines.catalog`); an embedded engine has none.
+in the words each wire protocol's clients take (an embedded engine has no endpoint). Which
+engines a driver drives is the driver's to say (``workloads/<driver>/run.py``).
 """
 
 from __future__ import annotations
