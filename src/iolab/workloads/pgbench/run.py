@@ -13,7 +13,7 @@ from typing import Any
 
 from iolab.engines import catalog
 from iolab.engines.clients import bundled, endpoint
-from iolab.engines.interface import Layout, running
+from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.engines.postgres import HOW_TO_GET
 from iolab.errors import BadInput, MissingTool
 from iolab.events import EventSink, Measured, Phase
@@ -51,6 +51,7 @@ class PgbenchOptions:
     layout: Layout
     run_args: tuple[str, ...]
     init_args: tuple[str, ...] = DEFAULT_INIT
+    init: bool = True  # False: the database already holds what the run needs (--no-init)
     pg_bin: Path | None = None
     sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
     cwd: Path | None = None
@@ -78,33 +79,54 @@ def preflight(options: PgbenchOptions) -> PgbenchArgs:
     return checked
 
 
+def program_of(engine: Engine) -> Path:
+    """The pgbench that comes with the engine's PostgreSQL binaries; MissingTool if none."""
+    found = bundled(engine, "pgbench")
+    if found is None or not (found.is_file() and os.access(found, os.X_OK)):
+        raise MissingTool(f"pgbench (looked in {found.parent if found else 'no'})", HOW_TO_GET)
+    return found
+
+
 def run_pgbench(options: PgbenchOptions, outcome: RunOutcome, events: EventSink) -> None:
     """PostgreSQL on the layout, ``pgbench -i``, the measured run; results into ``outcome``."""
     checked = preflight(options)
     engine = catalog.create(options.engine, options.layout, pg_bin=options.pg_bin)
-    program = bundled(engine, "pgbench")
-    if program is None or not (program.is_file() and os.access(program, os.X_OK)):
-        raise MissingTool(f"pgbench (looked in {program.parent if program else 'no'})", HOW_TO_GET)
-    for script in checked.scripts:
-        outcome.logs[script.log_name] = script.text
+    program = program_of(engine)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the pgbench run") as placement:
-        ep = endpoint(engine)
-        connect = ["-h", str(ep.socket), "-p", str(ep.port), "-U", ep.user]
-        env = tool_env()
-        cwd = options.workdir
-        summary = outcome.summary
-        summary.update(
-            {
-                "tool": "pgbench",
-                "tool_version": run([program, "--version"]).stdout.strip(),
-                "engine": options.engine,
-                "engine_version": engine.version(),
-                "init_args": list(checked.init),
-                "run_args": list(checked.run),
-                "script_files": [s.stored() for s in checked.scripts],
-            }
-        )
+        drive(engine, placement, program, options, checked, outcome, events)
+
+
+def drive(
+    engine: Engine,
+    placement: Placement,
+    program: Path,
+    options: PgbenchOptions,
+    checked: PgbenchArgs,
+    outcome: RunOutcome,
+    events: EventSink,
+) -> None:
+    """On a running engine: ``pgbench -i`` (unless ``options.init`` is off), then the measured
+    run under the probes; results into ``outcome``."""
+    for script in checked.scripts:
+        outcome.logs[script.log_name] = script.text
+    ep = endpoint(engine)
+    connect = ["-h", str(ep.socket), "-p", str(ep.port), "-U", ep.user]
+    env = tool_env()
+    cwd = options.workdir
+    summary = outcome.summary
+    summary.update(
+        {
+            "tool": "pgbench",
+            "tool_version": run([program, "--version"]).stdout.strip(),
+            "engine": options.engine,
+            "engine_version": engine.version(),
+            "init_args": list(checked.init) if options.init else None,
+            "run_args": list(checked.run),
+            "script_files": [s.stored() for s in checked.scripts],
+        }
+    )
+    if options.init:
         events(Phase("pgbench " + " ".join(checked.init)))
         t0 = time.perf_counter()
         init = run_tool(
@@ -112,27 +134,27 @@ def run_pgbench(options: PgbenchOptions, outcome: RunOutcome, events: EventSink)
         )
         summary["init_seconds"] = time.perf_counter() - t0
         outcome.logs["pgbench init"] = (init.stdout + init.stderr)[-INIT_LOG_MAX:]
-        with tempfile.TemporaryDirectory(prefix="iolab-pgbench-") as work:
-            prefix = Path(work) / LOG_PREFIX
-            extra = ["-l", f"--log-prefix={prefix}"]
-            if not checked.run_options.has("-P", "--progress"):
-                extra += ["-P", "1"]
-            argv: list[str | Path] = [program, *connect, *extra, *checked.run, ep.database]
-            recorder = driver_recorder(engine, placement, options.sample_interval, events)
-            events(Phase("pgbench " + " ".join(checked.run)))
-            with recording(recorder, outcome):
-                offset = time.perf_counter() - recorder.t0 if recorder is not None else 0.0
-                start_unix = time.time()
-                try:
-                    done = run_tool(argv, cwd=cwd, env=env, what="pgbench")
-                except ToolFailed as exc:
-                    outcome.logs["pgbench"] = exc.output
-                    raise
-            outcome.logs["pgbench"] = done.stdout + done.stderr
-            log = output.read_logs(sorted(Path(work).glob(LOG_PREFIX + ".*")), start_unix)
-        _record(outcome, done.stdout, done.stderr, log, start_unix, offset, checked)
-        summary["settings"] = engine.effective_settings()
-        events(Measured("pgbench", f"{summary['tps']:,.1f} tps, {summary['transactions']} tx"))
+    with tempfile.TemporaryDirectory(prefix="iolab-pgbench-") as work:
+        prefix = Path(work) / LOG_PREFIX
+        extra = ["-l", f"--log-prefix={prefix}"]
+        if not checked.run_options.has("-P", "--progress"):
+            extra += ["-P", "1"]
+        argv: list[str | Path] = [program, *connect, *extra, *checked.run, ep.database]
+        recorder = driver_recorder(engine, placement, options.sample_interval, events)
+        events(Phase("pgbench " + " ".join(checked.run)))
+        with recording(recorder, outcome):
+            offset = time.perf_counter() - recorder.t0 if recorder is not None else 0.0
+            start_unix = time.time()
+            try:
+                done = run_tool(argv, cwd=cwd, env=env, what="pgbench")
+            except ToolFailed as exc:
+                outcome.logs["pgbench"] = exc.output
+                raise
+        outcome.logs["pgbench"] = done.stdout + done.stderr
+        log = output.read_logs(sorted(Path(work).glob(LOG_PREFIX + ".*")), start_unix)
+    _record(outcome, done.stdout, done.stderr, log, start_unix, offset, checked)
+    summary["settings"] = engine.effective_settings()
+    events(Measured("pgbench", f"{summary['tps']:,.1f} tps, {summary['transactions']} tx"))
 
 
 def _record(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from iolab.engines import catalog
 from iolab.engines.clients import MYSQL, Endpoint, endpoint
-from iolab.engines.interface import Layout, running
+from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.errors import BadInput
 from iolab.events import EventSink, Measured, Phase
 from iolab.probes.recorder import recording
@@ -64,6 +64,7 @@ class SysbenchOptions:
     engine: str
     layout: Layout
     words: tuple[str, ...]
+    init: bool = True  # False: the database already holds what the run needs (--no-init)
     pg_bin: Path | None = None
     sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
     cwd: Path | None = None
@@ -95,25 +96,40 @@ def preflight(options: SysbenchOptions) -> tuple[str, SysbenchArgs]:
 def run_sysbench(options: SysbenchOptions, outcome: RunOutcome, events: EventSink) -> None:
     """The engine on the layout, ``prepare``, the measured ``run``; results into ``outcome``."""
     program, checked = preflight(options)
-    outcome.logs[checked.script.log_name] = checked.script.text
     engine = catalog.create(options.engine, options.layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the sysbench run") as placement:
-        ep = endpoint(engine)
-        base = [program, *connection(ep), checked.script.given, *checked.args]
-        env = tool_env()
-        cwd = options.workdir
-        summary = outcome.summary
-        summary.update(
-            {
-                "tool": "sysbench",
-                "tool_version": run([program, "--version"]).stdout.strip(),
-                "engine": options.engine,
-                "engine_version": engine.version(),
-                "script": checked.script.stored() | {"builtin": checked.builtin},
-                "run_args": list(checked.args),
-            }
-        )
+        drive(engine, placement, program, options, checked, outcome, events)
+
+
+def drive(
+    engine: Engine,
+    placement: Placement,
+    program: str,
+    options: SysbenchOptions,
+    checked: SysbenchArgs,
+    outcome: RunOutcome,
+    events: EventSink,
+) -> None:
+    """On a running engine: ``prepare`` (unless ``options.init`` is off), then the measured
+    ``run`` under the probes; results into ``outcome``."""
+    outcome.logs[checked.script.log_name] = checked.script.text
+    ep = endpoint(engine)
+    base = [program, *connection(ep), checked.script.given, *checked.args]
+    env = tool_env()
+    cwd = options.workdir
+    summary = outcome.summary
+    summary.update(
+        {
+            "tool": "sysbench",
+            "tool_version": run([program, "--version"]).stdout.strip(),
+            "engine": options.engine,
+            "engine_version": engine.version(),
+            "script": checked.script.stored() | {"builtin": checked.builtin},
+            "run_args": list(checked.args),
+        }
+    )
+    if options.init:
         events(Phase(f"sysbench {checked.name} prepare"))
         t0 = time.perf_counter()
         try:
@@ -125,23 +141,25 @@ def run_sysbench(options: SysbenchOptions, outcome: RunOutcome, events: EventSin
         summary["prepared"] = NO_PREPARE not in said
         summary["init_seconds"] = time.perf_counter() - t0
         outcome.logs["sysbench prepare"] = said[-PREPARE_LOG_MAX:]
-        extra = ["--histogram=on"]
-        if not arguments.parse(checked.args).has("--report-interval"):
-            extra.append("--report-interval=1")
-        recorder = driver_recorder(engine, placement, options.sample_interval, events)
-        events(Phase(f"sysbench {checked.name} run"))
-        with recording(recorder, outcome):
-            offset = time.perf_counter() - recorder.t0 if recorder is not None else 0.0
-            try:
-                done = run_tool([*base, *extra, "run"], cwd=cwd, env=env, what="sysbench")
-            except ToolFailed as exc:
-                outcome.logs["sysbench"] = exc.output
-                raise
-        outcome.logs["sysbench"] = done.stdout + done.stderr
-        _record(outcome, done.stdout, offset)
-        summary["report_interval_s"] = checked.report_s
-        summary["settings"] = engine.effective_settings()
-        events(Measured("sysbench", f"{summary['tps']:,.2f} tps, {summary['qps']:,.2f} qps"))
+    else:
+        summary["prepared"] = False
+    extra = ["--histogram=on"]
+    if not arguments.parse(checked.args).has("--report-interval"):
+        extra.append("--report-interval=1")
+    recorder = driver_recorder(engine, placement, options.sample_interval, events)
+    events(Phase(f"sysbench {checked.name} run"))
+    with recording(recorder, outcome):
+        offset = time.perf_counter() - recorder.t0 if recorder is not None else 0.0
+        try:
+            done = run_tool([*base, *extra, "run"], cwd=cwd, env=env, what="sysbench")
+        except ToolFailed as exc:
+            outcome.logs["sysbench"] = exc.output
+            raise
+    outcome.logs["sysbench"] = done.stdout + done.stderr
+    _record(outcome, done.stdout, offset)
+    summary["report_interval_s"] = checked.report_s
+    summary["settings"] = engine.effective_settings()
+    events(Measured("sysbench", f"{summary['tps']:,.2f} tps, {summary['qps']:,.2f} qps"))
 
 
 def _record(outcome: RunOutcome, stdout: str, offset: float) -> None:
