@@ -91,6 +91,17 @@ METRICS: dict[str, Metric] = {
         _m("total_seconds", "s", T, True, "sum of the queries' seconds"),
         _m("geomean_seconds", "s", T, True, "geometric mean of the queries' seconds"),
         _m("queries_ok", "queries", C, False, "queries that ran and gave the right answer"),
+        # pgbench and sysbench (the tool's own numbers; latency.KIND.FIELD above: iolab's)
+        _m("tps", "tx/s", R, False, "transactions per second, as the tool printed it"),
+        _m("qps", "queries/s", R, False, "queries per second, as sysbench printed it"),
+        _m("latency_avg_ms", "ms", L, True, "average transaction latency, as the tool printed it"),
+        _m("latency_stddev_ms", "ms", L, True, "standard deviation of pgbench's latency"),
+        _m("latency_pct_ms", "ms", L, True, "sysbench's latency percentile (95th by default)"),
+        _m("lag_avg_ms", "ms", L, True, "pgbench's average schedule lag (--rate)"),
+        _m("failed", "tx", C, True, "transactions that failed"),
+        _m("retried", "tx", C, True, "transactions pgbench retried (--max-tries)"),
+        _m("errors", "errors", C, True, "errors sysbench ignored"),
+        _m("init_seconds", "s", T, True, "time of pgbench -i / sysbench prepare"),
         # disk tests (tests.TEST.FIELD)
         _m("mbps", "MB/s", R, False, "throughput"),
         _m("iops", "IOPS", R, False, "I/O operations per second"),

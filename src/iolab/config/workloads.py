@@ -50,6 +50,11 @@ HINTS = {
     "rate": "give rows per second over all loaders, a finite number more than 0",
     "steady_window": "give 3 or more samples",
     "steady_tolerance": "give a percentage above 0 and at most 100",
+    "clients": "give 1 or more clients",
+    "threads": "give 1 or more threads",
+    "scale": "give a scale of 1 or more",
+    "tables": "give 1 or more tables",
+    "table_size": "give 1 or more rows per table",
 }
 WARMUP_HELP = 'give rows (a whole number, e.g. 10000) or a duration with its unit (e.g. "30s")'
 
@@ -413,10 +418,54 @@ class TpchWorkload(Section):
     pg_bin: str | None = None
 
 
+def _whole_seconds(value: float | None) -> float | None:
+    """The drivers take whole seconds (pgbench -T, sysbench --time)."""
+    if value is not None and value != int(value):
+        raise ValueError('give whole seconds, e.g. 30 or "5min"')
+    return value
+
+
+class DriverWorkload(Section):
+    """What pgbench and sysbench runs share: the keys people vary, as named matrix keys, and
+    the rest of the tool's arguments as given (``args``); ``init = false`` runs no
+    initialisation (the database holds what the run needs: a server of yours)."""
+
+    threads: int | None = Field(default=None, ge=1)
+    duration: Annotated[
+        float | None,
+        BeforeValidator(lambda v: None if v is None else _duration(0.0, strict=True)(v)),
+        AfterValidator(_whole_seconds),
+    ] = None
+    rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    args: list[str] = []
+    init: bool = True
+    pg_bin: str | None = None
+
+
+class PgbenchWorkload(DriverWorkload):
+    kind: Literal["pgbench"]
+    engine: Annotated[str, AfterValidator(_one_of(("postgres",)))] = "postgres"
+    clients: int | None = Field(default=None, ge=1)
+    scale: int | None = Field(default=None, ge=1)
+    # builtin names (tpcb-like, simple-update, select-only) or script files, each NAME[@WEIGHT]
+    script: list[str] = []
+    init_args: str = "-i"
+
+
+class SysbenchWorkload(DriverWorkload):
+    kind: Literal["sysbench"]
+    engine: Annotated[str, AfterValidator(_one_of(("mariadb", "postgres")))] = "mariadb"
+    script: str  # one of sysbench's own (oltp_read_write) or a Lua file
+    tables: int | None = Field(default=None, ge=1)
+    table_size: int | None = Field(default=None, ge=1)
+
+
 WORKLOADS: dict[str, type[Section]] = {
     "populate": PopulateWorkload,
     "disk": DiskWorkload,
     "tpch": TpchWorkload,
+    "pgbench": PgbenchWorkload,
+    "sysbench": SysbenchWorkload,
 }
 
 

@@ -28,7 +28,9 @@ from iolab.units import parse_size
 
 if TYPE_CHECKING:
     from iolab.workloads.diskmark import DiskOptions
+    from iolab.workloads.pgbench.run import PgbenchOptions
     from iolab.workloads.populate import PopulateOptions
+    from iolab.workloads.sysbench.run import SysbenchOptions
     from iolab.workloads.tpch import TpchOptions
 
 Body = Callable[[RunOutcome], None]
@@ -386,6 +388,55 @@ def _tpch_estimate(params: Mapping[str, Any]) -> float:
     return 20.0 + 120.0 * float(params["scale_factor"])  # load and 22 queries, SF 1 ~ 2 min
 
 
+def _driver_check(params: Mapping[str, Any], checked: Checked) -> None:
+    """pgbench's and sysbench's checks: the options, arguments and scripts, the engine, the
+    layout's directories."""
+    from iolab.workloads.populate import check_layout
+
+    layout, on_device = checked.layout(params)
+    options = _driver_options(params, layout)
+    options.validate()
+    _engine_check(options.engine, layout, params.get("pg_bin"), checked)
+    if not on_device:
+        checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
+
+
+def _driver_options(params: Mapping[str, Any], layout: Layout) -> PgbenchOptions | SysbenchOptions:
+    from iolab.workloads.pgbench.workload import pgbench_options
+    from iolab.workloads.sysbench.workload import sysbench_options
+
+    make = pgbench_options if params["kind"] == "pgbench" else sysbench_options
+    return make(params, layout, None)
+
+
+def _driver(
+    params: Mapping[str, Any], resolve: Resolve, events: EventSink
+) -> tuple[Body, dict[str, Path], dict[str, str]]:
+    from iolab.workloads.pgbench.run import PgbenchOptions, run_pgbench
+    from iolab.workloads.populate import check_layout
+    from iolab.workloads.sysbench.run import run_sysbench
+
+    layout = layout_of(params, resolve)
+    options = _driver_options(params, layout)
+    options.validate()
+    check_layout(layout)
+
+    def body(outcome: RunOutcome) -> None:
+        if isinstance(options, PgbenchOptions):
+            run_pgbench(options, outcome, events)
+        else:
+            run_sysbench(options, outcome, events)
+
+    return body, layout.roles(), {}
+
+
+def _driver_estimate(params: Mapping[str, Any]) -> float:
+    from iolab.workloads.pgbench.workload import estimate as pgbench_estimate
+    from iolab.workloads.sysbench.workload import estimate as sysbench_estimate
+
+    return (pgbench_estimate if params.get("kind") == "pgbench" else sysbench_estimate)(params)
+
+
 KINDS: dict[str, Kind] = {
     "populate": Kind(
         "populate",
@@ -399,4 +450,6 @@ KINDS: dict[str, Kind] = {
     ),
     "disk": Kind("disk", None, "", False, _disk, _disk_estimate, _disk_check),
     "tpch": Kind("tpch", "total_seconds", "total s", True, _tpch, _tpch_estimate, _tpch_check),
+    "pgbench": Kind("pgbench", "tps", "tps", False, _driver, _driver_estimate, _driver_check),
+    "sysbench": Kind("sysbench", "tps", "tps", False, _driver, _driver_estimate, _driver_check),
 }

@@ -178,7 +178,11 @@ def _record(
     outcome.latency = LatencyData(log.intervals, 1.0, start_unix, probe_offset_s=offset)
     outcome.summary.update(parsed.numbers)
     outcome.summary["scripts"] = scripts
-    outcome.summary["latency"] = latency_summary(outcome.latency, True)
+    latency = latency_summary(outcome.latency, True) or {}
+    for script in parsed.scripts:  # latency.scriptN.*: per script, numbered as pgbench does
+        if script.histogram.total:
+            latency[f"script{script.number + 1}"] = script.histogram.stats()
+    outcome.summary["latency"] = latency
     outcome.summary["logged_failed"] = log.failed
     # pgbench's tps leaves out the initial connection time: count / tps is its measured time
     end = float(parsed.numbers["transactions"]) / float(parsed.numbers["tps"] or 1.0)
