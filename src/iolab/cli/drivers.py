@@ -56,25 +56,28 @@ def layout_params(
     scratch: Path,
 ) -> dict[str, Any]:
     from iolab.cli.populate import _settings
-    from iolab.runner.kinds import command_layout
     from iolab.testbed import resolve_path
+    from iolab.workloads.interface import command_layout
 
     dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
     wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
     temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
-    return command_layout(dirs or [scratch], files, wal, temp, _settings(setting or []))
+    layout: dict[str, Any] = command_layout(
+        dirs or [scratch], files, wal, temp, _settings(setting or [])
+    )
+    return layout
 
 
 def run(kind: str, name: str, params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     """One run of ``kind`` (pgbench, sysbench) as a one-cell experiment, then its table."""
     from iolab.cli.progress import ProgressView
     from iolab.report import probes as probes_report
-    from iolab.runner.kinds import KINDS
     from iolab.runner.single import CommandRun, execute
     from iolab.store import open_store
+    from iolab.workloads.registry import WORKLOADS
 
     view = ProgressView()
-    body, roles, versions = KINDS[kind].prepare(params, Path, view)  # as a cell of a file
+    body, roles, versions = WORKLOADS[kind].prepare(params, Path, view)  # as a cell of a file
     spec = CommandRun(name, kind, params, roles, versions)
     with open_store(results) as store, view:
         run_id, outcome = execute(store, spec, body, view)

@@ -61,7 +61,8 @@ def pgbench(
     """
     from iolab.cli.drivers import layout_params, run
     from iolab.cli.populate import scratch_dir
-    from iolab.config.workloads import PgbenchWorkload, from_flags
+    from iolab.workloads.interface import from_flags
+    from iolab.workloads.pgbench.options import PgbenchWorkload
 
     workload = from_flags(
         PgbenchWorkload,

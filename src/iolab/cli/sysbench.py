@@ -58,8 +58,9 @@ def sysbench(
     """
     from iolab.cli.drivers import layout_params, run
     from iolab.cli.populate import scratch_dir
-    from iolab.config.workloads import SysbenchWorkload, from_flags
     from iolab.errors import BadInput
+    from iolab.workloads.interface import from_flags
+    from iolab.workloads.sysbench.options import SysbenchWorkload
 
     words = list(sysbench_args or [])
     if not words:

@@ -18,11 +18,15 @@ import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from iolab.engines.interface import Engine, Placement
 from iolab.errors import BadInput, MissingTool, RunFailed
 from iolab.events import EventSink
 from iolab.input_files import read_text
+from iolab.metrics import C, L, Metric, R, T, declare
 from iolab.probes.data import Series
 from iolab.probes.devices import DeviceProbe
 from iolab.probes.host import HostProbe
@@ -31,8 +35,43 @@ from iolab.probes.recorder import Recorder
 from iolab.probes.standard import engine_probes, placement_roles
 from iolab.process import Completed, run, tail
 from iolab.system import launch
+from iolab.workloads.interface import Section, duration_check
 
 TOOL_LINES = 8  # the tool's own last lines in a failed run's error
+
+# The numbers both drivers record (each driver's metrics.py adds its own).
+METRICS: tuple[Metric, ...] = (
+    declare("tps", "tx/s", R, False, "transactions per second, as the tool printed it"),
+    declare("latency_avg_ms", "ms", L, True, "average transaction latency, as the tool printed it"),
+    declare("failed", "tx", C, True, "transactions that failed"),
+    declare("init_seconds", "s", T, True, "time of pgbench -i / sysbench prepare"),
+)
+
+
+def _whole_seconds(value: float | None) -> float | None:
+    """The drivers take whole seconds (pgbench -T, sysbench --time)."""
+    if value is not None and value != int(value):
+        raise ValueError('give whole seconds, e.g. 30 or "5min"')
+    return value
+
+
+def _duration(value: str | float | None) -> float | None:
+    return None if value is None else duration_check(0.0, strict=True)(value)
+
+
+class DriverWorkload(Section):
+    """What pgbench's and sysbench's options share: the keys people vary, as named matrix keys,
+    the rest of the tool's arguments as given (``args``), and ``init = false`` for no
+    initialisation (the database already holds what the run needs)."""
+
+    threads: int | None = Field(default=None, ge=1)
+    duration: Annotated[
+        float | None, BeforeValidator(_duration), AfterValidator(_whole_seconds)
+    ] = None
+    rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    args: list[str] = Field(default_factory=list)
+    init: bool = True
+    pg_bin: str | None = None
 
 
 @dataclass(frozen=True)

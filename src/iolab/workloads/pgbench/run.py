@@ -33,13 +33,10 @@ from iolab.workloads.drivers import (
 )
 from iolab.workloads.pgbench import arguments, output
 from iolab.workloads.pgbench.arguments import DEFAULT_INIT, PgbenchArgs
+from iolab.workloads.pgbench.options import ENGINES
 
 LOG_PREFIX = "pgbench_log"
 INIT_LOG_MAX = 64 * 1024  # characters of pgbench -i's output kept with the run
-
-
-# The engines pgbench drives: those that speak PostgreSQL's protocol.
-ENGINES = ("postgres",)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from iolab.config.workloads import PgbenchWorkload
-from iolab.engines.interface import Layout
-from iolab.workloads.pgbench.arguments import split_init
-from iolab.workloads.pgbench.run import PgbenchOptions
+from iolab.engines.interface import Layout, check_layout
+from iolab.events import EventSink
+from iolab.workloads.interface import (
+    DEFAULT_SAMPLE_INTERVAL,
+    Body,
+    Checked,
+    Resolve,
+    Workload,
+    engine_check,
+    layout_of,
+    model_of,
+)
+from iolab.workloads.pgbench import metrics
+from iolab.workloads.pgbench.options import PgbenchWorkload
+
+if TYPE_CHECKING:
+    from iolab.workloads.pgbench.run import PgbenchOptions
 
 BUILTINS = ("tpcb-like", "simple-update", "select-only")  # pgbench -b names
 DEFAULT_SECONDS = 60.0  # a run's estimate when it names no duration
@@ -32,26 +45,57 @@ def run_args(w: PgbenchWorkload) -> tuple[str, ...]:
     return (*out, *w.args)
 
 
-def init_args(w: PgbenchWorkload) -> tuple[str, ...]:
+def pgbench_options(params: Mapping[str, Any], layout: Layout) -> PgbenchOptions:
+    from iolab.workloads.pgbench.arguments import split_init
+    from iolab.workloads.pgbench.run import PgbenchOptions
+
+    w = model_of(PgbenchWorkload, params)
     scale = ("-s", str(w.scale)) if w.scale is not None else ()
-    return (*split_init(w.init_args), *scale)
-
-
-def pgbench_options(params: Mapping[str, Any], layout: Layout, cwd: Path | None) -> PgbenchOptions:
-    fields = PgbenchWorkload.model_fields
-    w = PgbenchWorkload.model_construct(**{k: v for k, v in params.items() if k in fields})
     return PgbenchOptions(
         engine=w.engine,
         layout=layout,
         run_args=run_args(w),
-        init_args=init_args(w),
+        init_args=(*split_init(w.init_args), *scale),
         init=w.init,
         pg_bin=Path(w.pg_bin) if w.pg_bin else None,
-        sample_interval=params.get("sample_interval", 1.0),
-        cwd=cwd,
+        sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
     )
 
 
-def estimate(params: Mapping[str, Any]) -> float:
+def _check(params: Mapping[str, Any], checked: Checked) -> None:
+    layout, on_device = checked.layout(params)
+    options = pgbench_options(params, layout)
+    options.validate()
+    engine_check(options.engine, layout, params.get("pg_bin"), checked)
+    if not on_device:
+        checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
+
+
+def _prepare(
+    params: Mapping[str, Any], resolve: Resolve, events: EventSink
+) -> tuple[Body, dict[str, Path], dict[str, str]]:
+    from iolab.workloads.pgbench.run import preflight, run_pgbench
+
+    layout = layout_of(params, resolve)
+    options = pgbench_options(params, layout)
+    preflight(options)
+    check_layout(layout)
+    return (lambda outcome: run_pgbench(options, outcome, events)), layout.roles(), {}
+
+
+def _estimate(params: Mapping[str, Any]) -> float:
     duration = params.get("duration")
     return 10.0 + (float(duration) if duration is not None else DEFAULT_SECONDS)
+
+
+WORKLOAD = Workload(
+    name="pgbench",
+    model=PgbenchWorkload,
+    metric="tps",
+    metric_label="tps",
+    lower_is_better=False,
+    prepare=_prepare,
+    estimate=_estimate,
+    check=_check,
+    metrics=metrics.METRICS,
+)

@@ -27,15 +27,12 @@ from iolab.workloads.drivers import (
 )
 from iolab.workloads.sysbench import arguments, output
 from iolab.workloads.sysbench.arguments import SysbenchArgs
+from iolab.workloads.sysbench.options import ENGINES
 
 PACKAGE = "sysbench"
 PREPARE_LOG_MAX = 64 * 1024  # characters of sysbench prepare's output kept with the run
 NO_PREPARE = "does not implement the 'prepare' command"
 LATENCY_SOURCE = "sysbench --histogram buckets (each count at its printed value, ~2 % wide)"
-
-
-# The engines sysbench drives, by the protocol they speak (its --db-driver).
-ENGINES = ("mariadb", "postgres")
 
 
 def connection(ep: Endpoint) -> list[str]:
