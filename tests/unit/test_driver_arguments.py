@@ -264,3 +264,27 @@ def test_sysbench_report_progress_and_histogram() -> None:
     ]
     h = sysbench_output.histogram(SYSBENCH_OUT)
     assert h.total == 4 and h.min_us == 1025 and h.max_us == 2032
+
+
+def test_the_wal_device_example_is_four_cells_of_pgbench_arguments(tmp_path: Path) -> None:
+    from iolab.config import experiment as config
+    from iolab.workloads.interface import layout_of
+    from iolab.workloads.pgbench.workload import pgbench_options
+
+    text = (
+        Path(__file__).resolve().parents[2] / "examples" / "pgbench-wal-device.toml"
+    ).read_text()
+    for name in ("data", "wal"):  # the devices under test: here two directories
+        (tmp_path / name).mkdir()
+        text = text.replace(f'"/mnt/{name}"', f'"{tmp_path / name}"')
+    (tmp_path / "exp.toml").write_text(text)
+    exp = config.load(tmp_path / "exp.toml")
+    assert len(exp.cells) == 4
+    assert {(c.values["layout"], c.values["clients"]) for c in exp.cells} == {
+        (layout, clients) for layout in ("wal_beside", "wal_apart") for clients in (8, 32)
+    }
+    cell = next(c for c in exp.cells if c.values == {"layout": "wal_apart", "clients": 32})
+    options = pgbench_options(cell.params, layout_of(cell.params, Path))
+    assert options.run_args == ("-c", "32", "-j", "2", "-T", "30", "-b", "tpcb-like")
+    assert options.init_args == ("-i", "-s", "10")
+    assert options.layout.wal_dir == tmp_path / "wal"
