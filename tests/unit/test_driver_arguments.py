@@ -188,6 +188,10 @@ needs_sysbench = pytest.mark.skipif(not SCRIPT_DIR.is_dir(), reason="sysbench is
         (("oltp_nonsense",), "sysbench SCRIPT: 'oltp_nonsense' is not allowed; give a Lua file"),
         (("/nonexistent/app.lua",), "sysbench SCRIPT: '/nonexistent/app.lua' is not allowed"),
         (("oltp_read_write", "--report-interval=0"), "--report-interval: '0' is not allowed"),
+        (
+            ("oltp_read_write", "--tables", "4"),
+            "'--tables 4' is not allowed; sysbench takes --tables=4",
+        ),
     ],
 )
 def test_sysbench_refuses_with_one_line(words: tuple[str, ...], line: str) -> None:

@@ -51,7 +51,7 @@ def pgbench(
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run pgbench on a fresh PostgreSQL laid out as you say: iolab -- pgbench -c 8 -T 30.
+    """Run pgbench on a fresh PostgreSQL laid out as you say: iolab pgbench -- -c 8 -T 30.
 
     iolab provisions the engine, runs pgbench -i with --init-args, then pgbench with your
     arguments (-P 1 and a -l transaction log added) on the engine's private socket while the

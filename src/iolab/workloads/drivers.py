@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import shutil
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -183,9 +184,7 @@ def refuse_owned(flag: str, parsed: Parsed, owned: Mapping[str, str]) -> None:
 
 def tool_path(program: str, package: str) -> str:
     """A driver on PATH, or MissingTool naming the Debian package that has it."""
-    from shutil import which
-
-    found = which(program)
+    found = shutil.which(program)
     if found is None:
         raise MissingTool(program, f"apt-get install {package}")
     return found

@@ -74,6 +74,10 @@ def check(words: Sequence[str], cwd: Path) -> SysbenchArgs:
     given, rest = words[0], tuple(words[1:])
     parsed = parse(rest)
     refuse_owned(FLAG, parsed, OWNED)
+    for before, word in zip(("", *rest), rest, strict=False):
+        bare = before.startswith("--") and "=" not in before
+        if bare and not word.startswith("-") and word not in COMMANDS:
+            raise BadInput(FLAG, f"{before} {word}", f"sysbench takes {before}={word}")
     for word in parsed.positional:
         if word in COMMANDS:
             raise BadInput(FLAG, word, "iolab runs prepare, then run; give neither")
