@@ -115,7 +115,7 @@ def _pgbench(args: argparse.Namespace, base: Path) -> Result:
         once = RunOutcome(RunStatus.RUNNING)
         pgbench_run.drive(engine, placement, program, options, checked, once, discard)
         ep = endpoint(engine)
-        bare_argv = [str(program), "-h", str(ep.socket), "-U", ep.user, *run_args, ep.database]
+        bare_argv = [str(program), "-h", str(ep.host), "-U", str(ep.user), *run_args, "iolab"]
 
         def bare() -> float:
             done = subprocess.run(

@@ -47,7 +47,6 @@ PgBinOption = Annotated[
 
 
 def layout_params(
-    kind: str,
     data_dir: list[Path] | None,
     files: int,
     wal_dir: Path | None,
@@ -68,8 +67,16 @@ def layout_params(
     return layout
 
 
-def run(kind: str, name: str, params: dict[str, Any], results: Path | None, as_json: bool) -> None:
-    """One run of ``kind`` (pgbench, sysbench) as a one-cell experiment, then its table."""
+def run(
+    kind: str,
+    name: str,
+    params: dict[str, Any],
+    results: Path | None,
+    as_json: bool,
+    stored: dict[str, Any] | None = None,
+) -> None:
+    """One run of ``kind`` (pgbench, sysbench) as a one-cell experiment, then its table;
+    ``stored``: the parameters as recorded, where they differ (a DSN without its password)."""
     from iolab.cli.progress import ProgressView
     from iolab.report import probes as probes_report
     from iolab.runner.single import CommandRun, execute
@@ -78,7 +85,7 @@ def run(kind: str, name: str, params: dict[str, Any], results: Path | None, as_j
 
     view = ProgressView()
     body, roles, versions = WORKLOADS[kind].prepare(params, Path, view)  # as a cell of a file
-    spec = CommandRun(name, kind, params, roles, versions)
+    spec = CommandRun(name, kind, stored if stored is not None else params, roles, versions)
     with open_store(results) as store, view:
         run_id, outcome = execute(store, spec, body, view)
     s = outcome.summary

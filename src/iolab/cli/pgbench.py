@@ -45,6 +45,14 @@ def pgbench(
         typer.Option(help='pgbench\'s initialisation, e.g. "-i -s 10" (-i is added if left out).'),
     ] = "-i",
     no_init: NoInitOption = False,
+    dsn: Annotated[
+        str | None,
+        typer.Option(
+            help="A PostgreSQL server of yours instead of a layout: postgresql://USER@HOST:PORT/DB "
+            "(the password from PGPASSWORD or ~/.pgpass, never stored); needs --no-init.",
+            show_default=False,
+        ),
+    ] = None,
     pg_bin: PgBinOption = None,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
@@ -61,6 +69,7 @@ def pgbench(
     """
     from iolab.cli.drivers import layout_params, run
     from iolab.cli.populate import scratch_dir
+    from iolab.engines.external import parse_dsn
     from iolab.workloads.interface import from_flags
     from iolab.workloads.pgbench.options import PgbenchWorkload
 
@@ -75,10 +84,17 @@ def pgbench(
             "pg_bin": str(pg_bin) if pg_bin else None,
         },
     )
-    with scratch_dir(not data_dir, "pgbench") as scratch:
+    target = parse_dsn(dsn) if dsn is not None else None
+    with scratch_dir(not data_dir and target is None, "pgbench") as scratch:
+        layout = layout_params(data_dir, files, wal_dir, temp_dir, setting, scratch)
+        if target is not None and not data_dir:
+            layout["data_dirs"] = []  # the server's layout is its own
         params = {
             **workload.model_dump(),
-            **layout_params("pgbench", data_dir, files, wal_dir, temp_dir, setting, scratch),
+            **layout,
+            "dsn": dsn,
             "sample_interval": sample_interval(interval_s, no_probes),
         }
-        run("pgbench", f"pgbench {engine}", params, results, as_json)
+        where = target.redacted if target is not None else engine
+        stored = {**params, "dsn": target.redacted} if target is not None else params
+        run("pgbench", f"pgbench {where}", params, results, as_json, stored)

@@ -79,7 +79,7 @@ def sysbench(
     with scratch_dir(not data_dir, "sysbench") as scratch:
         params = {
             **workload.model_dump(),
-            **layout_params("sysbench", data_dir, files, wal_dir, temp_dir, setting, scratch),
+            **layout_params(data_dir, files, wal_dir, temp_dir, setting, scratch),
             "sample_interval": sample_interval(interval_s, no_probes),
         }
         run("sysbench", f"sysbench {engine} {words[0]}", params, results, as_json)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from iolab.engines import catalog
+from iolab.engines import catalog, external
 from iolab.engines.clients import bundled, endpoint
+from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.engines.postgres import HOW_TO_GET
 from iolab.errors import BadInput, MissingTool
@@ -36,6 +37,10 @@ from iolab.workloads.pgbench.arguments import DEFAULT_INIT, PgbenchArgs
 from iolab.workloads.pgbench.options import ENGINES
 
 LOG_PREFIX = "pgbench_log"
+DSN_INIT = (
+    "give --no-init with it: pgbench -i drops and remakes the pgbench_* tables, and iolab "
+    "never deletes what it did not create; initialise the server's database yourself"
+)
 INIT_LOG_MAX = 64 * 1024  # characters of pgbench -i's output kept with the run
 
 
@@ -52,6 +57,7 @@ class PgbenchOptions:
     pg_bin: Path | None = None
     sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
     cwd: Path | None = None
+    dsn: ExternalTarget | None = None  # a server of the user's instead of a layout (--no-init)
 
     @property
     def workdir(self) -> Path:
@@ -64,6 +70,12 @@ class PgbenchOptions:
             raise BadInput(
                 "--engine", self.engine, "pgbench drives " + " or ".join(ENGINES) + " only"
             )
+        if self.dsn is not None:
+            if self.dsn.engine != self.engine:
+                raise BadInput("--dsn", self.dsn.redacted, "give a postgresql:// DSN to pgbench")
+            check_external_layout(self.layout, self.pg_bin)
+            if self.init:
+                raise BadInput("--dsn", self.dsn.redacted, DSN_INIT)
         if self.sample_interval is not None and not self.sample_interval >= 0.1:
             raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
         return arguments.check(self.init_args, self.run_args, self.workdir)
@@ -72,7 +84,8 @@ class PgbenchOptions:
 def preflight(options: PgbenchOptions) -> PgbenchArgs:
     """Checks that need no run record: the options, the arguments and scripts, the engine."""
     checked = options.validate()
-    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
+    if options.dsn is None:
+        catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
     return checked
 
 
@@ -87,6 +100,13 @@ def program_of(engine: Engine) -> Path:
 def run_pgbench(options: PgbenchOptions, outcome: RunOutcome, events: EventSink) -> None:
     """PostgreSQL on the layout, ``pgbench -i``, the measured run; results into ``outcome``."""
     checked = preflight(options)
+    if options.dsn is not None:  # a server of the user's: iolab creates and drops nothing
+        target = external.create(options.dsn, external.Objects())
+        events(Phase(f"connecting to {options.dsn.redacted}"))
+        with running(target, "the pgbench run") as placement:
+            outcome.summary["dsn"] = options.dsn.redacted  # never the password
+            drive(target, placement, program_of(target), options, checked, outcome, events)
+        return
     engine = catalog.create(options.engine, options.layout, pg_bin=options.pg_bin)
     program = program_of(engine)
     events(Phase(f"provisioning {options.engine}"))
@@ -108,8 +128,13 @@ def drive(
     for script in checked.scripts:
         outcome.logs[script.log_name] = script.text
     ep = endpoint(engine)
-    connect = ["-h", str(ep.socket), "-p", str(ep.port), "-U", ep.user]
-    env = tool_env()
+    connect = [
+        *(["-h", ep.host] if ep.host else []),
+        *(["-p", str(ep.port)] if ep.port else []),
+        *(["-U", ep.user] if ep.user else []),
+    ]
+    database = [ep.database] if ep.database else []
+    env = tool_env(PGPASSWORD=ep.password) if ep.password else tool_env()  # never on argv
     cwd = options.workdir
     summary = outcome.summary
     summary.update(
@@ -127,7 +152,7 @@ def drive(
         events(Phase("pgbench " + " ".join(checked.init)))
         t0 = time.perf_counter()
         init = run_tool(
-            [program, *connect, *checked.init, ep.database], cwd=cwd, env=env, what="pgbench -i"
+            [program, *connect, *checked.init, *database], cwd=cwd, env=env, what="pgbench -i"
         )
         summary["init_seconds"] = time.perf_counter() - t0
         outcome.logs["pgbench init"] = (init.stdout + init.stderr)[-INIT_LOG_MAX:]
@@ -136,7 +161,7 @@ def drive(
         extra = ["-l", f"--log-prefix={prefix}"]
         if not checked.run_options.has("-P", "--progress"):
             extra += ["-P", "1"]
-        argv: list[str | Path] = [program, *connect, *extra, *checked.run, ep.database]
+        argv: list[str | Path] = [program, *connect, *extra, *checked.run, *database]
         recorder = driver_recorder(engine, placement, options.sample_interval, events)
         events(Phase("pgbench " + " ".join(checked.run)))
         with recording(recorder, outcome):

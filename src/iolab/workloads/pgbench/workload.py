@@ -46,10 +46,12 @@ def run_args(w: PgbenchWorkload) -> tuple[str, ...]:
 
 
 def pgbench_options(params: Mapping[str, Any], layout: Layout) -> PgbenchOptions:
+    from iolab.engines.external import parse_dsn
     from iolab.workloads.pgbench.arguments import split_init
     from iolab.workloads.pgbench.run import PgbenchOptions
 
     w = model_of(PgbenchWorkload, params)
+    dsn = params.get("dsn")  # a command's --dsn: a server iolab does not manage
     scale = ("-s", str(w.scale)) if w.scale is not None else ()
     return PgbenchOptions(
         engine=w.engine,
@@ -59,6 +61,7 @@ def pgbench_options(params: Mapping[str, Any], layout: Layout) -> PgbenchOptions
         init=w.init,
         pg_bin=Path(w.pg_bin) if w.pg_bin else None,
         sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
+        dsn=parse_dsn(dsn) if dsn else None,
     )
 
 
@@ -66,6 +69,8 @@ def _check(params: Mapping[str, Any], checked: Checked) -> None:
     layout, on_device = checked.layout(params)
     options = pgbench_options(params, layout)
     options.validate()
+    if options.dsn is not None:  # a server of the user's: its layout is its own
+        return
     engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
@@ -79,7 +84,8 @@ def _prepare(
     layout = layout_of(params, resolve)
     options = pgbench_options(params, layout)
     preflight(options)
-    check_layout(layout)
+    if options.dsn is None:
+        check_layout(layout)
     return (lambda outcome: run_pgbench(options, outcome, events)), layout.roles(), {}
 
 

@@ -40,13 +40,13 @@ def connection(ep: Endpoint) -> list[str]:
     if ep.protocol == MYSQL:
         return [
             "--db-driver=mysql",
-            f"--mysql-socket={ep.socket}",
+            f"--mysql-socket={ep.host}",
             f"--mysql-user={ep.user}",
             f"--mysql-db={ep.database}",
         ]
     return [
         "--db-driver=pgsql",
-        f"--pgsql-host={ep.socket}",
+        f"--pgsql-host={ep.host}",
         f"--pgsql-port={ep.port}",
         f"--pgsql-user={ep.user}",
         f"--pgsql-db={ep.database}",
