@@ -566,6 +566,17 @@ DRIVERS: list[tuple[list[str], str]] = [
     ),
     (["pgbench", "--engine", "mariadb"], "--engine: 'mariadb' {} choose one of: postgres"),
     (
+        ["pgbench", "--dsn", "postgresql://u:pw@h/db", "--", "-T", "3"],
+        "--dsn: 'postgresql://u@h/db' {} give --no-init with it: pgbench -i drops and remakes the "
+        "pgbench_* tables, and iolab never deletes what it did not create; initialise the "
+        "server's database yourself",
+    ),
+    (
+        ["pgbench", "--dsn", "postgresql://u@h/db", "--no-init", "--wal-dir", "{tmp}"],
+        "--wal-dir: '{tmp}' {} nothing: with --dsn iolab does not manage the server, so its "
+        "layout and settings are the server's own (configure them on the server)",
+    ),
+    (
         ["sysbench", "--engine", "sqlite", "--", "oltp_read_write"],
         "--engine: 'sqlite' {} choose one of: mariadb, postgres",
     ),
