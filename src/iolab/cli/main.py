@@ -33,6 +33,8 @@ COMMANDS = {
     "compare": "iolab.cli.report:compare",
     "export": "iolab.cli.report:export",
     "tpch": "iolab.cli.tpch:tpch",
+    "pgbench": "iolab.cli.pgbench:pgbench",
+    "sysbench": "iolab.cli.sysbench:sysbench",
     "timeline": "iolab.cli.timeline:timeline",
     "serve": "iolab.cli.serve:serve",
     "results": "iolab.cli.results:app",
