@@ -123,7 +123,7 @@ def test_half_a_cpu_holds_the_server_to_half_a_core(open_tmp: Path, results_db: 
     (data,) = make_dirs(open_tmp, "data")
     done = iolab(
         *["populate", "--engine", "postgres", "--data-dir", str(data), "--cpus", "0.5"],
-        *["--rows", "20000", "--connections", "4", "--set", "synchronous_commit=off", "--json"],
+        *["--rows", "10000", "--connections", "4", "--set", "synchronous_commit=off", "--json"],
     )
     assert done.returncode == 0, done.stderr
     doc = _show(json.loads(done.stdout)["run"])
