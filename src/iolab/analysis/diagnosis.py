@@ -697,3 +697,31 @@ def _roles_of_key(key: str) -> set[str]:
     if "temp" in k:
         found.add("temp")
     return found
+
+
+@dataclass(frozen=True)
+class Why:
+    """An experiment's "Why": per cell its limit, per finding whether the limit moved."""
+
+    cells: tuple[CellVerdict, ...]
+    findings: tuple[FindingWhy, ...]
+
+    @property
+    def flagged(self) -> tuple[FindingWhy, ...]:
+        return tuple(f for f in self.findings if f.flagged)
+
+
+def disk_test_caps(tests: Sequence[tuple[str, float, float]], source: str) -> Caps | None:
+    """A device's caps from what an `iolab disk` run measured: ``tests`` as (rw, MB/s, IOPS)
+    medians; the best of each direction (None: no test)."""
+    if not tests:
+        return None
+
+    def best(rw: str, iops: bool) -> float | None:
+        found = [t[2] if iops else t[1] for t in tests if t[0] == rw]
+        found = [v for v in found if v > 0]
+        return max(found) if found else None
+
+    return Caps(
+        best("read", True), best("write", True), best("read", False), best("write", False), source
+    )
