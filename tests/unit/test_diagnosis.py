@@ -213,3 +213,22 @@ def test_cell_verdicts_and_finding_whys() -> None:
     assert why.flagged and "files does not move the wal device" in why.text
     moved = dx.finding_why(walled, b, better=1.3, significant=True)
     assert "moved from cpu (shared) to wal-device (wal on ssd)" in moved.text
+
+
+def test_on_a_saturated_host_waits_on_an_uncapped_device_or_the_client_are_the_cpus() -> None:
+    waits = pg_waits(**{"LWLock:WALWrite": 0.6, "Client:ClientRead": 0.38, "CPU:running": 0.02})
+    p = probes(device("vda", "data+wal", util=65, write_iops=2000), host(95), waits=waits)
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.CPU
+    assert d.share is not None and abs(d.share - 1.0) < 1e-9
+    assert {"wal-device.session_share", "client.session_share", "host.cpu_busy"} <= {
+        e.name for e in d.evidence
+    }
+    # the same waits on a host with CPU to spare: the WAL device
+    d = dx.diagnose(probes(device("vda", "data+wal", util=65), host(50), waits=waits), PG)
+    assert d is not None and d.limit == dx.WAL
+    # and a device at its cap stays the limit however busy the host
+    p = probes(device("loop0", "wal", write_iops=100), host(95), waits=waits)
+    facts = dx.RunFacts("postgres", "populate", {}, {}, env_cap("loop0", "wal", 100))
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.WAL

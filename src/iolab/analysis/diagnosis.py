@@ -62,7 +62,7 @@ DEVICE_IDLE = 0.30  # a device lead is contradicted below this saturation (busy 
 CPU_BUSY = 0.85  # host CPU busy (user + system + steal) that makes the CPU the limit alone
 CPU_IDLE = 0.50  # a CPU lead is contradicted below this host CPU busy
 RATE_HELD = 0.95  # an open-loop load within this share of its offered rate was held by it
-MARIADB_EXPLAINED = 0.40  # MariaDB's timed waits must explain this much of session time
+CONTEXT_SHARE = 0.10  # waits a saturated CPU explains are listed from this share of the time
 
 
 @dataclass(frozen=True)
@@ -555,25 +555,38 @@ def diagnose(
         _, _, r, share = max(at_cap)
         return verdict(r, share)
 
-    # 3. the sessions' time
+    # 3. the sessions' time; on a saturated host, waits on a device short of its limit or on
+    # the client (who shares the CPUs) are the CPU's: the flusher and the client wait for one
     ranked = (
         sorted(((st.share(r), r) for r in RESOURCES if r in st.seconds), reverse=True)
         if st is not None
         else []
     )
+    saturated = math.isfinite(busy) and busy >= CPU_BUSY
+    cpu_share = st.share(CPU) if st is not None and CPU in st.seconds else None
+
+    def cpu_verdict() -> Diagnosis:
+        held = [r for x, r in ranked[:2] if r in (*ROLE_OF, CLIENT) and x >= CONTEXT_SHARE]
+        context = [e for r in held for e in resource_evidence(r)]
+        seen = {e.name for e in context}
+        ev = [e for e in resource_evidence(CPU) if e.name not in seen] + context
+        if not context:
+            return Diagnosis(CPU, cpu_share, tuple(ev), notes=tuple(notes))
+        # the waits the saturated CPU explains count for it
+        share = (cpu_share or 0.0) + sum(st.share(r) for r in held) if st is not None else None
+        return Diagnosis(CPU, share, tuple(ev), notes=(*notes, SATURATED))
+
     if st is not None and ranked:
         lead, r = ranked[0]
         second = ranked[1][0] if len(ranked) > 1 else 0.0
         if lead >= LEAD_SHARE and lead >= LEAD_RATIO * second and not _contradicted(r, devs, busy):
+            if saturated and (r == CLIENT or (r in ROLE_OF and not _device_full(r, devs))):
+                return cpu_verdict()
             return verdict(r, lead)
 
     # 4. the host's CPU alone
-    if (
-        math.isfinite(busy)
-        and busy >= CPU_BUSY
-        and (st is None or st.source == "performance_schema" or st.share(CPU) >= st.share(CLIENT))
-    ):
-        return verdict(CPU, st.share(CPU) if st is not None and CPU in st.seconds else None)
+    if saturated and not (ranked and ranked[0][1] == CONTENTION and ranked[0][0] >= LEAD_SHARE):
+        return cpu_verdict()
 
     # 5. nothing singled out
     candidates = [Candidate(r, s, tuple(resource_evidence(r))) for s, r in ranked[:2] if s > 0]
@@ -587,6 +600,18 @@ def diagnose(
                 candidates.append(Candidate(held, None, found))
                 break
     return Diagnosis(NONE, None, (), tuple(candidates[:2]), tuple(notes))
+
+
+SATURATED = (
+    "on a host whose CPUs are saturated, the time sessions wait on a device short of its limit "
+    "or on the client includes the time the log flusher and the client wait for a CPU"
+)
+
+
+def _device_full(resource: str, devs: Sequence[DeviceUse]) -> bool:
+    """The role's device at a known cap or busy nearly all the time."""
+    d = _device_for(resource, devs)
+    return d is not None and d.saturation >= AT_CAP
 
 
 def _contradicted(resource: str, devs: Sequence[DeviceUse], busy: float) -> bool:
