@@ -64,6 +64,7 @@ def test_postgres_events_map_to_resources() -> None:
     assert r("pg_stat_activity", "CPU", "running") == dx.CPU
     assert r("pg_stat_activity", "Client", "ClientRead") == dx.CLIENT
     assert r("pg_stat_activity", "Lock", "tuple") == dx.CONTENTION
+    assert r("pg_stat_activity", "Lock", "extend") == dx.DATA
     assert r("pg_stat_activity", "LWLock", "LockManager") == dx.CONTENTION
     assert r("pg_stat_activity", "IPC", "ExecuteGather") is None
 

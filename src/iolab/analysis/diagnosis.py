@@ -206,6 +206,8 @@ def _postgres_resource(cls: str, event: str) -> str | None:
         if event in PG_DATA_LWLOCKS:
             return DATA
         return CONTENTION
+    if (cls, event) == ("Lock", "extend"):
+        return DATA  # the relation extension lock is held across the extension's write
     if cls in ("Lock", "BufferPin"):
         return CONTENTION
     return None  # IPC (parallel workers, checkpoints requested), Timeout, Activity, Extension
@@ -547,10 +549,15 @@ def diagnose(
         if cap is None or cap[0] < AT_CAP:
             continue
         share = st.share(r) if st is not None else None
-        visible = st is not None and (st.source != "performance_schema" or st.share(r) > 0)
+        # MariaDB times neither redo log syncs nor the waits for free pages its page cleaner
+        # makes: its sessions' waits can deny a device only by pointing elsewhere
+        visible = st is not None and st.source != "performance_schema"
         if visible and share is not None and share < CAP_WAIT_SHARE:
             continue
-        at_cap.append((share if share is not None else 0.0, cap[0], r, share if visible else None))
+        elsewhere = max((st.share(x) for x in RESOURCES if x != r), default=0.0) if st else 0.0
+        if not visible and elsewhere >= LEAD_SHARE:
+            continue
+        at_cap.append((share or 0.0, cap[0], r, share if visible else None))
     if at_cap:
         _, _, r, share = max(at_cap)
         return verdict(r, share)
@@ -569,7 +576,8 @@ def diagnose(
         held = [r for x, r in ranked[:2] if r in (*ROLE_OF, CLIENT) and x >= CONTEXT_SHARE]
         context = [e for r in held for e in resource_evidence(r)]
         seen = {e.name for e in context}
-        ev = [e for e in resource_evidence(CPU) if e.name not in seen] + context
+        own = [e for e in resource_evidence(CPU) if e.name not in seen]
+        ev = sorted(own, key=lambda e: e.name != "host.cpu_busy") + context
         if not context:
             return Diagnosis(CPU, cpu_share, tuple(ev), notes=tuple(notes))
         # the waits the saturated CPU explains count for it
