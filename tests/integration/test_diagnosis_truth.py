@@ -22,7 +22,7 @@ NO_TESTBED = testbed.unavailable_reason(limits=True)
 
 DEVICES = """
 [devices.whywal]
-size = "64MiB"
+size = "256MiB"  # MariaDB preallocates a 96 MiB redo log
 write_iops = 100
 """
 

@@ -64,7 +64,7 @@ def test_postgres_events_map_to_resources() -> None:
     assert r("pg_stat_activity", "CPU", "running") == dx.CPU
     assert r("pg_stat_activity", "Client", "ClientRead") == dx.CLIENT
     assert r("pg_stat_activity", "Lock", "tuple") == dx.CONTENTION
-    assert r("pg_stat_activity", "Lock", "extend") == dx.DATA
+    assert r("pg_stat_activity", "Lock", "extend") == dx.CONTENTION  # unless the device is full
     assert r("pg_stat_activity", "LWLock", "LockManager") == dx.CONTENTION
     assert r("pg_stat_activity", "IPC", "ExecuteGather") is None
 
@@ -233,3 +233,27 @@ def test_on_a_saturated_host_waits_on_an_uncapped_device_or_the_client_are_the_c
     facts = dx.RunFacts("postgres", "populate", {}, {}, env_cap("loop0", "wal", 100))
     d = dx.diagnose(p, facts)
     assert d is not None and d.limit == dx.WAL
+
+
+def test_the_extension_lock_is_contention_unless_the_data_device_is_at_its_cap() -> None:
+    waits = pg_waits(**{"Lock:extend": 0.77, "IO:DataFileExtend": 0.11, "CPU:running": 0.12})
+    p = probes(device("loop3", "data", write_iops=300), host(40), waits=waits)
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.CONTENTION
+    env = {
+        "storage": {
+            "data0": {
+                "device": {"name": "loop3"},
+                "testbed": {"name": "slow", "limits": {"write_bps": 1_000_000}},
+            }
+        }
+    }
+    p = probes(
+        [*device("loop3", "data", write_iops=300), series("device", "write_mbps", 1.0, "loop3")],
+        host(40),
+        waits=waits,
+    )
+    d = dx.diagnose(p, dx.RunFacts("postgres", "populate", {}, {}, env))
+    assert d is not None and d.limit == dx.DATA
+    assert d.share is not None and abs(d.share - 0.88) < 1e-9
+    assert d.evidence[0].name == "data-device.held_lock_share"

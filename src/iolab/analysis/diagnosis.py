@@ -177,6 +177,9 @@ class RunFacts:
 PG_WAL_LWLOCKS = frozenset({"WALWrite", "WALBufMapping", "WALSync"})
 PG_DATA_LWLOCKS = frozenset({"BufferIO"})
 PG_TEMP_IO = ("BufFile", "SharedFileSet")
+# Locks held across a device's I/O: contention between sessions, unless that device is at its
+# cap (then the lock's holder waits on the device, and the others wait behind it)
+HELD_ACROSS = {("Lock", "extend"): DATA}  # the relation extension lock: the extension's write
 PG_WORKERS_IPC = ("ExecuteGather", "ParallelFinish", "BgWorker", "MessageQueue", "Parallel")
 
 
@@ -206,8 +209,6 @@ def _postgres_resource(cls: str, event: str) -> str | None:
         if event in PG_DATA_LWLOCKS:
             return DATA
         return CONTENTION
-    if (cls, event) == ("Lock", "extend"):
-        return DATA  # the relation extension lock is held across the extension's write
     if cls in ("Lock", "BufferPin"):
         return CONTENTION
     return None  # IPC (parallel workers, checkpoints requested), Timeout, Activity, Extension
@@ -240,6 +241,13 @@ class SessionTime:
     events: Mapping[str, tuple[tuple[str, float], ...]]  # resource -> (event, share of total)
     source: str
     uncounted: float  # seconds of events that count for no resource
+    held: Mapping[str, float] = field(default_factory=dict)  # device -> seconds of HELD_ACROSS
+
+    def at_cap_share(self, resource: str) -> float:
+        """The share on ``resource`` when its device is at its cap: with the locks held
+        across its I/O."""
+        extra = self.held.get(resource, 0.0) / self.total if self.total > 0 else 0.0
+        return self.share(resource) + extra
 
     def share(self, resource: str) -> float:
         return self.seconds.get(resource, 0.0) / self.total if self.total > 0 else 0.0
@@ -255,7 +263,13 @@ def session_time(
     seconds: dict[str, float] = {}
     per_event: dict[str, list[tuple[str, float]]] = {}
     uncounted = 0.0
+    held: dict[str, float] = {}
     for w in waits:
+        device = (
+            HELD_ACROSS.get((w.wait_class, w.event)) if w.source != "performance_schema" else None
+        )
+        if device is not None:
+            held[device] = held.get(device, 0.0) + w.est_seconds
         r = resource_of(w.source, w.wait_class, w.event)
         if r is None:
             uncounted += w.est_seconds
@@ -274,7 +288,7 @@ def session_time(
         r: tuple((name, s / total) for name, s in sorted(ev, key=lambda e: -e[1])[:2])
         for r, ev in per_event.items()
     }
-    return SessionTime(seconds, total, events, source, uncounted)
+    return SessionTime(seconds, total, events, source, uncounted, held)
 
 
 # -- devices and host ------------------------------------------------------------------------
@@ -548,19 +562,34 @@ def diagnose(
         cap = d.cap_share() if d is not None else None
         if cap is None or cap[0] < AT_CAP:
             continue
-        share = st.share(r) if st is not None else None
+        share = st.at_cap_share(r) if st is not None else None
         # MariaDB times neither redo log syncs nor the waits for free pages its page cleaner
         # makes: its sessions' waits can deny a device only by pointing elsewhere
         visible = st is not None and st.source != "performance_schema"
         if visible and share is not None and share < CAP_WAIT_SHARE:
             continue
-        elsewhere = max((st.share(x) for x in RESOURCES if x != r), default=0.0) if st else 0.0
+        elsewhere = (
+            max((st.share(x) for x in RESOURCES if x not in (r, CONTENTION)), default=0.0)
+            if st
+            else 0.0
+        )
         if not visible and elsewhere >= LEAD_SHARE:
             continue
         at_cap.append((share or 0.0, cap[0], r, share if visible else None))
     if at_cap:
         _, _, r, share = max(at_cap)
-        return verdict(r, share)
+        plain = verdict(r, share)
+        lock_share = st.held.get(r, 0.0) / st.total if st is not None and st.total > 0 else 0.0
+        if lock_share <= 0:
+            return plain
+        lock = Evidence(
+            f"{r}.held_lock_share",
+            lock_share * 100,
+            "%",
+            f"sessions waited {lock_share:.0%} of their time on locks held across its I/O "
+            "(Lock extend: the relation extension lock)",
+        )
+        return Diagnosis(r, share, (lock, *plain.evidence), notes=plain.notes)
 
     # 3. the sessions' time; on a saturated host, waits on a device short of its limit or on
     # the client (who shares the CPUs) are the CPU's: the flusher and the client wait for one
