@@ -451,17 +451,23 @@ def _device_evidence(d: DeviceUse, role: str) -> list[Evidence]:
         )
     if math.isfinite(d.aqu_sz):
         out.append(Evidence(f"{role}.queue", d.aqu_sz, "requests", f"queue {d.aqu_sz:.1f}", g))
+    cap = d.cap_share()
     writes = math.isfinite(d.write_iops) and d.write_iops >= (
         d.read_iops if math.isfinite(d.read_iops) else 0
     )
-    iops, ms, rw = (
-        (d.write_iops, d.write_ms, "write") if writes else (d.read_iops, d.read_ms, "read")
+    if cap is not None:  # the direction of the cap it came closest to
+        writes = cap[1].startswith("write")
+    iops, mbps, ms, rw = (
+        (d.write_iops, d.write_mbps, d.write_ms, "write")
+        if writes
+        else (d.read_iops, d.read_mbps, d.read_ms, "read")
     )
     if math.isfinite(iops):
         out.append(Evidence(f"{role}.{rw}_iops", iops, "IO/s", f"{iops:,.0f} {rw}s/s", g))
+    if math.isfinite(mbps):
+        out.append(Evidence(f"{role}.{rw}_mbps", mbps, "MB/s", f"{mbps:,.2f} MB/s", g))
     if math.isfinite(ms):
         out.append(Evidence(f"{role}.{rw}_ms", ms, "ms", f"{ms:.2f} ms per {rw}", g))
-    cap = d.cap_share()
     if cap is not None and d.caps is not None:
         out.append(
             Evidence(
