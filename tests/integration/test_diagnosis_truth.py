@@ -91,3 +91,12 @@ def test_a_capped_wal_device_and_a_held_rate_are_named(engine: str, walbed: dict
     numbers = {n["name"]: n for n in d["numbers"]}  # type: ignore[attr-defined]
     assert numbers["rate.offered"] == {"name": "rate.offered", "value": 40.0, "unit": "rows/s"}
     assert "limited by rate" in text and "offered 40 rows/s" in text
+
+    # iolab compare says each side's limit and that it moved
+    compared = iolab(
+        "compare", "1", "2", "--metric", "latency.transaction.p99_us", "--json", env=env
+    )
+    assert compared.returncode == 0, compared.stderr
+    why = json.loads(compared.stdout)["why"]
+    assert (why["a"]["limit"], why["b"]["limit"]) == ("wal-device", "rate")
+    assert "the limit moved from rate (runs 2) to wal-device (runs 1)" in why["why"]

@@ -32,6 +32,7 @@ from iolab.report.grouped import matrix_keys
 from iolab.report.signature import HTML_MARK
 from iolab.report.value import ExperimentReport, RunView
 from iolab.report.why import html_section as why_html
+from iolab.report.why import run_limits as why_limits
 
 
 def _e(text: object) -> str:
@@ -348,6 +349,7 @@ def page(
     figure_src: Callable[[RunView], str] | None = None,
     scripts_at: str | None = None,
     why: str = "",
+    limits: Mapping[str, str] | None = None,
 ) -> str:
     """The report page. ``figure_src``: where the page fetches each run's timeline figure
     (``iolab serve``); without it, every figure is in the page. ``scripts_at``: where a
@@ -384,6 +386,8 @@ def page(
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
+            if limits and r.cell in limits:
+                parts.append(f"<p class='caption'>{_e(limits[r.cell])}</p>")
             parts.append(
                 timeline.interactive(
                     r.probes,
@@ -436,4 +440,5 @@ def report_page(
         figure_src=figure_src,
         scripts_at=scripts_at,
         why=why_html(report.why),
+        limits=why_limits(report.why),
     )

@@ -172,6 +172,16 @@ def html_section(why: dx.Why | None) -> str:
     )
 
 
+def run_limits(why: dx.Why | None) -> dict[str, str]:
+    """Per cell label, its verdict and evidence in one line: beside each run's timeline."""
+    if why is None:
+        return {}
+    return {
+        c.label: f"cell limited by {c.text}" + (": " + "; ".join(c.evidence) if c.evidence else "")
+        for c in why.cells
+    }
+
+
 def document(why: dx.Why | None) -> dict[str, object] | None:
     """``iolab report --json``'s ``why``."""
     if why is None:
