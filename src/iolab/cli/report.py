@@ -149,7 +149,7 @@ def compare(
 
     with open_store(results, create=False) as store:
         c = compare_runs(store, a, b, metric)
-        limits = why.compare(store, c)
+        limits = why.compare(store, (c.a.label, c.a.runs), (c.b.label, c.b.runs), c.ratio)
     if as_json:
         print(json.dumps(document.comparison_document(c) | {"why": limits.document}, indent=2))
         return

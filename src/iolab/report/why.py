@@ -20,7 +20,6 @@ from iolab.analysis.disk import summarize as disk_summarize
 from iolab.analysis.efficiency import device_key, disk_device
 from iolab.analysis.findings import Ratio
 from iolab.probes.data import ProbeData
-from iolab.report.comparison import Comparison
 from iolab.report.value import ExperimentReport
 from iolab.results import RunId
 from iolab.store import Store
@@ -230,12 +229,14 @@ class Compared:
         }
 
 
-def compare(store: Store, c: Comparison) -> Compared:
-    """The verdicts of both sides' runs and the why of their ratio."""
+def compare(
+    store: Store, a: tuple[str, Sequence[int]], b: tuple[str, Sequence[int]], ratio: Ratio
+) -> Compared:
+    """The verdicts of both sides' runs (label, run ids) and the why of their ratio."""
 
     def side(label: str, runs: Sequence[int]) -> dx.CellVerdict:
         return dx.cell_verdict(label, [run_diagnosis(store, store.run(RunId(r))) for r in runs])
 
-    a, b = side(c.a.label, c.a.runs), side(c.b.label, c.b.runs)
-    r = c.ratio
-    return Compared(a, b, dx.finding_why(a, b, better=r.better, significant=r.significant))
+    va, vb = side(*a), side(*b)
+    why = dx.finding_why(va, vb, better=ratio.better, significant=ratio.significant)
+    return Compared(va, vb, why)
