@@ -52,7 +52,7 @@ size = "512MiB"
 write_mbps = 4
 
 [devices.truthfree]
-size = "512MiB"
+size = "1GiB"
 """
 DEVICE_LIMITS = {dx.WAL, dx.DATA, dx.TEMP}
 
@@ -185,13 +185,16 @@ def table(engine: str, found: list[tuple[str, str]]) -> str:
     ]
     for i in rows:
         lines.append(i.ljust(width) + "".join(str(count[(i, v)]).rjust(width) for v in verdicts))
-    induced = [(i, v) for i, v in found if i != "uncapped"]
+    ran = [(i, v) for i, v in found if v != "failed"]
+    induced = [(i, v) for i, v in ran if i != "uncapped"]
     ok = sum(right(i, v) for i, v in induced)
-    free = [(i, v) for i, v in found if i == "uncapped"]
+    free = [(i, v) for i, v in ran if i == "uncapped"]
+    failed = len(found) - len(ran)
     lines.append(
         f"induced limits named right: {ok} of {len(induced)}"
-        f" ({ok / len(induced):.0%}); uncapped given a device limit: "
-        f"{sum(not right(i, v) for i, v in free)} of {len(free)}"
+        f" ({ok / max(1, len(induced)):.0%}); uncapped given a device limit: "
+        f"{sum(v in DEVICE_LIMITS for _, v in free)} of {len(free)}"
+        + (f"; {failed} run(s) failed and are not counted" if failed else "")
     )
     return "\n".join(lines)
 
