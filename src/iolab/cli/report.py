@@ -88,7 +88,8 @@ def report(
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
     confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
-    statistics; --html writes them with charts, a timeline of each cell's median run, each
+    statistics and the Why (what limited each cell, whether each finding moved the limit:
+    docs/diagnosis.md); --html writes them with charts, a timeline of each cell's median run, each
     operation kind's latency by percentile (with the fdatasync latency of the WAL device's
     `iolab disk` commit test) and the environment, into one file."""
     from iolab import report as report_lib
@@ -140,7 +141,8 @@ def compare(
     as_json: JsonOption = False,
 ) -> None:
     """Two sets of runs side by side: means, the ratio with its 95% interval, significance;
-    for populate runs, each side's operation latencies merged (p50 .. p99.99, max)."""
+    for populate runs, each side's operation latencies merged (p50 .. p99.99, max); what
+    limited each side and whether the limit moved."""
     from iolab.analysis.findings import sentence
     from iolab.report import document, why
     from iolab.report import populate as populate_report
