@@ -665,7 +665,10 @@ def _contradicted(resource: str, devs: Sequence[DeviceUse], busy: float) -> bool
     lead on a host mostly idle."""
     if resource in ROLE_OF:
         d = _device_for(resource, devs)
-        return d is not None and d.caps is not None and d.saturation < DEVICE_IDLE
+        # a throttle is a hard limit; the best an iolab disk test measured (deep queues, large
+        # blocks) says little of how slow a device is for one session's commits
+        known = d is not None and d.caps is not None and d.caps.word == "cap"
+        return known and d is not None and d.saturation < DEVICE_IDLE
     if resource == CPU:
         return math.isfinite(busy) and busy < CPU_IDLE
     return False
