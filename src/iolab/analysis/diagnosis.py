@@ -41,6 +41,12 @@ RESOURCES = (WAL, DATA, TEMP, CPU, CONTENTION, CLIENT)
 VARIES = "varies"
 
 ROLE_OF = {WAL: "wal", DATA: "data", TEMP: "temp"}
+DEVICE_SERIES = ("util_pct", "aqu_sz", "read_iops", "write_iops", "read_mbps", "write_mbps")
+# the (probe, series) a verdict reads: a store need not read the others
+SERIES = tuple(
+    [("device", n) for n in (*DEVICE_SERIES, "read_await_ms", "write_await_ms")]
+    + [("host", n) for n in ("cpu_user_pct", "cpu_system_pct", "cpu_steal_pct")]
+)
 WORDS = {
     WAL: "the WAL / redo log device",
     DATA: "the data device",
@@ -612,7 +618,7 @@ def diagnose(
 
     def cpu_verdict() -> Diagnosis:
         held = [r for x, r in ranked[:2] if r in (*ROLE_OF, CLIENT) and x >= CONTEXT_SHARE]
-        context = [e for r in held for e in resource_evidence(r)]
+        context = [e for r in held for e in resource_evidence(r) if e.name != "host.cpu_busy"]
         seen = {e.name for e in context}
         own = [e for e in resource_evidence(CPU) if e.name not in seen]
         ev = sorted(own, key=lambda e: e.name != "host.cpu_busy") + context

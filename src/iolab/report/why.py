@@ -63,11 +63,13 @@ def run_diagnosis(
     run: RunRecord,
     probes: ProbeData | None = None,
     environment: Mapping[str, Any] | None = None,
+    caps: dict[str, dict[str, dx.Caps]] | None = None,
 ) -> dx.Diagnosis | None:
     """What limited ``run`` (None: it recorded no probes). ``probes`` and ``environment``
-    when the caller has read them already (values are not needed)."""
+    when the caller has read them already (values are not needed); ``caps``: the disk caps
+    found so far per environment, for a caller diagnosing many runs."""
     if probes is None:
-        probes = store.probes(run.id, values=False)
+        probes = store.probes(run.id, values=False, names=dx.SERIES)
     if probes is None:
         return None
     env = (
@@ -77,7 +79,12 @@ def run_diagnosis(
     )
     engine = str(run.params.get("engine") or run.summary.get("engine") or "")
     facts = dx.RunFacts(engine, run.workload, run.params, run.summary, env)
-    return dx.diagnose(probes, facts, disk_caps(store, env))
+    if caps is None:
+        return dx.diagnose(probes, facts, disk_caps(store, env))
+    key = str(run.env_id)
+    if key not in caps:
+        caps[key] = disk_caps(store, env)
+    return dx.diagnose(probes, facts, caps[key])
 
 
 def show_lines(d: dx.Diagnosis) -> list[str]:
@@ -102,12 +109,13 @@ def build(store: Store, report: ExperimentReport) -> dx.Why:
     """Per cell the verdict of its done runs; per finding (best against the others, against
     the baseline, each pair along a matrix key) whether the limit moved."""
     verdicts: list[dx.CellVerdict] = []
+    caps: dict[str, dict[str, dx.Caps]] = {}  # per environment: runs of a host share them
     for c in report.cells:
         runs = []
         for run in c.runs:
             if run.status.value != "done":
                 continue
-            runs.append(run_diagnosis(store, store.run(run.id)))
+            runs.append(run_diagnosis(store, store.run(run.id), caps=caps))
         verdicts.append(dx.cell_verdict(c.label, runs))
     by_label = {v.label: v for v in verdicts}
     values = {c.label: c.values for c in report.cells}
