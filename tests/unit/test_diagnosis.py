@@ -257,3 +257,30 @@ def test_the_extension_lock_is_contention_unless_the_data_device_is_at_its_cap()
     assert d is not None and d.limit == dx.DATA
     assert d.share is not None and abs(d.share - 0.88) < 1e-9
     assert d.evidence[0].name == "data-device.held_lock_share"
+
+
+def test_the_why_section_renders_cells_and_flagged_findings() -> None:
+    from iolab.report import why as why_report
+
+    wal = dx.Diagnosis(dx.WAL, 0.6, (dx.Evidence("x", 1, "%", "the <wal> device 94 % busy"),))
+    a = dx.cell_verdict("ssd", [wal, wal])
+    b = dx.cell_verdict("hdd", [wal])
+    finding = dx.finding_why(a, b, better=1.4, significant=True, key="files")
+    w = dx.Why((a, b), (finding,))
+    page = why_report.html_section(w)
+    assert "<section id='why'>" in page and "the &lt;wal&gt; device 94 % busy" in page
+    assert "<li class='warn'>flagged: ssd vs hdd 1.40x" in page
+    doc = why_report.document(w)
+    assert doc is not None
+    assert doc["cells"][0] == {  # type: ignore[index]
+        "cell": "ssd",
+        "limit": "wal-device",
+        "runs": 2,
+        "counts": {"wal-device": 2},
+        "evidence": ["the <wal> device 94 % busy"],
+    }
+    assert doc["findings"][0]["flagged"] is True  # type: ignore[index]
+    assert why_report.run_limits(w)["hdd"].startswith("cell limited by wal-device (1 of 1 runs)")
+    lines = [t.plain for t in why_report.text(w)]
+    assert lines[0] == "Why" and lines[1] == "  ssd: limited by wal-device (2 of 2 runs)"
+    assert lines[-1].startswith("flagged: ssd vs hdd 1.40x: both cells were limited by wal-device")
