@@ -14,7 +14,8 @@ and its evidence as numbers with names and units, each rendered as a sentence. T
 3. The sessions' time by resource, from the wait events mapped by :func:`resource_of`: the
    leading resource when it explains enough of the time and clearly more than the next
    (:data:`LEAD_SHARE`, :data:`LEAD_RATIO`); a device or CPU lead must not be contradicted by
-   the device's or the host's own counters.
+   the device's or the host's own counters. On a saturated host (:data:`CPU_BUSY`) a lead on a
+   device short of its limit, or on the client, is the CPU's.
 4. The host's CPU busy on its own, where the waits say little (MariaDB, which times no CPU).
 5. Otherwise ``none``, with the two leading candidates and their evidence.
 
@@ -41,10 +42,21 @@ RESOURCES = (WAL, DATA, TEMP, CPU, CONTENTION, CLIENT)
 VARIES = "varies"
 
 ROLE_OF = {WAL: "wal", DATA: "data", TEMP: "temp"}
-DEVICE_SERIES = ("util_pct", "aqu_sz", "read_iops", "write_iops", "read_mbps", "write_mbps")
 # the (probe, series) a verdict reads: a store need not read the others
 SERIES = tuple(
-    [("device", n) for n in (*DEVICE_SERIES, "read_await_ms", "write_await_ms")]
+    [
+        ("device", n)
+        for n in (
+            "util_pct",
+            "aqu_sz",
+            "read_iops",
+            "write_iops",
+            "read_mbps",
+            "write_mbps",
+            "read_await_ms",
+            "write_await_ms",
+        )
+    ]
     + [("host", n) for n in ("cpu_user_pct", "cpu_system_pct", "cpu_steal_pct")]
 )
 WORDS = {
@@ -187,7 +199,6 @@ PG_TEMP_IO = ("BufFile", "SharedFileSet")
 # Locks held across a device's I/O: contention between sessions, unless that device is at its
 # cap (then the lock's holder waits on the device, and the others wait behind it)
 HELD_ACROSS = {("Lock", "extend"): DATA}  # the relation extension lock: the extension's write
-PG_WORKERS_IPC = ("ExecuteGather", "ParallelFinish", "BgWorker", "MessageQueue", "Parallel")
 
 
 def resource_of(source: str, wait_class: str, event: str) -> str | None:
