@@ -534,7 +534,10 @@ def diagnose(
             "events speak for it"
         )
         devs, busy = [], math.nan
-    sessions = facts.params.get("connections") or facts.summary.get("connections")
+    sessions = next(
+        (facts.params.get(k) for k in ("connections", "clients", "threads") if facts.params.get(k)),
+        facts.summary.get("connections"),
+    )
     st = session_time(probes.waits, sessions=sessions, duration=probes.duration)
     if st is not None and st.source == "performance_schema":
         explained = sum(st.seconds.values()) / st.total
@@ -566,15 +569,17 @@ def diagnose(
 
     # 1. an open-loop load that got its rate
     rate = facts.params.get("rate")
-    achieved = facts.summary.get("rows_per_second")
+    # populate offers rows/s; the drivers (pgbench, sysbench) transactions/s
+    unit = "rows/s" if "rows_per_second" in facts.summary else "tx/s"
+    achieved = facts.summary.get("rows_per_second", facts.summary.get("tps"))
     if rate and achieved is not None and achieved >= RATE_HELD * float(rate):
         ev = [
-            Evidence("rate.offered", float(rate), "rows/s", f"offered {float(rate):,.0f} rows/s"),
+            Evidence("rate.offered", float(rate), unit, f"offered {float(rate):,.0f} {unit}"),
             Evidence(
                 "rate.achieved",
                 float(achieved),
-                "rows/s",
-                f"achieved {float(achieved):,.0f} rows/s ({float(achieved) / float(rate):.0%})",
+                unit,
+                f"achieved {float(achieved):,.0f} {unit} ({float(achieved) / float(rate):.0%})",
             ),
         ]
         if st is not None and CLIENT in st.seconds:
