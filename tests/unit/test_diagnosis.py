@@ -284,3 +284,15 @@ def test_the_why_section_renders_cells_and_flagged_findings() -> None:
     lines = [t.plain for t in why_report.text(w)]
     assert lines[0] == "Why" and lines[1] == "  ssd: limited by wal-device (2 of 2 runs)"
     assert lines[-1].startswith("flagged: ssd vs hdd 1.40x: both cells were limited by wal-device")
+
+
+def test_mariadb_waits_without_a_session_count_are_not_weighed() -> None:
+    waits = (WaitStat("performance_schema", "wait/synch/mutex", "innodb/x", 10, 1.0, 30.0),)
+    facts = dx.RunFacts("mariadb", "sysbench", {"threads": None})
+    d = dx.diagnose(probes(host(60), waits=waits), facts)
+    assert d is not None and d.limit == dx.NONE
+    assert any("not weighed" in n for n in d.notes)
+    d = dx.diagnose(
+        probes(host(60), waits=waits), dx.RunFacts("mariadb", "sysbench", {"threads": 4})
+    )
+    assert d is not None and d.limit == dx.CONTENTION and d.share == 0.75

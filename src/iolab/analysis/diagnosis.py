@@ -538,7 +538,12 @@ def diagnose(
         (facts.params.get(k) for k in ("connections", "clients", "threads") if facts.params.get(k)),
         facts.summary.get("connections"),
     )
-    st = session_time(probes.waits, sessions=sessions, duration=probes.duration)
+    waits = probes.waits
+    if sessions is None and waits and waits[0].source == "performance_schema":
+        # summed timers weigh only against the sessions' time (a driver's own arguments)
+        notes.append("the number of sessions is not recorded: MariaDB's waits are not weighed")
+        waits = ()
+    st = session_time(waits, sessions=sessions, duration=probes.duration)
     if st is not None and st.source == "performance_schema":
         explained = sum(st.seconds.values()) / st.total
         notes.append(
