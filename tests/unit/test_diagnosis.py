@@ -296,3 +296,13 @@ def test_mariadb_waits_without_a_session_count_are_not_weighed() -> None:
         probes(host(60), waits=waits), dx.RunFacts("mariadb", "sysbench", {"threads": 4})
     )
     assert d is not None and d.limit == dx.CONTENTION and d.share == 0.75
+
+
+def test_a_handful_of_wait_samples_is_not_weighed() -> None:
+    few = (
+        WaitStat("pg_stat_activity", "IO", "DataFileRead", 1, 0.5, 0.1),
+        WaitStat("pg_stat_activity", "Client", "ClientRead", 1, 0.5, 0.1),
+    )
+    d = dx.diagnose(probes(host(40), waits=few), PG)
+    assert d is not None and d.limit == dx.NONE
+    assert any("sampled 2 times" in n for n in d.notes)

@@ -80,6 +80,7 @@ DEVICE_IDLE = 0.30  # a device lead is contradicted below this saturation (busy 
 CPU_BUSY = 0.85  # host CPU busy (user + system + steal) that makes the CPU the limit alone
 CPU_IDLE = 0.50  # a CPU lead is contradicted below this host CPU busy
 RATE_HELD = 0.95  # an open-loop load within this share of its offered rate was held by it
+MIN_SAMPLES = 20  # session-samples below which sampled waits are not weighed (2 s of one session)
 CONTEXT_SHARE = 0.10  # waits a saturated CPU explains are listed from this share of the time
 
 
@@ -543,6 +544,10 @@ def diagnose(
         # summed timers weigh only against the sessions' time (a driver's own arguments)
         notes.append("the number of sessions is not recorded: MariaDB's waits are not weighed")
         waits = ()
+    sampled = sum(w.samples for w in waits if w.source != "performance_schema")
+    if 0 < sampled < MIN_SAMPLES:
+        notes.append(f"the sessions were sampled {sampled} times: too few to weigh their waits")
+        waits = ()
     st = session_time(waits, sessions=sessions, duration=probes.duration)
     if st is not None and st.source == "performance_schema":
         explained = sum(st.seconds.values()) / st.total
@@ -667,7 +672,9 @@ def diagnose(
         candidates.append(Candidate(CPU, None, tuple(_host_evidence(busy))))
     if len(candidates) < 2:
         for d in sorted(devs, key=lambda d: -d.saturation):
-            held = next((res for res, role in ROLE_OF.items() if role in d.roles), None)
+            reads = d.read_iops > d.write_iops  # NaN compares False: writes
+            order = (DATA, WAL, TEMP) if reads else (WAL, DATA, TEMP)
+            held = next((res for res in order if ROLE_OF[res] in d.roles), None)
             if held and all(c.limit != held for c in candidates):
                 found = tuple(_device_evidence(d, ROLE_OF[held]))
                 candidates.append(Candidate(held, None, found))
