@@ -306,3 +306,29 @@ def test_a_handful_of_wait_samples_is_not_weighed() -> None:
     d = dx.diagnose(probes(host(40), waits=few), PG)
     assert d is not None and d.limit == dx.NONE
     assert any("sampled 2 times" in n for n in d.notes)
+
+
+def cgroup(used: float, limit: float, throttled: float) -> list[Series]:
+    return [
+        series("cgroup", "cpu_cores", used, "engine"),
+        series("cgroup", "cpu_limit_cores", limit, "engine"),
+        series("cgroup", "throttled_periods_per_s", throttled, "engine"),
+    ]
+
+
+def test_a_cpu_cap_that_held_the_engine_is_the_cpu_on_an_idle_host() -> None:
+    waits = pg_waits(**{"CPU:running": 0.5, "LWLock:WALWrite": 0.3, "Client:ClientRead": 0.2})
+    capped = probes(
+        device("vda", "data+wal", util=40), host(30), cgroup(0.49, 0.5, 8.0), waits=waits
+    )
+    d = dx.diagnose(capped, PG)
+    assert d is not None and d.limit == dx.CPU
+    found = {e.name: e for e in d.evidence}
+    assert round(found["cpu_cap.share"].value) == 98
+    assert "0.49 of its 0.5 CPU cores" in found["cpu_cap.share"].text
+    # a cap far above what the engine used: the host decides as without one
+    loose = probes(
+        device("vda", "data+wal", util=40), host(30), cgroup(0.49, 2.0, 0.0), waits=waits
+    )
+    d = dx.diagnose(loose, PG)
+    assert d is not None and d.limit != dx.CPU

@@ -417,6 +417,55 @@ def host_busy(probes: ProbeData) -> float:
     return (sum(parts) + (steal if math.isfinite(steal) else 0.0)) / 100
 
 
+@dataclass(frozen=True)
+class CpuCap:
+    """The engine's CPU under a ``--cpus`` cap, from the run's cgroup series (probe ``cgroup``)."""
+
+    used: float  # cores the group used, mean over the run
+    limit: float  # cores of its quota
+    throttled: float  # quota periods per second in which it ran out
+
+    @property
+    def share(self) -> float:
+        return self.used / self.limit if self.limit > 0 else math.nan
+
+    @property
+    def held(self) -> bool:
+        """The cap held the engine: it used nearly all of its quota and ran out of it."""
+        return self.share >= AT_CAP and self.throttled > 0
+
+    def evidence(self) -> list[Evidence]:
+        return [
+            Evidence(
+                "cpu_cap.share",
+                self.share * 100,
+                "%",
+                f"the engine used {self.used:.2f} of its {self.limit:g} CPU cores (--cpus), "
+                f"{self.share:.0%}",
+            ),
+            Evidence(
+                "cpu_cap.throttled_periods",
+                self.throttled,
+                "periods/s",
+                f"it ran out of its quota in {self.throttled:.1f} periods a second",
+            ),
+        ]
+
+
+def cpu_cap(probes: ProbeData) -> CpuCap | None:
+    """The run's CPU cap and its use (None: the run had no ``--cpus``)."""
+    limit = _mean(probes, "cgroup", "cpu_limit_cores", "engine")
+    if not math.isfinite(limit) or limit <= 0:
+        return None
+    used = _mean(probes, "cgroup", "cpu_cores", "engine")
+    throttled = _mean(probes, "cgroup", "throttled_periods_per_s", "engine")
+    return CpuCap(
+        used if math.isfinite(used) else 0.0,
+        limit,
+        throttled if math.isfinite(throttled) else 0.0,
+    )
+
+
 def checkpoint_share(probes: ProbeData) -> float:
     """The share of the run during which a checkpoint was running (overlaps counted once)."""
     if probes.duration <= 0 or not probes.checkpoints:
@@ -526,6 +575,7 @@ def diagnose(
     caps = testbed_caps(facts.environment) | dict(disk_caps or {})
     devs = devices(probes, caps)
     busy = host_busy(probes)
+    quota = cpu_cap(probes)
     if facts.workload == "disk":
         return _disk(devs, busy)
     notes: list[str] = []
@@ -572,6 +622,8 @@ def diagnose(
                 ev += extra
         if r in (CPU, CLIENT):
             ev += _host_evidence(busy)
+        if r == CPU and quota is not None:
+            ev += quota.evidence()
         return ev
 
     def verdict(r: str, share: float | None) -> Diagnosis:
@@ -639,7 +691,8 @@ def diagnose(
         if st is not None
         else []
     )
-    saturated = math.isfinite(busy) and busy >= CPU_BUSY
+    # the CPUs the engine may use are busy: the host's, or the quota of a --cpus cap
+    saturated = (math.isfinite(busy) and busy >= CPU_BUSY) or (quota is not None and quota.held)
     cpu_share = st.share(CPU) if st is not None and CPU in st.seconds else None
 
     def cpu_verdict() -> Diagnosis:
