@@ -24,7 +24,8 @@ import math
 import threading
 import time
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -311,18 +312,24 @@ def drive(
     connect: Connect,
     options: DriverOptions,
     constants: Constants,
-    on_phase: Any = None,
+    on_phase: Callable[[str, float], None] | None = None,
+    around: Callable[[list[Any]], AbstractContextManager[object]] | None = None,
 ) -> DriveResult:
-    """Run the users through rampup and the measured window; the window's numbers."""
+    """Run the users through rampup and the measured window; the window's numbers.
+    ``around(connections)``: a context (the probes) entered once the users' connections are
+    open, left when they have stopped."""
     shared = _Shared()
     monitor = connect()
     users: list[_User] = []
     threads: list[threading.Thread] = []
+    outer = ExitStack()
     try:
         for i in range(options.connections):
             conn = connect()
             dialect.prepare(conn, options.mode)
             users.append(_User(i, conn, dialect, options, constants, shared))
+        if around is not None:
+            outer.enter_context(around([u.conn for u in users]))
         shared.t0 = time.perf_counter()
         for u in users:
             t = threading.Thread(target=u.run, name=f"tpcc-user-{u.index}", daemon=True)
@@ -344,6 +351,7 @@ def drive(
         shared.gate.open()
         for t in threads:
             t.join(STOP_TIMEOUT)
+        outer.close()
         for u in users:
             with contextlib.suppress(Exception):
                 u.conn.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase
 from iolab.workloads.tpcc import consistency, spec
 from iolab.workloads.tpcc.data import TpccFiles
-from iolab.workloads.tpcc.dialect import SERVER, Connect, TpccDialect
+from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, TpccDialect
 from iolab.workloads.tpcc.driver import DriveResult, DriverOptions, drive
 from iolab.workloads.tpcc.spec import Constants
 
@@ -50,6 +51,16 @@ DIALECTS: dict[str, Callable[[Any, int], TpccDialect]] = {
     "sqlite": _sqlite,
 }
 ENGINES = tuple(DIALECTS)
+# the modes each engine runs, its default first
+MODES_OF: dict[str, tuple[str, ...]] = {
+    "postgres": (SERVER, CLIENT),
+    "mariadb": (SERVER, CLIENT),
+    "sqlite": (CLIENT,),
+}
+
+
+def default_mode(engine: str) -> str:
+    return MODES_OF.get(engine, (CLIENT,))[0]
 
 
 def dialect_for(engine: Any, loaders: int = 2) -> TpccDialect:
@@ -122,9 +133,10 @@ def measure(
     options: DriverOptions,
     constants: Constants,
     on_phase: Callable[[str, float], None] | None = None,
+    around: Callable[[list[Any]], AbstractContextManager[object]] | None = None,
 ) -> tuple[DriveResult, list[consistency.Condition]]:
     """Drive the users, then check the conditions."""
-    result = drive(dialect, connect, options, constants, on_phase)
+    result = drive(dialect, connect, options, constants, on_phase, around)
     conn = connect()
     try:
         conditions = consistency.check(conn)

@@ -1,0 +1,270 @@
+"""A whole TPC-C run: its options, the checks made before anything is recorded, and the run on
+a fresh engine on the layout under test (docs/tpcc.md)."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from iolab.engines import catalog
+from iolab.engines.interface import Layout, running
+from iolab.errors import BadInput, RunFailed
+from iolab.events import EventSink, Measured, Phase, Warning
+from iolab.probes.devices import DeviceProbe
+from iolab.probes.host import HostProbe
+from iolab.probes.recorder import Recorder, recording
+from iolab.probes.standard import engine_probes, placement_roles, session_ids
+from iolab.results import RunOutcome
+from iolab.workloads import tpch_data
+from iolab.workloads.tpcc import data, spec
+from iolab.workloads.tpcc import run as tpcc_run
+from iolab.workloads.tpcc.dialect import MODES
+from iolab.workloads.tpcc.driver import MEASURED, DriverOptions
+from iolab.workloads.tpch import allocated_bytes
+
+MAX_WAREHOUSES = 100_000
+
+
+def default_loaders() -> int:
+    return max(2, os.cpu_count() or 2)
+
+
+def parse_mix(text: str) -> dict[str, int]:
+    """``45,43,4,4,4`` (New-Order, Payment, Order-Status, Delivery, Stock-Level): shares in
+    percent that sum to 100."""
+    parts = [p.strip() for p in str(text).split(",")]
+    allowed = (
+        "give five whole percentages for new_order,payment,order_status,delivery,"
+        "stock_level that sum to 100, e.g. 45,43,4,4,4"
+    )
+    if len(parts) != len(spec.TRANSACTIONS) or not all(p.isdigit() for p in parts):
+        raise BadInput("--mix", text, allowed)
+    shares = [int(p) for p in parts]
+    if sum(shares) != 100:
+        raise BadInput("--mix", text, f"the shares sum to {sum(shares)}; {allowed}")
+    return dict(zip(spec.TRANSACTIONS, shares, strict=True))
+
+
+def mix_text(mix: Mapping[str, int]) -> str:
+    return ",".join(str(mix.get(k, 0)) for k in spec.TRANSACTIONS)
+
+
+@dataclass(frozen=True)
+class TpccOptions:
+    """A TPC-C run. ``mode`` None: the engine's default (server where it has routines)."""
+
+    engine: str
+    layout: Layout
+    warehouses: int = 1
+    connections: int = 4
+    mode: str | None = None
+    mix: Mapping[str, int] = field(default_factory=lambda: dict(spec.DEFAULT_MIX))
+    all_warehouses: bool = False
+    rampup: float = 10.0
+    duration: float = 60.0
+    rate: float | None = None
+    think: bool = False
+    loaders: int | None = None
+    pg_bin: Path | None = None
+    sample_interval: float | None = 1.0
+    seed: int = 1
+
+    @property
+    def run_mode(self) -> str:
+        if self.mode is not None:
+            return self.mode
+        return tpcc_run.default_mode(self.engine)
+
+    @property
+    def loader_count(self) -> int:
+        return self.loaders if self.loaders is not None else default_loaders()
+
+    def validate(self) -> list[str]:
+        """Refuse what cannot run, before anything is created; the warnings to show."""
+        if self.engine not in tpcc_run.ENGINES:
+            raise BadInput(
+                "--engine",
+                self.engine,
+                f"give one of {', '.join(tpcc_run.ENGINES)} (TPC-C is an OLTP workload; "
+                "DuckDB is not an OLTP engine)",
+            )
+        w = self.warehouses
+        if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_WAREHOUSES:
+            raise BadInput("--warehouses", w, f"give 1 to {MAX_WAREHOUSES:,} warehouses")
+        c = self.connections
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 1000:
+            raise BadInput("--connections", c, "give 1 to 1000 virtual users")
+        if self.mode is not None and self.mode not in MODES:
+            raise BadInput.choice("--mode", self.mode, MODES)
+        modes = tpcc_run.MODES_OF[self.engine]
+        if self.run_mode not in modes:
+            raise BadInput(
+                "--mode",
+                self.run_mode,
+                f"{catalog.kind(self.engine).title} runs TPC-C in {' or '.join(modes)} mode "
+                "only (it has no server-side routines)",
+            )
+        if sum(self.mix.values()) != 100 or any(v < 0 for v in self.mix.values()):
+            raise BadInput("--mix", mix_text(self.mix), "give shares that sum to 100")
+        if not (math.isfinite(self.rampup) and self.rampup >= 0):
+            raise BadInput("--rampup", self.rampup, "give 0 or more seconds, e.g. 10s or 1m")
+        if not (math.isfinite(self.duration) and self.duration >= 1):
+            raise BadInput("--duration", self.duration, "give 1 s or more, e.g. 60s or 5m")
+        if self.rate is not None and not (math.isfinite(self.rate) and self.rate > 0):
+            raise BadInput("--rate", self.rate, "give a positive number of transactions a second")
+        if self.loaders is not None and self.loaders < 1:
+            raise BadInput("--loaders", self.loaders, "give 1 or more loader connections")
+        if self.sample_interval is not None and not self.sample_interval >= 0.1:
+            raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
+        if not catalog.kind(self.engine).takes_pg_bin and self.pg_bin is not None:
+            raise BadInput("--pg-bin", str(self.pg_bin), "--pg-bin goes with --engine postgres")
+        warnings = []
+        if not self.all_warehouses and c > spec.USERS_PER_WAREHOUSE * w:
+            warnings.append(
+                f"--connections {c} puts more than {spec.USERS_PER_WAREHOUSE} users on a "
+                f"warehouse of {w}: they queue on its rows; give --warehouses "
+                f"{math.ceil(c / spec.USERS_PER_WAREHOUSE)} or more, or --all-warehouses"
+            )
+        return warnings
+
+    def driver(self) -> DriverOptions:
+        return DriverOptions(
+            warehouses=self.warehouses,
+            connections=self.connections,
+            mode=self.run_mode,
+            mix=dict(self.mix),
+            all_warehouses=self.all_warehouses,
+            rampup=self.rampup,
+            duration=self.duration,
+            rate=self.rate,
+            think=self.think,
+            seed=self.seed,
+        )
+
+    def params(self) -> dict[str, Any]:
+        layout = self.layout
+        return {
+            "engine": self.engine,
+            "data_dirs": [str(d.resolve()) for d in layout.data_dirs],
+            "files": layout.files,
+            "wal_dir": str(layout.wal_dir.resolve()) if layout.wal_dir else None,
+            "temp_dir": str(layout.temp_dir.resolve()) if layout.temp_dir else None,
+            "settings": dict(layout.settings),
+            "warehouses": self.warehouses,
+            "connections": self.connections,
+            "mode": self.run_mode,
+            "mix": mix_text(self.mix),
+            "all_warehouses": self.all_warehouses,
+            "rampup": self.rampup,
+            "duration": self.duration,
+            "rate": self.rate,
+            "think": self.think,
+            "loaders": self.loader_count,
+            "pg_bin": str(self.pg_bin) if self.pg_bin else None,
+        }
+
+    def estimated_seconds(self) -> float:
+        """Load (about 10 s a warehouse on a small machine), rampup, window, checks."""
+        return 20.0 + 10.0 * self.warehouses + self.rampup + self.duration
+
+
+def preflight(options: TpccOptions) -> list[str]:
+    """Checks that need no run record: the options, the engine and its settings, and room for
+    the data when it is not cached yet. The warnings to show."""
+    warnings = options.validate()
+    check = catalog.kind(options.engine).check_layout
+    if check is not None:
+        check(options.layout)
+    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
+    if data.cached(options.warehouses) is None:
+        tpch_data.check_cache(data.cache_root())
+        data.check_space(options.warehouses)
+    return warnings
+
+
+def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> None:
+    """Data, engine on the layout, load, rampup and measured window, consistency; the numbers
+    into ``outcome.summary``. A broken condition or NOPM counts apart fail the run."""
+    for text in preflight(options):
+        events(Warning(text))
+    files = data.ensure(options.warehouses, events)
+    layout = options.layout
+    if catalog.kind(options.engine).server and "max_connections" not in layout.settings:
+        settings = dict(layout.settings)
+        need = options.connections + options.loader_count + 10
+        settings["max_connections"] = str(max(100, need))
+        layout = replace(layout, settings=settings)
+    engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
+    events(Phase(f"provisioning {options.engine}"))
+    with running(engine, "the TPC-C run") as placement:
+        dialect = tpcc_run.dialect_for(engine, options.loader_count)
+        loaded = tpcc_run.load(dialect, engine.connect, files, options.run_mode, events)
+        on_disk = sum(allocated_bytes(p) for p in placement.data)
+        summary = outcome.summary
+        summary.update(
+            {
+                "engine": options.engine,
+                "engine_version": engine.version(),
+                "warehouses": options.warehouses,
+                "connections": options.connections,
+                "mode": options.run_mode,
+                "mix": dict(options.mix),
+                "all_warehouses": options.all_warehouses,
+                "rampup_seconds": options.rampup,
+                "duration_seconds": options.duration,
+                "rate": options.rate,
+                "think": options.think,
+                "data_bytes": loaded.csv_bytes,
+                "data_rows": loaded.rows,
+                "load_seconds": loaded.seconds,
+                "load_mb_per_second": loaded.csv_bytes / loaded.seconds / 1e6,
+                "index_seconds": loaded.index_seconds,
+                "on_disk_bytes": on_disk,
+            }
+        )
+        events(
+            Measured(
+                "load",
+                f"{loaded.csv_bytes / 1e6:,.1f} MB in {loaded.seconds:.1f} s "
+                f"({summary['load_mb_per_second']:,.1f} MB/s), keys {loaded.index_seconds:.1f} s",
+            )
+        )
+        constants = files.constants().for_run(random.Random(f"{options.seed}:run"))
+
+        def on_phase(phase: str, seconds: float) -> None:
+            what = "measuring" if phase == MEASURED else "rampup"
+            events(Phase(f"{what}: {options.connections} users for {seconds:g} s"))
+
+        @contextmanager
+        def probes(conns: list[Any]) -> Iterator[None]:
+            recorder = None
+            if options.sample_interval is not None:
+                recorder = Recorder(
+                    [
+                        DeviceProbe(placement_roles(placement)),
+                        HostProbe(),
+                        *engine_probes(engine, placement, session_ids(engine, conns)),
+                    ],
+                    interval=options.sample_interval,
+                    events=events,
+                )
+            t0 = time.perf_counter()
+            with recording(recorder, outcome):
+                yield
+            summary["driven_seconds"] = time.perf_counter() - t0
+
+        result, conditions = tpcc_run.measure(
+            dialect, engine.connect, options.driver(), constants, on_phase, probes
+        )
+        summary.update(tpcc_run.summary(result, conditions))
+        summary["settings"] = engine.effective_settings()
+    why = tpcc_run.verdict(summary)
+    if why is not None:
+        raise RunFailed(why)
