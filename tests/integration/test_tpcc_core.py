@@ -16,7 +16,7 @@ from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
 from iolab.events import Collect
 from iolab.workloads.tpcc import consistency, data, spec
-from iolab.workloads.tpcc import run as tpcc
+from iolab.workloads.tpcc import steps as tpcc
 from iolab.workloads.tpcc.dialect import CLIENT, SERVER
 from iolab.workloads.tpcc.driver import DriverOptions
 from tests.conftest import make_dirs, requires_mariadb

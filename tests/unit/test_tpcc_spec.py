@@ -9,8 +9,8 @@ from pathlib import Path
 
 from iolab.workloads.tpcc import data, spec
 from iolab.workloads.tpcc.dialect import chunks
-from iolab.workloads.tpcc.run import verdict
 from iolab.workloads.tpcc.spec import Constants, Random
+from iolab.workloads.tpcc.steps import verdict
 from iolab.workloads.tpcc.transactions import NewOrder, OrderStatus, Payment, draw
 
 

@@ -1,178 +1,269 @@
-"""A TPC-C run on a running engine: load the cached data, install the routines, drive the users,
-check consistency, and the run's numbers (docs/tpcc.md)."""
+"""A whole TPC-C run: its options, the checks made before anything is recorded, and the run on
+a fresh engine on the layout under test (docs/tpcc.md)."""
 
 from __future__ import annotations
 
+import math
+import os
+import random
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from iolab.engines import catalog
+from iolab.engines.interface import Layout, running
 from iolab.errors import BadInput, RunFailed
-from iolab.events import EventSink, Phase
-from iolab.workloads.tpcc import consistency, spec
-from iolab.workloads.tpcc.data import TpccFiles
-from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, TpccDialect
-from iolab.workloads.tpcc.driver import DriveResult, DriverOptions, drive
-from iolab.workloads.tpcc.spec import Constants
+from iolab.events import EventSink, Measured, Phase, Warning
+from iolab.probes.devices import DeviceProbe
+from iolab.probes.host import HostProbe
+from iolab.probes.recorder import Recorder, recording
+from iolab.probes.standard import engine_probes, placement_roles, session_ids
+from iolab.results import RunOutcome
+from iolab.workloads import tpch_data
+from iolab.workloads.tpcc import data, spec, steps
+from iolab.workloads.tpcc.dialect import MODES
+from iolab.workloads.tpcc.driver import MEASURED, DriverOptions
+from iolab.workloads.tpch import allocated_bytes
 
-AGREEMENT = 0.01  # the NOPM counts may differ by this fraction at most
+MAX_WAREHOUSES = 100_000
 
 
-def _postgres(engine: Any, loaders: int) -> TpccDialect:
-    from iolab.workloads.tpcc.postgres import PostgresTpcc
-
-    return PostgresTpcc(engine.tablespaces, loaders)
+def default_loaders() -> int:
+    return max(2, os.cpu_count() or 2)
 
 
-def _mariadb(engine: Any, loaders: int) -> TpccDialect:
-    from functools import partial
-
-    from iolab.workloads.tpcc.mariadb import MariaDBTpcc
-
-    return MariaDBTpcc(
-        list(engine.partition_dirs), partial(engine.connect, local_infile=True), loaders
+def parse_mix(text: str) -> dict[str, int]:
+    """``45,43,4,4,4`` (New-Order, Payment, Order-Status, Delivery, Stock-Level): shares in
+    percent that sum to 100."""
+    parts = [p.strip() for p in str(text).split(",")]
+    allowed = (
+        "give five whole percentages for new_order,payment,order_status,delivery,"
+        "stock_level that sum to 100, e.g. 45,43,4,4,4"
     )
+    if len(parts) != len(spec.TRANSACTIONS) or not all(p.isdigit() for p in parts):
+        raise BadInput("--mix", text, allowed)
+    shares = [int(p) for p in parts]
+    if sum(shares) != 100:
+        raise BadInput("--mix", text, f"the shares sum to {sum(shares)}; {allowed}")
+    return dict(zip(spec.TRANSACTIONS, shares, strict=True))
 
 
-def _sqlite(engine: Any, loaders: int) -> TpccDialect:
-    from iolab.workloads.tpcc.sqlite import SQLiteTpcc
-
-    return SQLiteTpcc(engine.schemas)
-
-
-# the engines TPC-C runs on, by the catalog's name, and each one's dialect (DuckDB is no OLTP
-# engine)
-DIALECTS: dict[str, Callable[[Any, int], TpccDialect]] = {
-    "postgres": _postgres,
-    "mariadb": _mariadb,
-    "sqlite": _sqlite,
-}
-ENGINES = tuple(DIALECTS)
-# the modes each engine runs, its default first
-MODES_OF: dict[str, tuple[str, ...]] = {
-    "postgres": (SERVER, CLIENT),
-    "mariadb": (SERVER, CLIENT),
-    "sqlite": (CLIENT,),
-}
-
-
-def default_mode(engine: str) -> str:
-    return MODES_OF.get(engine, (CLIENT,))[0]
-
-
-def dialect_for(engine: Any, loaders: int = 2) -> TpccDialect:
-    """The TPC-C dialect of a running engine."""
-    kind = catalog.kind_of(engine)
-    make = DIALECTS.get(kind.name) if kind is not None else None
-    if make is None:
-        name = kind.name if kind is not None else type(engine).__name__
-        raise BadInput("--engine", name, f"give one of {', '.join(ENGINES)} (TPC-C is OLTP)")
-    return make(engine, loaders)
+def mix_text(mix: Mapping[str, int]) -> str:
+    return ",".join(str(mix.get(k, 0)) for k in spec.TRANSACTIONS)
 
 
 @dataclass(frozen=True)
-class Loaded:
-    seconds: float
-    index_seconds: float
-    csv_bytes: int
-    rows: dict[str, int]
+class TpccOptions:
+    """A TPC-C run. ``mode`` None: the engine's default (server where it has routines)."""
+
+    engine: str
+    layout: Layout
+    warehouses: int = 1
+    connections: int = 4
+    mode: str | None = None
+    mix: Mapping[str, int] = field(default_factory=lambda: dict(spec.DEFAULT_MIX))
+    all_warehouses: bool = False
+    rampup: float = 10.0
+    duration: float = 60.0
+    rate: float | None = None
+    think: bool = False
+    loaders: int | None = None
+    pg_bin: Path | None = None
+    sample_interval: float | None = 1.0
+    seed: int = 1
+
+    @property
+    def run_mode(self) -> str:
+        if self.mode is not None:
+            return self.mode
+        return steps.default_mode(self.engine)
+
+    @property
+    def loader_count(self) -> int:
+        return self.loaders if self.loaders is not None else default_loaders()
+
+    def validate(self) -> list[str]:
+        """Refuse what cannot run, before anything is created; the warnings to show."""
+        if self.engine not in steps.ENGINES:
+            raise BadInput(
+                "--engine",
+                self.engine,
+                f"give one of {', '.join(steps.ENGINES)} (TPC-C is an OLTP workload; "
+                "DuckDB is not an OLTP engine)",
+            )
+        w = self.warehouses
+        if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_WAREHOUSES:
+            raise BadInput("--warehouses", w, f"give 1 to {MAX_WAREHOUSES:,} warehouses")
+        c = self.connections
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 1000:
+            raise BadInput("--connections", c, "give 1 to 1000 virtual users")
+        if self.mode is not None and self.mode not in MODES:
+            raise BadInput.choice("--mode", self.mode, MODES)
+        modes = steps.MODES_OF[self.engine]
+        if self.run_mode not in modes:
+            raise BadInput(
+                "--mode",
+                self.run_mode,
+                f"{catalog.kind(self.engine).title} runs TPC-C in {' or '.join(modes)} mode "
+                "only (it has no server-side routines)",
+            )
+        if sum(self.mix.values()) != 100 or any(v < 0 for v in self.mix.values()):
+            raise BadInput("--mix", mix_text(self.mix), "give shares that sum to 100")
+        if not (math.isfinite(self.rampup) and self.rampup >= 0):
+            raise BadInput("--rampup", self.rampup, "give 0 or more seconds, e.g. 10s or 1m")
+        if not (math.isfinite(self.duration) and self.duration >= 1):
+            raise BadInput("--duration", self.duration, "give 1 s or more, e.g. 60s or 5m")
+        if self.rate is not None and not (math.isfinite(self.rate) and self.rate > 0):
+            raise BadInput("--rate", self.rate, "give a positive number of transactions a second")
+        if self.loaders is not None and self.loaders < 1:
+            raise BadInput("--loaders", self.loaders, "give 1 or more loader connections")
+        if self.sample_interval is not None and not self.sample_interval >= 0.1:
+            raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
+        if not catalog.kind(self.engine).takes_pg_bin and self.pg_bin is not None:
+            raise BadInput("--pg-bin", str(self.pg_bin), "--pg-bin goes with --engine postgres")
+        warnings = []
+        if not self.all_warehouses and c > spec.USERS_PER_WAREHOUSE * w:
+            warnings.append(
+                f"--connections {c} puts more than {spec.USERS_PER_WAREHOUSE} users on a "
+                f"warehouse of {w}: they queue on its rows; give --warehouses "
+                f"{math.ceil(c / spec.USERS_PER_WAREHOUSE)} or more, or --all-warehouses"
+            )
+        return warnings
+
+    def driver(self) -> DriverOptions:
+        return DriverOptions(
+            warehouses=self.warehouses,
+            connections=self.connections,
+            mode=self.run_mode,
+            mix=dict(self.mix),
+            all_warehouses=self.all_warehouses,
+            rampup=self.rampup,
+            duration=self.duration,
+            rate=self.rate,
+            think=self.think,
+            seed=self.seed,
+        )
+
+    def params(self) -> dict[str, Any]:
+        layout = self.layout
+        return {
+            "engine": self.engine,
+            "data_dirs": [str(d.resolve()) for d in layout.data_dirs],
+            "files": layout.files,
+            "wal_dir": str(layout.wal_dir.resolve()) if layout.wal_dir else None,
+            "temp_dir": str(layout.temp_dir.resolve()) if layout.temp_dir else None,
+            "settings": dict(layout.settings),
+            "warehouses": self.warehouses,
+            "connections": self.connections,
+            "mode": self.run_mode,
+            "mix": mix_text(self.mix),
+            "all_warehouses": self.all_warehouses,
+            "rampup": self.rampup,
+            "duration": self.duration,
+            "rate": self.rate,
+            "think": self.think,
+            "loaders": self.loader_count,
+            "pg_bin": str(self.pg_bin) if self.pg_bin else None,
+        }
+
+    def estimated_seconds(self) -> float:
+        """Load (about 10 s a warehouse on a small machine), rampup, window, checks."""
+        return 20.0 + 10.0 * self.warehouses + self.rampup + self.duration
 
 
-def load(
-    dialect: TpccDialect, connect: Connect, files: TpccFiles, mode: str, events: EventSink
-) -> Loaded:
-    """Tables, bulk load, keys and statistics, routines; the rows are counted against the
-    generator's."""
-    conn = connect()
-    try:
-        dialect.create_tables(conn)
-    finally:
-        conn.close()
-    total = files.total_bytes
-    events(Phase(f"loading {total / 1e6:,.1f} MB of CSV ({files.warehouses} warehouses)"))
-    t0 = time.perf_counter()
-    dialect.load(connect, files.directory, lambda n: None)
-    loaded = time.perf_counter() - t0
-    events(Phase("building keys and indexes, gathering statistics"))
-    t1 = time.perf_counter()
-    dialect.finish_load(connect)
-    index_seconds = time.perf_counter() - t1
-    conn = connect()
-    try:
-        if mode == SERVER:
-            dialect.install_routines(conn)
-        rows = row_counts(conn)
-        dialect.rollback(conn)
-    finally:
-        conn.close()
-    expected = files.rows()
-    if rows != expected:
-        wrong = [f"{t}: {rows.get(t)} rows, expected {n}" for t, n in expected.items()]
-        raise RunFailed("the load lost or added rows: " + "; ".join(wrong))
-    return Loaded(loaded, index_seconds, total, rows)
+def preflight(options: TpccOptions) -> list[str]:
+    """Checks that need no run record: the options, the engine and its settings, and room for
+    the data when it is not cached yet. The warnings to show."""
+    warnings = options.validate()
+    check = catalog.kind(options.engine).check_layout
+    if check is not None:
+        check(options.layout)
+    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
+    if data.cached(options.warehouses) is None:
+        tpch_data.check_cache(data.cache_root())
+        data.check_space(options.warehouses)
+    return warnings
 
 
-def row_counts(conn: Any) -> dict[str, int]:
-    cur = conn.cursor()
-    try:
-        counts = {}
-        for table in spec.TABLES:
-            cur.execute(f"SELECT count(*) FROM {table}")
-            counts[table] = int(cur.fetchone()[0])
-        return counts
-    finally:
-        cur.close()
+def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> None:
+    """Data, engine on the layout, load, rampup and measured window, consistency; the numbers
+    into ``outcome.summary``. A broken condition or NOPM counts apart fail the run."""
+    for text in preflight(options):
+        events(Warning(text))
+    files = data.ensure(options.warehouses, events)
+    layout = options.layout
+    if catalog.kind(options.engine).server and "max_connections" not in layout.settings:
+        settings = dict(layout.settings)
+        need = options.connections + options.loader_count + 10
+        settings["max_connections"] = str(max(100, need))
+        layout = replace(layout, settings=settings)
+    engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
+    events(Phase(f"provisioning {options.engine}"))
+    with running(engine, "the TPC-C run") as placement:
+        dialect = steps.dialect_for(engine, options.loader_count)
+        loaded = steps.load(dialect, engine.connect, files, options.run_mode, events)
+        on_disk = sum(allocated_bytes(p) for p in placement.data)
+        summary = outcome.summary
+        summary.update(
+            {
+                "engine": options.engine,
+                "engine_version": engine.version(),
+                "warehouses": options.warehouses,
+                "connections": options.connections,
+                "mode": options.run_mode,
+                "mix": dict(options.mix),
+                "all_warehouses": options.all_warehouses,
+                "rampup_seconds": options.rampup,
+                "duration_seconds": options.duration,
+                "rate": options.rate,
+                "think": options.think,
+                "data_bytes": loaded.csv_bytes,
+                "data_rows": loaded.rows,
+                "load_seconds": loaded.seconds,
+                "load_mb_per_second": loaded.csv_bytes / loaded.seconds / 1e6,
+                "index_seconds": loaded.index_seconds,
+                "on_disk_bytes": on_disk,
+            }
+        )
+        events(
+            Measured(
+                "load",
+                f"{loaded.csv_bytes / 1e6:,.1f} MB in {loaded.seconds:.1f} s "
+                f"({summary['load_mb_per_second']:,.1f} MB/s), keys {loaded.index_seconds:.1f} s",
+            )
+        )
+        constants = files.constants().for_run(random.Random(f"{options.seed}:run"))
 
+        def on_phase(phase: str, seconds: float) -> None:
+            what = "measuring" if phase == MEASURED else "rampup"
+            events(Phase(f"{what}: {options.connections} users for {seconds:g} s"))
 
-def measure(
-    dialect: TpccDialect,
-    connect: Connect,
-    options: DriverOptions,
-    constants: Constants,
-    on_phase: Callable[[str, float], None] | None = None,
-    around: Callable[[list[Any]], AbstractContextManager[object]] | None = None,
-) -> tuple[DriveResult, list[consistency.Condition]]:
-    """Drive the users, then check the conditions."""
-    result = drive(dialect, connect, options, constants, on_phase, around)
-    conn = connect()
-    try:
-        conditions = consistency.check(conn)
-    finally:
-        conn.close()
-    return result, conditions
+        @contextmanager
+        def probes(conns: list[Any]) -> Iterator[None]:
+            recorder = None
+            if options.sample_interval is not None:
+                recorder = Recorder(
+                    [
+                        DeviceProbe(placement_roles(placement)),
+                        HostProbe(),
+                        *engine_probes(engine, placement, session_ids(engine, conns)),
+                    ],
+                    interval=options.sample_interval,
+                    events=events,
+                )
+            t0 = time.perf_counter()
+            with recording(recorder, outcome):
+                yield
+            summary["driven_seconds"] = time.perf_counter() - t0
 
-
-def summary(result: DriveResult, conditions: list[consistency.Condition]) -> dict[str, Any]:
-    """The run's numbers as ``--json`` carries them."""
-    tpm = result.tpm
-    return {
-        "nopm": result.nopm,
-        "nopm_client": result.nopm_client,
-        "nopm_orders": result.nopm_orders,
-        "tpm": tpm if tpm is not None else result.tpm_client,
-        "tpm_source": "database" if tpm is not None else "client",
-        "tpm_client": result.tpm_client,
-        "measured_seconds": result.seconds,
-        "new_orders": result.end.next_o_ids - result.start.next_o_ids,
-        "transactions": result.transactions(),
-        "consistency": {
-            "ok": all(c.ok for c in conditions),
-            "conditions": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in conditions],
-        },
-    }
-
-
-def verdict(doc: dict[str, Any]) -> str | None:
-    """Why the run fails (NOPM counts apart, a condition broken), or None."""
-    failed = [c for c in doc["consistency"]["conditions"] if not c["ok"]]
-    if failed:
-        return "; ".join(f"{c['name']}: {c['detail']}" for c in failed)
-    counts = {"database": doc["nopm"], "client": doc["nopm_client"], "orders": doc["nopm_orders"]}
-    high, low = max(counts.values()), min(counts.values())
-    if high > 0 and (high - low) / high > AGREEMENT:
-        shown = ", ".join(f"{k} {v:,.1f}" for k, v in counts.items())
-        return f"the NOPM counts disagree by more than {AGREEMENT:.0%}: {shown}"
-    return None
+        result, conditions = steps.measure(
+            dialect, engine.connect, options.driver(), constants, on_phase, probes
+        )
+        summary.update(steps.summary(result, conditions))
+        summary["settings"] = engine.effective_settings()
+    why = steps.verdict(summary)
+    if why is not None:
+        raise RunFailed(why)
