@@ -31,6 +31,7 @@ from typing import Any
 
 from iolab.errors import RunFailed
 from iolab.latency.histogram import Histogram
+from iolab.latency.recording import Interval, OpKind, merged_by_kind
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.dialect import SERVER, Connect, TpccDialect
 from iolab.workloads.tpcc.spec import Constants, Random
@@ -53,22 +54,22 @@ class DriverOptions:
     rate: float | None = None  # transactions per second over all users (open loop)
     think: bool = False
     seed: int = 1
+    interval_s: float = 1.0  # latency histograms: one per user, type and interval
 
 
 @dataclass
 class TypeCounts:
-    """One transaction type's counts in the measured window (one user's, or merged)."""
+    """One transaction type's counts in the measured window (one user's, or merged); its
+    latencies are in the run's intervals."""
 
     commits: int = 0
     rollbacks: int = 0  # the spec's New-Order rollbacks
     retries: int = 0  # attempts rolled back by a serialization failure or deadlock
-    latencies: array[int] = field(default_factory=lambda: array("q"))
 
     def add(self, other: TypeCounts) -> None:
         self.commits += other.commits
         self.rollbacks += other.rollbacks
         self.retries += other.retries
-        self.latencies.extend(other.latencies)
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,12 @@ class Snapshot:
 
 @dataclass
 class DriveResult:
+    t0: float  # perf_counter seconds when the users started
     start: Snapshot
     end: Snapshot
     counts: dict[str, TypeCounts]
     flushes: int  # transactions the counter flush itself added inside the window
+    intervals: list[Interval]  # each user's histogram per type per interval, rampup marked
 
     @property
     def seconds(self) -> float:
@@ -122,10 +125,10 @@ class DriveResult:
 
     def transactions(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
+        merged = merged_by_kind(self.intervals)
         for kind in spec.TRANSACTIONS:
             c = self.counts[kind]
-            h = Histogram()
-            h.add_values(c.latencies)
+            h = merged.get(kind, Histogram())
             ps = h.percentiles((50.0, 95.0, 99.0, 99.9))
             out[kind] = {
                 "count": c.commits,
@@ -199,6 +202,10 @@ class _User:
         self.shared = shared
         self.home = index % options.warehouses + 1
         self.counts = {kind: TypeCounts() for kind in spec.TRANSACTIONS}
+        self.new_orders = 0  # committed, all phases (the live series)
+        self.ended = 0  # transactions ended: commits, rollbacks, retried tries
+        # latencies by (interval number, type, in the rampup)
+        self.by_interval: dict[tuple[int, str, bool], array[int]] = {}
         self.error: BaseException | None = None
         kinds = [k for k in spec.TRANSACTIONS if options.mix.get(k, 0) > 0]
         self._kinds = kinds
@@ -232,7 +239,16 @@ class _User:
             try:
                 start = due if due is not None else time.perf_counter()
                 outcome, retries = self._attempt(kind, tx)
-                micros = int((time.perf_counter() - start) * 1e6)
+                now = time.perf_counter()
+                micros = int((now - start) * 1e6)
+                self.ended += 1 + retries
+                self.new_orders += int(outcome and kind == "new_order")
+                seq = int((now - shared.t0) / o.interval_s)
+                key = (seq, kind, shared.phase == RAMPUP)
+                found = self.by_interval.get(key)
+                if found is None:
+                    found = self.by_interval[key] = array("q")
+                found.append(micros)
                 if shared.phase == MEASURED:
                     c = self.counts[kind]
                     c.retries += retries
@@ -240,7 +256,6 @@ class _User:
                         c.commits += 1
                     else:
                         c.rollbacks += 1
-                    c.latencies.append(micros)
             finally:
                 shared.gate.leave()
             if o.think:
@@ -313,11 +328,11 @@ def drive(
     options: DriverOptions,
     constants: Constants,
     on_phase: Callable[[str, float], None] | None = None,
-    around: Callable[[list[Any]], AbstractContextManager[object]] | None = None,
+    around: Callable[[list[Any], Live], AbstractContextManager[object]] | None = None,
 ) -> DriveResult:
     """Run the users through rampup and the measured window; the window's numbers.
-    ``around(connections)``: a context (the probes) entered once the users' connections are
-    open, left when they have stopped."""
+    ``around(connections, live)``: a context (the probes) entered once the users' connections
+    are open, left when they have stopped."""
     shared = _Shared()
     monitor = connect()
     users: list[_User] = []
@@ -329,7 +344,7 @@ def drive(
             dialect.prepare(conn, options.mode)
             users.append(_User(i, conn, dialect, options, constants, shared))
         if around is not None:
-            outer.enter_context(around([u.conn for u in users]))
+            outer.enter_context(around([u.conn for u in users], Live(users)))
         shared.t0 = time.perf_counter()
         for u in users:
             t = threading.Thread(target=u.run, name=f"tpcc-user-{u.index}", daemon=True)
@@ -361,7 +376,33 @@ def drive(
     for u in users:
         for kind, c in u.counts.items():
             counts[kind].add(c)
-    return DriveResult(start, end, counts, flushes)
+    return DriveResult(shared.t0, start, end, counts, flushes, _intervals(users, options))
+
+
+class Live:
+    """The users' running totals, read by the probes while they run (cheap, no lock)."""
+
+    def __init__(self, users: list[_User]) -> None:
+        self._users = users
+
+    def new_orders(self) -> int:
+        return sum(u.new_orders for u in self._users)
+
+    def ended(self) -> int:
+        return sum(u.ended for u in self._users)
+
+
+def _intervals(users: list[_User], options: DriverOptions) -> list[Interval]:
+    step = options.interval_s
+    out = []
+    for u in users:
+        for (seq, kind, rampup), values in sorted(u.by_interval.items()):
+            h = Histogram()
+            h.add_values(values)
+            out.append(
+                Interval(u.index, OpKind(kind), seq, rampup, seq * step, (seq + 1) * step, h)
+            )
+    return out
 
 
 def _edge(

@@ -3,6 +3,7 @@ a fresh engine on the layout under test (docs/tpcc.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
@@ -17,15 +18,18 @@ from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase, Warning
+from iolab.latency.data import LatencyData
+from iolab.latency.data import series as latency_series
 from iolab.probes.devices import DeviceProbe
 from iolab.probes.host import HostProbe
 from iolab.probes.recorder import Recorder, recording
 from iolab.probes.standard import engine_probes, placement_roles, session_ids
+from iolab.probes.workload import CounterProbe
 from iolab.results import RunOutcome
 from iolab.workloads import tpch_data
 from iolab.workloads.tpcc import data, spec, steps
 from iolab.workloads.tpcc.dialect import MODES
-from iolab.workloads.tpcc.driver import MEASURED, DriverOptions
+from iolab.workloads.tpcc.driver import MEASURED, DriverOptions, Live
 from iolab.workloads.tpch import allocated_bytes
 
 MAX_WAREHOUSES = 100_000
@@ -145,6 +149,7 @@ class TpccOptions:
             rate=self.rate,
             think=self.think,
             seed=self.seed,
+            interval_s=self.sample_interval or 1.0,
         )
 
     def params(self) -> dict[str, Any]:
@@ -241,8 +246,10 @@ def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> No
             what = "measuring" if phase == MEASURED else "rampup"
             events(Phase(f"{what}: {options.connections} users for {seconds:g} s"))
 
+        probe_t0: list[float] = []
+
         @contextmanager
-        def probes(conns: list[Any]) -> Iterator[None]:
+        def probes(conns: list[Any], live: Live) -> Iterator[None]:
             recorder = None
             if options.sample_interval is not None:
                 recorder = Recorder(
@@ -250,18 +257,33 @@ def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> No
                         DeviceProbe(placement_roles(placement)),
                         HostProbe(),
                         *engine_probes(engine, placement, session_ids(engine, conns)),
+                        CounterProbe("nopm", "NOPM", lambda: 60 * live.new_orders()),
+                        CounterProbe("tpm", "TPM", lambda: 60 * live.ended()),
                     ],
                     interval=options.sample_interval,
                     events=events,
                 )
-            t0 = time.perf_counter()
+            probe_t0.append(time.perf_counter())
             with recording(recorder, outcome):
                 yield
-            summary["driven_seconds"] = time.perf_counter() - t0
 
         result, conditions = steps.measure(
             dialect, engine.connect, options.driver(), constants, on_phase, probes
         )
+        offset = result.t0 - probe_t0[0] if probe_t0 else 0.0
+        outcome.latency = LatencyData(
+            intervals=tuple(result.intervals),
+            interval_s=options.driver().interval_s,
+            start_unix=time.time() - (time.perf_counter() - result.t0),
+            probe_offset_s=offset,
+            warmup_s=result.start.at - result.t0,
+        )
+        if outcome.probes is not None:
+            outcome.probes = dataclasses.replace(
+                outcome.probes,
+                series=outcome.probes.series + tuple(latency_series(outcome.latency)),
+                warmup_end_s=offset + (result.start.at - result.t0),
+            )
         summary.update(steps.summary(result, conditions))
         summary["settings"] = engine.effective_settings()
     why = steps.verdict(summary)

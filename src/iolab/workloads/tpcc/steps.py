@@ -15,7 +15,7 @@ from iolab.events import EventSink, Phase
 from iolab.workloads.tpcc import consistency, spec
 from iolab.workloads.tpcc.data import TpccFiles
 from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, TpccDialect
-from iolab.workloads.tpcc.driver import DriveResult, DriverOptions, drive
+from iolab.workloads.tpcc.driver import DriveResult, DriverOptions, Live, drive
 from iolab.workloads.tpcc.spec import Constants
 
 AGREEMENT = 0.01  # the NOPM counts may differ by this fraction at most
@@ -133,7 +133,7 @@ def measure(
     options: DriverOptions,
     constants: Constants,
     on_phase: Callable[[str, float], None] | None = None,
-    around: Callable[[list[Any]], AbstractContextManager[object]] | None = None,
+    around: Callable[[list[Any], Live], AbstractContextManager[object]] | None = None,
 ) -> tuple[DriveResult, list[consistency.Condition]]:
     """Drive the users, then check the conditions."""
     result = drive(dialect, connect, options, constants, on_phase, around)
