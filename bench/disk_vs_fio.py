@@ -41,7 +41,7 @@ from iolab.fio.jobs import FioJob, command
 from iolab.fio.runner import fio_path, fio_version, run_job
 from iolab.system.devices import PathDevice
 from iolab.units import format_bytes, parse_duration, parse_size
-from iolab.workloads.diskmark import (
+from iolab.workloads.disk.run import (
     OWNED_KIND,
     DiskOptions,
     DiskTest,

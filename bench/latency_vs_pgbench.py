@@ -44,7 +44,8 @@ from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import discard
 from iolab.latency.histogram import Histogram
 from iolab.results import RunOutcome, RunStatus
-from iolab.workloads.populate import PopulateOptions, load_and_measure
+from iolab.workloads.populate import dialects as populate_dialects
+from iolab.workloads.populate.run import PopulateOptions, load_and_measure
 from populate_vs_pgbench import (
     MAX_CONNECTIONS,
     SCRIPT_NAME,
@@ -127,7 +128,7 @@ def measure(
     connections: Sequence[int],
     rounds: int,
 ) -> tuple[list[Comparison], str]:
-    dialect = engine.populate_dialect()
+    dialect = populate_dialects.dialect(engine)
     script = workdir / SCRIPT_NAME
     script.write_text(pgbench_script(dialect))
     logs = workdir / "logs"

@@ -88,15 +88,23 @@ from psycopg import sql
 
 import iolab
 from compare import json_number, mark, median_interval, ratio, spread
-from iolab.engines.interface import Layout, PopulateEngine, running
-from iolab.engines.loading import TABLE, KeyKind, LoadMethod, LoadMode, LoadSpec, TableStats
+from iolab.engines.interface import Engine, Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
-from iolab.engines.postgres_load import PAYLOAD_CHAR, PROCEDURE, PostgresPopulate
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import discard
 from iolab.results import RunOutcome, RunStatus
-from iolab.workloads.populate import PopulateOptions, load_and_measure, split
+from iolab.workloads.populate import dialects as populate_dialects
+from iolab.workloads.populate.loading import (
+    TABLE,
+    KeyKind,
+    LoadMethod,
+    LoadMode,
+    LoadSpec,
+    TableStats,
+)
+from iolab.workloads.populate.postgres import PAYLOAD_CHAR, PROCEDURE, PostgresPopulate
+from iolab.workloads.populate.run import PopulateOptions, load_and_measure, split
 
 if TYPE_CHECKING:
     import psycopg
@@ -195,7 +203,7 @@ def with_cpu(pid: int | None, with_children: bool, rows: int, run: Callable[[], 
 
 
 def run_iolab(
-    engine: PopulateEngine,
+    engine: Engine,
     placement: Any,
     layout: Layout,
     rows: int,
@@ -558,7 +566,7 @@ def run_bare_postgres(
 
 def run_bare_mariadb(engine: MariaDBEngine, rows: int, conns: int) -> Sample:
     """iolab's table (made by iolab's dialect), the bare procedure, C CALLs at once."""
-    dialect = engine.populate_dialect()
+    dialect = populate_dialects.dialect(engine)
     spec = LoadSpec(
         KeyKind.SEQUENTIAL, LoadMethod.INSERT, LoadMode.SERVER, 1, dialect.payload_bytes()
     )
@@ -1083,7 +1091,7 @@ def measure(
     threads: int | None = None,
 ) -> tuple[list[Comparison], list[str], str]:
     """PostgreSQL: every side in ``sides``, alternating, for each connection count."""
-    dialect = engine.populate_dialect()
+    dialect = populate_dialects.dialect(engine)
     payload = PAYLOAD_CHAR * dialect.payload_bytes()
     scripts = [pgbench_script(dialect), bound_script()]
     script_path, bound_path = workdir / SCRIPT_NAME, workdir / BOUND_SCRIPT_NAME

@@ -45,7 +45,7 @@ from iolab.probes.recorder import publishing
 from iolab.results import CellId, ExperimentId, RunOutcome, RunStatus
 from iolab.store import Store, open_store
 from iolab.store.live import ChunkWriter
-from iolab.workloads.populate import PopulateOptions, load_and_measure
+from iolab.workloads.populate.run import PopulateOptions, load_and_measure
 
 RATIO_TARGET = 0.99  # rows/s with probes at least this fraction of rows/s without
 ON, OFF = "probes on", "probes off"

@@ -38,7 +38,8 @@ from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import discard
 from iolab.latency.histogram import Histogram
 from iolab.results import RunOutcome, RunStatus
-from iolab.workloads.populate import PopulateOptions, load_and_measure
+from iolab.workloads.populate import dialects as populate_dialects
+from iolab.workloads.populate.run import PopulateOptions, load_and_measure
 from populate_vs_pgbench import (
     MAX_CONNECTIONS,
     SCRIPT_NAME,
@@ -72,7 +73,7 @@ def run_pgbench(
     """pgbench -R: (rows in the table / seconds pgbench ran, p99 us). Its per-transaction log
     gives each transaction's time plus its schedule lag: the latency from its scheduled start,
     as iolab counts it."""
-    dialect = engine.populate_dialect()
+    dialect = populate_dialects.dialect(engine)
     with engine.connect() as admin:
         for statement in create_table_sql(dialect):
             admin.execute(statement)
@@ -123,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logs.mkdir()
         logs.chmod(0o777)  # ours, removed with the rest at the end
         with running(engine) as placement:
-            script.write_text(pgbench_script(engine.populate_dialect()))
+            script.write_text(pgbench_script(populate_dialects.dialect(engine)))
             version = engine.version()
             lines.append(
                 f"--rate vs pgbench -R · {version} · {args.connections} connections · "

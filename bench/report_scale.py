@@ -71,9 +71,9 @@ from iolab.report import ExperimentReport
 from iolab.report.builder import Timelines
 from iolab.results import RunOutcome
 from iolab.runner.experiment import register
-from iolab.runner.kinds import layout_of
 from iolab.runner.single import record
 from iolab.store import open_store
+from iolab.workloads.interface import layout_of
 
 TARGET_SECONDS = 10.0
 HTML_LIMIT_BYTES = 12_000_000  # what "bounded" means for the HTML report (Plotly's 4.8 MB in)

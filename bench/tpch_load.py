@@ -38,11 +38,12 @@ from pathlib import Path
 from compare import json_number, mark, ratio, spread
 from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
-from iolab.engines.postgres_tpch import PostgresTpch
-from iolab.engines.tpch import TABLES, TpchFiles
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import discard
-from iolab.workloads import tpch_data
+from iolab.workloads.tpch import data as tpch_data
+from iolab.workloads.tpch import dialects as tpch_dialects
+from iolab.workloads.tpch.dialect import TABLES, TpchFiles
+from iolab.workloads.tpch.postgres import PostgresTpch
 
 RATIO_TARGET = 1.5
 IOLAB, PSQL = "iolab", "psql \\copy"
@@ -148,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = PostgresEngine(Layout(data_dirs=(base,), files=args.files, settings=settings))
         progress(f"starting PostgreSQL in {base}; {size / 1e6:,.0f} MB of CSV at SF {args.sf:g}")
         with running(engine):
-            dialect = engine.tpch_dialect(loaders=args.loaders)
+            dialect = tpch_dialects.dialect(engine, compression=False, loaders=args.loaders)
             warm = load_iolab(engine, dialect, files)
             progress(f"warm-up (iolab, discarded): {size / warm / 1e6:,.1f} MB/s")
             for round_no in range(1, args.rounds + 1):

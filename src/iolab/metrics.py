@@ -1,8 +1,9 @@
 """Every number a workload records, declared once: its unit, which way is better, how to show it.
 
-Findings, ``--metric``, charts and exports ask this registry; nothing guesses from a name. A
-metric of a table inside a summary (``tests.SEQ1M Q8T1 read.mbps`` of a disk run) is declared by
-its last part (``mbps``).
+Each workload declares its own numbers beside it (``workloads/<name>/metrics.py``); what every
+workload's latency module records is declared here (:data:`COMMON`). Findings, ``--metric``,
+charts and exports find a declaration through the registry (:func:`iolab.workloads.registry.
+find_metric`); nothing guesses from a name.
 """
 
 from __future__ import annotations
@@ -57,63 +58,18 @@ T, R, L, S, C, Q = (
     Quantity.COUNT,
     Quantity.RATIO,
 )
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (
-        # populate
-        _m("elapsed_seconds", "s", T, True, "time until the last loader finished"),
-        _m("first_finished_seconds", "s", T, True, "time until the first loader finished"),
-        _m("wall_seconds", "s", T, True, "wall time of the load, start to end"),
-        _m("rows_per_second", "rows/s", R, False, "rows committed per second"),
-        _m("rows_per_second_with_warmup", "rows/s", R, False, "rows/s, the warm-up included"),
-        _m("payload_mb_per_second", "MB/s", R, False, "payload bytes loaded per second"),
-        _m("steady_rows_per_second", "rows/s", R, False, "rows/s once the load was steady"),
-        _m("table_bytes", "B", S, True, "bytes of the table"),
-        _m("total_bytes", "B", S, True, "bytes of the table with its indexes"),
-        _m("pages", "pages", S, True, "pages of the table"),
-        _m("pages_per_row", "pages", S, True, "table pages per row loaded"),
-        _m("wal_bytes", "B", S, True, "WAL / redo bytes the load generated"),
-        _m("wal_bytes_per_row", "B", S, True, "WAL / redo bytes per row"),
-        # populate: latency.KIND.FIELD, KIND one of transaction, statement, commit
-        _m("mean_us", "us", L, True, "mean latency of an operation"),
-        _m("p50_us", "us", L, True, "median latency of an operation"),
-        _m("p90_us", "us", L, True, "90th percentile latency of an operation"),
-        _m("p99_us", "us", L, True, "99th percentile latency of an operation"),
-        _m("p999_us", "us", L, True, "99.9th percentile latency of an operation"),
-        _m("p9999_us", "us", L, True, "99.99th percentile latency of an operation"),
-        _m("max_us", "us", L, True, "longest operation"),
-        # TPC-H
-        _m("load_seconds", "s", T, True, "time to load the TPC-H data"),
-        _m("load_mb_per_second", "MB/s", R, False, "CSV bytes loaded per second"),
-        _m("index_seconds", "s", T, True, "time for keys, indexes and statistics"),
-        _m("on_disk_bytes", "B", S, True, "bytes allocated on disk after the load"),
-        _m("compression_ratio", "x", Q, False, "CSV bytes per byte on disk"),
-        _m("total_seconds", "s", T, True, "sum of the queries' seconds"),
-        _m("geomean_seconds", "s", T, True, "geometric mean of the queries' seconds"),
-        _m("queries_ok", "queries", C, False, "queries that ran and gave the right answer"),
-        # disk tests (tests.TEST.FIELD)
-        _m("mbps", "MB/s", R, False, "throughput"),
-        _m("iops", "IOPS", R, False, "I/O operations per second"),
-        _m("lat_p99_us", "us", L, True, "99th percentile completion latency"),
-        _m("commits_per_second", "commits/s", R, False, "8K writes each followed by fdatasync"),
-    )
-}
+# What every workload's latency module records (latency.KIND.FIELD): declared once here.
+COMMON: tuple[Metric, ...] = (
+    _m("mean_us", "us", L, True, "mean latency of an operation"),
+    _m("p50_us", "us", L, True, "median latency of an operation"),
+    _m("p90_us", "us", L, True, "90th percentile latency of an operation"),
+    _m("p99_us", "us", L, True, "99th percentile latency of an operation"),
+    _m("p999_us", "us", L, True, "99.9th percentile latency of an operation"),
+    _m("p9999_us", "us", L, True, "99.99th percentile latency of an operation"),
+    _m("max_us", "us", L, True, "longest operation"),
+)
 
 
-def find(name: str) -> Metric | None:
-    """The declaration of ``name`` (a summary key, or a dotted path declared by its last part),
-    or None for a number no workload declared (a count of rows, a page size: not a measurement
-    to compare)."""
-    return METRICS.get(name) or METRICS.get(name.rsplit(".", 1)[-1])
-
-
-def lookup(name: str) -> Metric:
-    """The declaration of ``name``; KeyError for a number no workload declared."""
-    found = find(name)
-    if found is None:
-        raise KeyError(f"{name} is not declared in iolab.metrics")
-    return found
-
-
-def lower_is_better(name: str) -> bool:
-    return lookup(name).lower_is_better
+def declare(name: str, unit: str, quantity: Quantity, lower: bool, description: str) -> Metric:
+    """One number a workload records (a workload's ``metrics.py`` lists its own)."""
+    return Metric(name, unit, quantity, lower, description)

@@ -10,10 +10,10 @@ import pytest
 
 from iolab.engines.external import parse_dsn
 from iolab.engines.interface import Layout, running
-from iolab.engines.loading import TABLE
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.errors import BadInput
+from iolab.workloads.populate.loading import TABLE
 from tests.conftest import make_dirs, requires_mariadb
 from tests.integration.test_populate_cli import iolab
 

@@ -24,7 +24,10 @@ from typing import Any
 import pytest
 
 from iolab.engines.interface import Layout, running
-from iolab.engines.loading import (
+from iolab.engines.mariadb import MariaDBEngine
+from iolab.errors import BadInput
+from iolab.workloads.populate import dialects as populate_dialects
+from iolab.workloads.populate.loading import (
     TABLE,
     KeyKind,
     LoadMethod,
@@ -32,9 +35,7 @@ from iolab.engines.loading import (
     LoadSpec,
     PopulateDialect,
 )
-from iolab.engines.mariadb import MariaDBEngine
-from iolab.engines.mariadb_load import MariaDBPopulate
-from iolab.errors import BadInput
+from iolab.workloads.populate.mariadb import MariaDBPopulate
 from tests.conftest import make_dirs, requires_mariadb
 
 pytestmark = [
@@ -140,7 +141,7 @@ def test_loaders_fill_two_rows_per_page(
     batch: int,
 ) -> None:
     engine = two_dirs
-    dialect = engine.populate_dialect()
+    dialect = populate_dialects.dialect(engine)
     assert dialect.page_size == 16384
     payload = dialect.payload_bytes()
     assert payload == 8089
@@ -222,7 +223,7 @@ def test_commits_as_often_as_asked(
 ) -> None:
     """Each commit writes the redo log once (one loader, so no group commit merges them)."""
     engine = two_dirs
-    dialect = engine.populate_dialect()
+    dialect = populate_dialects.dialect(engine)
     spec = LoadSpec(KeyKind.SEQUENTIAL, method, mode, commit_every, dialect.payload_bytes(), 20)
     admin = engine.connect()
     try:
@@ -243,7 +244,7 @@ def test_ready_writes_no_row_and_leaves_the_session_as_it_was(
 ) -> None:
     """``ready`` runs before the clock: in server mode one CALL of no row (the session parses
     the procedure into its cache), in client mode nothing; autocommit stays as it was."""
-    dialect = two_dirs.populate_dialect()
+    dialect = populate_dialects.dialect(two_dirs)
     spec = LoadSpec(KeyKind.RANDOM, LoadMethod.INSERT, mode, 1, dialect.payload_bytes())
     admin = two_dirs.connect()
     loader = two_dirs.connect()
@@ -266,7 +267,7 @@ def test_one_data_dir_holds_the_table_and_checkpoint_settles(open_tmp: Path) -> 
     (data,) = make_dirs(open_tmp, "data")
     engine = MariaDBEngine(Layout(data_dirs=(data,), files=1))
     with running(engine):
-        dialect = engine.populate_dialect()
+        dialect = populate_dialects.dialect(engine)
         spec = LoadSpec(KeyKind.SEQUENTIAL, LoadMethod.MULTIROW, LoadMode.SERVER, 100,
                         dialect.payload_bytes(), 25)  # fmt: skip
         admin = engine.connect()
@@ -301,7 +302,7 @@ def test_small_pages_hold_two_rows_too(open_tmp: Path) -> None:
     (data,) = make_dirs(open_tmp, "data")
     engine = MariaDBEngine(Layout(data_dirs=(data,), settings={"innodb_page_size": "4096"}))
     with running(engine):
-        dialect = engine.populate_dialect()
+        dialect = populate_dialects.dialect(engine)
         assert dialect.page_size == 4096
         assert dialect.payload_bytes() == 1945
         admin = engine.connect()

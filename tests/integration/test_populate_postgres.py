@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 
 from iolab.engines.interface import Layout, running
-from iolab.engines.loading import (
+from iolab.engines.postgres import PostgresEngine
+from iolab.errors import BadInput
+from iolab.workloads.populate import dialects as populate_dialects
+from iolab.workloads.populate.loading import (
     TABLE,
     KeyKind,
     LoadMethod,
@@ -29,8 +32,7 @@ from iolab.engines.loading import (
     PopulateDialect,
     TableStats,
 )
-from iolab.engines.postgres import PostgresEngine
-from iolab.engines.postgres_load import (
+from iolab.workloads.populate.postgres import (
     CHECK_ROWS,
     PROCEDURE,
     PROGRESS_INTERVAL,
@@ -38,7 +40,6 @@ from iolab.engines.postgres_load import (
     PostgresPopulate,
     payload_width,
 )
-from iolab.errors import BadInput
 
 pytestmark = pytest.mark.integration
 
@@ -132,7 +133,7 @@ def key_versions(engine: PostgresEngine) -> set[str]:
 
 
 def test_dialect_of_the_running_server(engine: PostgresEngine, version: int) -> None:
-    dialect: PopulateDialect = engine.populate_dialect()
+    dialect: PopulateDialect = populate_dialects.dialect(engine)
     assert isinstance(dialect, PostgresPopulate)
     assert dialect.tablespaces == engine.tablespaces == ["iolab_ts_0", "iolab_ts_1"]
     assert dialect.server_version_num == version >= 180000

@@ -1,8 +1,8 @@
-"""What an experiment is judged by follows what it fixed (runner/kinds.py ``judged``): a timed
-load (``duration``) lasts its duration whatever the engine does, so report, compare, export's
-reader `iolab run --json`, the HTML report and `iolab serve`'s page rank it by rows/s, and refuse
-the times it holds constant; an offered load (``rate``) by its commits' p99 latency, refusing
-its rows/s. Real SQLite runs of 1 s."""
+"""What an experiment is judged by follows what it fixed (``judged`` of
+workloads/interface.py): a timed load (``duration``) lasts its duration whatever the engine
+does, so report, compare, export's reader `iolab run --json`, the HTML report and `iolab
+serve`'s page rank it by rows/s, and refuse the times it holds constant; an offered load
+(``rate``) by its commits' p99 latency, refusing its rows/s. Real SQLite runs of 1 s."""
 
 from __future__ import annotations
 

@@ -21,8 +21,9 @@ from iolab.events import Collect
 from iolab.results import RunOutcome, RunStatus
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
-from iolab.workloads import tpch_data
-from iolab.workloads.tpch import TpchOptions, load_and_query, run_tpch
+from iolab.workloads.tpch import data as tpch_data
+from iolab.workloads.tpch import dialects as tpch_dialects
+from iolab.workloads.tpch.run import TpchOptions, load_and_query, run_tpch
 from tests.conftest import make_dirs, requires_mariadb, small_tmpfs
 from tests.integration.conftest import SF, check_answers, iolab, placed_under, tpch_json
 
@@ -248,7 +249,7 @@ def test_a_query_over_its_timeout_is_stopped_and_the_run_goes_on(
         assert [q["error"] for q in outcome.summary["queries"]] == [stopped.error, None]
         conn = instance.connect()
         try:
-            counts = instance.tpch_dialect().row_counts(conn)
+            counts = tpch_dialects.dialect(instance, compression=False, loaders=2).row_counts(conn)
         finally:
             conn.close()
         assert counts == tpch_data.expected_rows(files)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from iolab.runner.kinds import KINDS
 from iolab.store import Store, open_store
+from iolab.workloads.registry import WORKLOADS
 from tests.unit.fakes import FakeWorkload
 
 
@@ -28,7 +28,7 @@ def private_host_lock(
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeWorkload:
     """The fake workload kind (tests/unit/fakes.py), registered as the populate kind."""
     workload = FakeWorkload()
-    monkeypatch.setitem(KINDS, "populate", workload.kind())
+    monkeypatch.setitem(WORKLOADS, "populate", workload.kind())
     return workload
 
 

@@ -1,9 +1,9 @@
 """A workload kind that starts no program, for fast tests of the experiment runner.
 
-:class:`FakeWorkload` stands in for a real kind of :data:`iolab.runner.kinds.KINDS` (register it
-with ``monkeypatch.setitem(KINDS, "populate", fake.kind())``: experiment files are validated as
-a populate workload, then run by the fake). Its body records the call and fills the run's
-summary with numbers that follow from the cell's parameters (``elapsed_seconds`` =
+:class:`FakeWorkload` stands in for a real workload of :data:`iolab.workloads.registry.WORKLOADS`
+(register it with ``monkeypatch.setitem(WORKLOADS, "populate", fake.kind())``: experiment files
+are validated as a populate workload, then run by the fake). Its body records the call and
+fills the run's summary with numbers that follow from the cell's parameters (``elapsed_seconds`` =
 ``rows / 100``), optionally spread by a fixed pattern (``noise``). It can be told to fail
 (every time, or the first N times, for cells picked by their ``rows``), or to raise
 KeyboardInterrupt at its K-th call, as Ctrl-C would.
@@ -26,7 +26,8 @@ from typing import Any
 from iolab.errors import IolabError, RunFailed
 from iolab.events import EventSink, Measured
 from iolab.results import RunOutcome
-from iolab.runner.kinds import Body, Checked, Kind, Resolve
+from iolab.workloads.interface import Body, Checked, Resolve, Workload
+from iolab.workloads.populate.options import PopulateWorkload
 
 
 def elapsed_of(params: Mapping[str, Any]) -> float:
@@ -47,9 +48,10 @@ class FakeWorkload:
     calls: list[tuple[int, int]] = field(default_factory=list)
     failed: Counter[int] = field(default_factory=Counter)
 
-    def kind(self, name: str = "populate") -> Kind:
-        return Kind(
+    def kind(self, name: str = "populate") -> Workload:
+        return Workload(
             name,
+            PopulateWorkload,
             "elapsed_seconds",
             "elapsed s",
             True,

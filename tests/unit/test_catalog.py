@@ -9,25 +9,32 @@ import pytest
 
 from iolab.engines import catalog
 from iolab.engines.interface import Layout
-from iolab.engines.loading import LoadMethod
 from iolab.errors import BadInput
 from iolab.probes.standard import FAMILIES
+from iolab.workloads.populate import dialects as populate_dialects
+from iolab.workloads.populate.loading import LoadMethod
+from iolab.workloads.tpch import dialects as tpch_dialects
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "iolab"
 
 
-def test_each_engine_says_what_it_can_do() -> None:
+def test_each_engine_says_what_it_is_and_each_workload_where_it_runs() -> None:
     assert catalog.ENGINES == ("sqlite", "postgres", "mariadb", "duckdb")
-    assert catalog.POPULATE_ENGINES == ("sqlite", "postgres", "mariadb")
-    assert catalog.TPCH_ENGINES == ("duckdb", "postgres", "mariadb")
+    assert populate_dialects.NAMES == ("sqlite", "postgres", "mariadb")
+    assert tpch_dialects.NAMES == ("duckdb", "postgres", "mariadb")
     pg, maria, lite, duck = (catalog.KINDS[n] for n in ("postgres", "mariadb", "sqlite", "duckdb"))
     assert pg.server and maria.server and not lite.server and not duck.server
-    assert LoadMethod.COPY in pg.populate_methods and LoadMethod.COPY not in maria.populate_methods
-    assert (pg.tpch_compression, maria.tpch_compression, duck.tpch_compression) == (
-        None,
-        False,
-        True,
-    )
+    methods = {n: s.methods for n, s in populate_dialects.ENGINES.items()}
+    assert LoadMethod.COPY in methods["postgres"] and LoadMethod.COPY not in methods["mariadb"]
+    assert {n: s.compression for n, s in tpch_dialects.ENGINES.items()} == {
+        "postgres": None,
+        "mariadb": False,
+        "duckdb": True,
+    }
+    for workload in (populate_dialects, tpch_dialects):  # each engine's part is a module
+        for name in workload.NAMES:
+            assert name in catalog.ENGINES
+            assert (SRC / "workloads" / workload.__name__.split(".")[2] / f"{name}.py").is_file()
     assert pg.takes_pg_bin and not any(k.takes_pg_bin for k in (maria, lite, duck))
     for kind in catalog.KINDS.values():  # every probe family named exists
         assert kind.probes is None or kind.probes in FAMILIES
@@ -41,7 +48,7 @@ def test_create_and_refusals_name_the_option() -> None:
     with pytest.raises(BadInput, match="--pg-bin"):
         catalog.create("sqlite", Layout(data_dirs=(Path("/tmp"),)), pg_bin=Path("/usr/bin"))
     with pytest.raises(BadInput, match="workload.engine: 'duckdb'"):
-        catalog.kind("duckdb", "workload.engine", catalog.POPULATE_ENGINES)
+        catalog.kind("duckdb", "workload.engine", populate_dialects.NAMES)
 
 
 def test_no_engine_name_is_compared_outside_engines() -> None:
@@ -64,12 +71,12 @@ def test_no_any_in_the_engine_seams() -> None:
     registry, are typed: no ``Any`` in any of their signatures."""
     import typing
 
-    from iolab.engines import connection, interface, loading, tpch
+    from iolab.engines import connection, interface
+    from iolab.workloads.populate import loading
+    from iolab.workloads.tpch import dialect as tpch
 
     seams = [
         interface.Engine,
-        interface.PopulateEngine,
-        interface.TpchEngine,
         connection.Connection,
         loading.PopulateDialect,
         tpch.TpchDialect,
@@ -80,5 +87,6 @@ def test_no_any_in_the_engine_seams() -> None:
             if callable(member) and not name.startswith("_"):
                 hints = typing.get_type_hints(member, namespace)
                 assert "Any" not in repr(hints), f"{seam.__name__}.{name}: {hints}"
-    for module in ("catalog.py", "connection.py", "interface.py", "loading.py"):
-        assert not re.search(r"\bAny\b", (SRC / "engines" / module).read_text()), module
+    for module in ("engines/catalog.py", "engines/connection.py", "engines/interface.py"):
+        assert not re.search(r"\bAny\b", (SRC / module).read_text()), module
+    assert not re.search(r"\bAny\b", (SRC / "workloads/populate/loading.py").read_text())

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import iolab
-from iolab.engines import catalog
-from iolab.workloads.tpch import DEFAULT_TIMEOUT
+from iolab.workloads.tpch import dialects as tpch_dialects
+from iolab.workloads.tpch.run import DEFAULT_TIMEOUT
 from tests.unit.cli import iolab as run_iolab
 
 # What no command needs to start: the report and its charts, the analysis, every command's
@@ -168,5 +168,5 @@ def test_tpch_help_names_the_defaults_the_command_uses() -> None:
     result = run_iolab("tpch", "--help")
     assert result.code == 0
     text = " ".join(result.stdout.split())
-    assert f"{catalog.TPCH_DEFAULT} (embedded, the default)" in text
+    assert f"{tpch_dialects.DEFAULT} (embedded, the default)" in text
     assert f"Default: {DEFAULT_TIMEOUT:g} s." in text

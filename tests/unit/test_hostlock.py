@@ -22,8 +22,9 @@ from iolab.events import Collect, Event, EventSink, Phase
 from iolab.results import RunOutcome
 from iolab.runner import experiment as runner
 from iolab.runner import hostlock
-from iolab.runner.kinds import KINDS, Body, Resolve
 from iolab.store import Store
+from iolab.workloads.interface import Body, Resolve
+from iolab.workloads.registry import WORKLOADS
 from tests.unit.cli import iolab
 from tests.unit.fakes import FakeWorkload, experiment_file
 
@@ -124,7 +125,7 @@ def test_each_run_of_the_runner_holds_the_host(
 
         return held, roles, versions
 
-    monkeypatch.setitem(KINDS, "populate", dataclasses.replace(fake.kind(), prepare=prepare))
+    monkeypatch.setitem(WORKLOADS, "populate", dataclasses.replace(fake.kind(), prepare=prepare))
     path = experiment_file(tmp_path, experiment="repetitions = 2")
     outcome = runner.run(config.load(path), store, Collect())
     assert outcome.done == 6

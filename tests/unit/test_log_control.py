@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from iolab import metrics
 from iolab.engines.interface import Layout
 from iolab.engines.log_control import MariaDBLog, PostgresLog, SQLiteLog
 from iolab.errors import BadInput
+from iolab.workloads import registry
 
 MIB = 1 << 20
 
@@ -57,5 +57,5 @@ def test_sqlite_splits_the_size_over_the_wal_of_each_database_file() -> None:
 
 
 def test_the_steady_rate_is_a_declared_metric() -> None:
-    steady = metrics.lookup("steady_rows_per_second")
+    steady = registry.lookup_metric("steady_rows_per_second")
     assert (steady.unit, steady.lower_is_better, steady.speed) == ("rows/s", False, True)

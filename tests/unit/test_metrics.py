@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from iolab.analysis.findings import metric_of
-from iolab.metrics import lower_is_better
+from iolab.workloads.registry import lookup_metric
+
+
+def lower_is_better(name: str) -> bool:
+    return lookup_metric(name).lower_is_better
+
 
 SUMMARY = {
     "elapsed_seconds": 2.5,
@@ -26,10 +31,13 @@ def test_a_key_or_a_dotted_path_into_the_summary() -> None:
 def test_rates_and_ratios_are_better_high_times_sizes_and_latencies_low() -> None:
     for high in ("rows_per_second", "payload_mb_per_second", "tests.X.mbps", "tests.X.iops"):
         assert not lower_is_better(high), high
-    assert not lower_is_better("compression_ratio") and not lower_is_better("queries_ok")
+    assert (
+        not lookup_metric("compression_ratio").lower_is_better
+        and not lookup_metric("queries_ok").lower_is_better
+    )
     for low in ("elapsed_seconds", "total_seconds", "wal_bytes_per_row", "table_bytes"):
         assert lower_is_better(low), low
-    assert lower_is_better("tests.SEQ1M Q8T1 read.lat_p99_us")
+    assert lookup_metric("tests.SEQ1M Q8T1 read.lat_p99_us").lower_is_better
 
 
 def test_sizes_are_better_or_worse_times_faster_or_slower() -> None:
@@ -44,26 +52,26 @@ def test_sizes_are_better_or_worse_times_faster_or_slower() -> None:
 
 
 def test_declared_metrics_say_their_unit_direction_and_words() -> None:
-    from iolab import metrics
+    from iolab.workloads import registry
 
-    rate = metrics.lookup("rows_per_second")
+    rate = registry.lookup_metric("rows_per_second")
     assert (rate.unit, rate.lower_is_better, rate.speed) == ("rows/s", False, True)
-    size = metrics.lookup("wal_bytes_per_row")
+    size = registry.lookup_metric("wal_bytes_per_row")
     assert (size.unit, size.lower_is_better, size.speed) == ("B", True, False)
-    latency = metrics.lookup("tests.RND4K Q1T1 read.lat_p99_us")  # by its last part
+    latency = registry.lookup_metric("tests.RND4K Q1T1 read.lat_p99_us")  # by its last part
     assert (latency.name, latency.lower_is_better, latency.speed) == ("lat_p99_us", True, True)
-    assert metrics.lookup("queries_ok").lower_is_better is False
-    assert metrics.lookup("compression_ratio").format(2.5) == "2.5 x"
-    assert metrics.lookup("load_mb_per_second").format(1234.5) == "1,234 MB/s"
+    assert registry.lookup_metric("queries_ok").lower_is_better is False
+    assert registry.lookup_metric("compression_ratio").format(2.5) == "2.5 x"
+    assert registry.lookup_metric("load_mb_per_second").format(1234.5) == "1,234 MB/s"
 
 
 def test_a_number_nobody_declared_has_no_direction() -> None:
     import pytest
 
-    from iolab import metrics
+    from iolab.workloads import registry
 
-    assert metrics.find("bananas_per_second") is None
-    assert metrics.find("rows") is None  # a count of rows is not a measurement to compare
+    assert registry.find_metric("bananas_per_second") is None
+    assert registry.find_metric("rows") is None  # a count of rows is not a measurement to compare
     with pytest.raises(KeyError, match="bananas_per_second is not declared"):
-        metrics.lookup("bananas_per_second")
-    assert metrics.find("tests.SEQ1M Q8T1 read.iops") is metrics.METRICS["iops"]
+        registry.lookup_metric("bananas_per_second")
+    assert registry.find_metric("tests.SEQ1M Q8T1 read.iops") is registry.declared_metrics()["iops"]

@@ -25,9 +25,9 @@ from iolab.report import html as html_report
 from iolab.report.signature import sign_png, sqlite_file, written_by_iolab
 from iolab.results import RunOutcome
 from iolab.runner import experiment as runner
-from iolab.runner.kinds import KINDS
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
+from iolab.workloads.registry import WORKLOADS
 from tests.unit.cli import iolab, no_programs
 from tests.unit.fakes import FakeWorkload, experiment_file
 
@@ -236,7 +236,7 @@ def test_every_chart_name_is_checked_before_one_is_written(
     experiment of three cells, recorded by the fake workload of tests/unit/fakes.py)."""
     if shutil.which("chromium") is None:
         pytest.skip("--png needs chromium to be installed, even to refuse")
-    monkeypatch.setitem(KINDS, "populate", FakeWorkload().kind())
+    monkeypatch.setitem(WORKLOADS, "populate", FakeWorkload().kind())
     db = tmp_path / "e.db"
     with open_store(db) as store:
         runner.run(config.load(experiment_file(tmp_path)), store, Collect())

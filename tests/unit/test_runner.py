@@ -16,8 +16,8 @@ from iolab.config import experiment as config
 from iolab.errors import BadInput
 from iolab.events import Collect, Phase
 from iolab.runner import experiment as runner
-from iolab.runner.kinds import KINDS
 from iolab.store import Store, open_store
+from iolab.workloads.registry import WORKLOADS
 from tests.unit.cli import iolab, no_programs
 from tests.unit.fakes import FakeWorkload, RunRow, elapsed_of, experiment_file, run_rows
 
@@ -63,7 +63,7 @@ def test_sequential_runs_cells_in_matrix_order_each_its_repetitions(
 
 def shuffled_calls(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     workload = FakeWorkload()
-    monkeypatch.setitem(KINDS, "populate", workload.kind())
+    monkeypatch.setitem(WORKLOADS, "populate", workload.kind())
     where = tmp_path / f"seed-{seed}-{len(list(tmp_path.iterdir()))}"
     where.mkdir()
     path = experiment_file(
@@ -117,7 +117,7 @@ def test_interrupted_experiment_resumes_without_repeating_a_run(
     ]
 
     again = FakeWorkload()
-    monkeypatch.setitem(KINDS, "populate", again.kind())
+    monkeypatch.setitem(WORKLOADS, "populate", again.kind())
     outcome = run_file(path, store)
     assert again.calls == [(200, 1), (300, 1), (300, 1)]  # only what was missing
     assert (outcome.planned, outcome.kept, outcome.done, outcome.failed) == (3, 3, 3, 0)
@@ -133,7 +133,7 @@ def test_interrupted_experiment_resumes_without_repeating_a_run(
     assert runner.make_plan(config.load(path), store).runs == 0
 
     nothing = FakeWorkload()
-    monkeypatch.setitem(KINDS, "populate", nothing.kind())
+    monkeypatch.setitem(WORKLOADS, "populate", nothing.kind())
     outcome = run_file(path, store)
     assert nothing.calls == []
     assert (outcome.planned, outcome.kept, outcome.done) == (0, 6, 0)

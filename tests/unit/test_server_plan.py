@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from iolab.engines.postgres_load import CHECK_ROWS, ServerPlan, server_plan
 from iolab.errors import BadInput
+from iolab.workloads.populate.postgres import CHECK_ROWS, ServerPlan, server_plan
 
 
 def commits(count: int, batch: int, commit_every: int) -> list[int]:

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from iolab.engines.mariadb_tpch import MariaDBTpch
-from iolab.engines.tpch import TABLES, TpchFiles, chunks
 from iolab.errors import BadInput, RunFailed
 from iolab.results import QueryResult, RunOutcome, RunStatus, cell_id
 from iolab.store import open_store
 from iolab.store.migrate import available
-from iolab.workloads.tpch import geometric_mean
-from iolab.workloads.tpch_answers import Answer, mismatch, same_value
-from iolab.workloads.tpch_data import check_space, data_dir, sf_label
+from iolab.workloads.tpch.answers import Answer, mismatch, same_value
+from iolab.workloads.tpch.data import check_space, data_dir, sf_label
+from iolab.workloads.tpch.dialect import TABLES, TpchFiles, chunks
+from iolab.workloads.tpch.mariadb import MariaDBTpch
+from iolab.workloads.tpch.run import geometric_mean
 
 
 @pytest.mark.parametrize(

@@ -8,16 +8,15 @@ from pathlib import Path
 import pytest
 
 from iolab.config.experiment import load
-from iolab.config.workloads import DiskWorkload, PopulateWorkload, TpchWorkload, from_flags
 from iolab.errors import BadInput
 from iolab.results import cell_id
-from iolab.runner.kinds import (
-    command_layout,
-    disk_options,
-    layout_of,
-    populate_options,
-    tpch_options,
-)
+from iolab.workloads.disk.options import DiskWorkload
+from iolab.workloads.disk.workload import disk_options
+from iolab.workloads.interface import command_layout, from_flags, layout_of
+from iolab.workloads.populate.options import PopulateWorkload
+from iolab.workloads.populate.workload import populate_options
+from iolab.workloads.tpch.options import TpchWorkload
+from iolab.workloads.tpch.workload import tpch_options
 
 DISK_FILE = """
 [experiment]
@@ -180,7 +179,7 @@ def test_populate_cells_without_the_variation_keys_keep_their_names(tmp_path: Pa
 
 
 def test_the_variation_keys_of_a_file_are_the_commands_options(tmp_path: Path) -> None:
-    from iolab.runner.kinds import populate_options
+    from iolab.workloads.populate.workload import populate_options
 
     keys = 'checkpoint_every = "30s"\npresize_wal = "1GiB"\nsteady_window = 5'
     exp = tmp_path / "e.toml"
@@ -205,7 +204,7 @@ def test_the_variation_keys_of_a_file_are_the_commands_options(tmp_path: Path) -
 
 
 def test_off_in_a_matrix_is_the_engines_own_behaviour_and_names_its_cells(tmp_path: Path) -> None:
-    from iolab.runner.kinds import populate_options
+    from iolab.workloads.populate.workload import populate_options
 
     exp = tmp_path / "e.toml"
     matrix = '\n[matrix]\ncheckpoint_every = ["off", "3s"]\npresize_wal = ["off", "64MiB"]\n'

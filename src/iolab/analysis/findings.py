@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
-from iolab import metrics
 from iolab.analysis.efficiency import Drift, Efficiency, drift_sentence
 from iolab.analysis.queries import QueryTimes
 from iolab.analysis.stats import (
@@ -25,6 +24,7 @@ from iolab.analysis.stats import (
     summarize,
 )
 from iolab.units import format_seconds
+from iolab.workloads import registry
 
 # A value of a matrix key as the stored params hold it (a JSON scalar, or a list: data dirs)
 MatrixValue: TypeAlias = str | int | float | bool | list[str | int | float | bool | None] | None
@@ -377,7 +377,7 @@ def sentence(r: Ratio) -> str:
             f"{r.a} vs {r.b}: no significant difference ({r.better:.2f}x, 95% CI "
             f"{lo:.2f}-{hi:.2f}x, {p})"
         )
-    speed = not r.metric or metrics.lookup(r.metric).speed
+    speed = not r.metric or registry.lookup_metric(r.metric).speed
     word = (
         ("faster" if r.better > 1 else "slower")
         if speed

@@ -82,14 +82,15 @@ def disk(
     """
     from iolab.analysis.disk import spread_warnings, summarize
     from iolab.cli.progress import ProgressView
-    from iolab.config.workloads import DiskWorkload, from_flags
     from iolab.fio.runner import fio_path, fio_version
     from iolab.report import disk as disk_report
     from iolab.report import probes as probes_report
-    from iolab.runner.kinds import KINDS, command_layout, disk_options
     from iolab.runner.single import CommandRun, execute
     from iolab.store import open_store
     from iolab.testbed import resolve_path
+    from iolab.workloads.disk.options import DiskWorkload
+    from iolab.workloads.disk.workload import WORKLOAD, disk_options
+    from iolab.workloads.interface import command_layout, from_flags
 
     fio = fio_path()
     path = resolve_path(str(path), "PATH")
@@ -109,7 +110,7 @@ def disk(
     }
     options = disk_options(params, path)
     view = ProgressView()
-    body, roles, versions = KINDS["disk"].prepare(params, Path, view)  # as a cell of a file
+    body, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
     spec = CommandRun(f"disk {path.resolve()}", "disk", options.params(), roles, versions)
     with open_store(results) as store:
         with view:

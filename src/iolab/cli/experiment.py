@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from iolab.config import experiment as config
     from iolab.results import ExperimentId
     from iolab.runner import experiment as runner
-    from iolab.runner.kinds import Judged
     from iolab.store import Store
+    from iolab.workloads.interface import Judged
 
 FileArgument = Annotated[
     Path,
@@ -258,6 +258,6 @@ def _cell_rows(
 def _judged(experiment: config.Experiment) -> Judged | None:
     """What the experiment's cells are judged by (the report's default metric)."""
     from iolab.runner import experiment as runner
-    from iolab.runner.kinds import judged as judged_by
+    from iolab.workloads.interface import judged as judged_by
 
     return judged_by(runner.kind_of(experiment), [c.params for c in experiment.cells])

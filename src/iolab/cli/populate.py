@@ -176,11 +176,11 @@ def populate(
     Nothing starts and nothing is recorded unless the options, the directories, the --set
     values (read by the engine's own binary) and the free space (at least a page per row) pass.
     """
-    from iolab.config.workloads import PopulateWorkload, from_flags
-    from iolab.engines import catalog
     from iolab.engines.external import parse_dsn
-    from iolab.runner.kinds import command_layout
     from iolab.testbed import resolve_path
+    from iolab.workloads.interface import command_layout, from_flags
+    from iolab.workloads.populate import dialects
+    from iolab.workloads.populate.options import PopulateWorkload
 
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
@@ -191,7 +191,7 @@ def populate(
     workload = from_flags(
         PopulateWorkload,
         {
-            **{"kind": "populate", "engine": engine or catalog.DEFAULT_ENGINE, "rows": rows},
+            **{"kind": "populate", "engine": engine or dialects.DEFAULT, "rows": rows},
             **{"bytes": size, "connections": connections, "commit_every": commit_every},
             **{"method": method, "mode": mode, "key": key, "batch": batch},
             "pg_bin": str(pg_bin) if pg_bin else None,
@@ -240,13 +240,14 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     from iolab.cli.progress import ProgressView
     from iolab.report import populate as populate_report
     from iolab.report import probes as probes_report
-    from iolab.runner.kinds import KINDS, layout_of, populate_options
     from iolab.runner.single import CommandRun, execute
     from iolab.store import open_store
+    from iolab.workloads.interface import layout_of
+    from iolab.workloads.populate.workload import WORKLOAD, populate_options
 
     options = populate_options(params, layout_of(params, Path))
     view = ProgressView()
-    body, roles, versions = KINDS["populate"].prepare(params, Path, view)  # as a cell of a file
+    body, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
     name = f"populate {options.engine}" + (
         f" {options.dsn.redacted}" if options.dsn is not None else ""
     )

@@ -22,11 +22,11 @@ from iolab.units import parse_int_list
 
 if TYPE_CHECKING:
     from iolab.results import RunOutcome
-    from iolab.workloads.tpch import TpchOptions
+    from iolab.workloads.tpch.run import TpchOptions
 
-# The defaults of --engine and --timeout, as the help says them: catalog.TPCH_DEFAULT and
-# workloads.tpch.DEFAULT_TIMEOUT, which the command reads (importing them here would load the
-# engines and the workload to start any command; a unit test keeps the help in step).
+# The defaults of --engine and --timeout, as the help says them: workloads.tpch.dialects.DEFAULT
+# and workloads.tpch.run.DEFAULT_TIMEOUT, which the command reads (importing them here would
+# load the engines and the workload to start any command; a unit test keeps the help in step).
 ENGINE_HELP = "duckdb (embedded, the default), postgres or mariadb (InnoDB)."
 TIMEOUT_HELP = "Per-query timeout: seconds or 90s, 5m. Default: 300 s."
 
@@ -107,13 +107,13 @@ def tpch(
     total and geometric mean. The probes record the power run (`iolab timeline RUN`). A wrong
     answer, an error or a timeout fails the run.
     """
-    from iolab.config.workloads import TpchWorkload, from_flags
-    from iolab.engines import catalog
-    from iolab.runner.kinds import command_layout
     from iolab.testbed import resolve_path
-    from iolab.workloads.tpch import DEFAULT_TIMEOUT
+    from iolab.workloads.interface import command_layout, from_flags
+    from iolab.workloads.tpch import dialects
+    from iolab.workloads.tpch.options import TpchWorkload
+    from iolab.workloads.tpch.run import DEFAULT_TIMEOUT
 
-    engine = catalog.TPCH_DEFAULT if engine is None else engine
+    engine = dialects.DEFAULT if engine is None else engine
     timeout = f"{DEFAULT_TIMEOUT:g}" if timeout is None else timeout
     dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
     wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
@@ -139,13 +139,14 @@ def tpch(
 def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     from iolab.cli.progress import ProgressView
     from iolab.errors import RunFailed
-    from iolab.runner.kinds import KINDS, layout_of, tpch_options
     from iolab.runner.single import CommandRun, execute
     from iolab.store import open_store
+    from iolab.workloads.interface import layout_of
+    from iolab.workloads.tpch.workload import WORKLOAD, tpch_options
 
     options = tpch_options(params, layout_of(params, Path))
     view = ProgressView()
-    prepared, roles, versions = KINDS["tpch"].prepare(params, Path, view)  # as a cell of a file
+    prepared, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
     name = f"tpch {options.engine} sf {options.scale_factor:g}"
     spec = CommandRun(name, "tpch", options.params(), roles, versions)
     kept: list[RunOutcome] = []

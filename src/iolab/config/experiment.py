@@ -25,17 +25,17 @@ from pydantic import (
     field_validator,
 )
 
-from iolab.config.workloads import (
-    WORKLOADS,
+from iolab.errors import BadInput
+from iolab.fleet import names
+from iolab.input_files import read_text
+from iolab.results import CellId, cell_id
+from iolab.workloads.interface import (
     LayoutSection,
     Section,
     bad_input,
     seconds,
 )
-from iolab.errors import BadInput
-from iolab.fleet import names
-from iolab.input_files import read_text
-from iolab.results import CellId, cell_id
+from iolab.workloads.registry import MODELS
 
 DEVICE_PREFIX = "device:"  # a path on an emulated device of the testbed: device:NAME[/sub/dir]
 
@@ -159,9 +159,9 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
     except ValidationError as exc:
         raise bad_input(exc) from None
     kind = spec.workload.get("kind")
-    model = WORKLOADS.get(str(kind)) if kind is not None else None
+    model = MODELS.get(str(kind)) if kind is not None else None
     if model is None:
-        raise BadInput.choice("workload.kind", kind, WORKLOADS)
+        raise BadInput.choice("workload.kind", kind, MODELS)
     try:
         base = model.model_validate(spec.workload)
     except ValidationError as exc:

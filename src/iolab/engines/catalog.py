@@ -1,9 +1,10 @@
 """The engines iolab knows: one descriptor each, the one place that maps a name to an engine.
 
-A descriptor says what an engine is and can do (server or embedded; populate methods; TPC-H,
-compression, parallel loaders; which probes watch it and how to name its sessions) and makes an
-instance. Code outside ``engines/`` asks a descriptor; it never compares an engine's name. Adding
-an engine is one module plus one entry in :data:`KINDS` (docs/engines.md).
+A descriptor says what an engine is (server or embedded; which probes watch it and how to name
+its sessions; its checks) and makes an instance. Which workloads an engine runs is each
+workload's to say (``workloads/<name>/dialects.py``). Code outside ``engines/`` asks a
+descriptor; it never compares an engine's name. Adding an engine is one module plus one entry in
+:data:`KINDS` (docs/engines.md).
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iolab.engines.connection import Connection
-from iolab.engines.interface import Layout, PopulateEngine, TpchEngine
-from iolab.engines.loading import LoadMethod
+from iolab.engines.interface import Layout
 from iolab.errors import BadInput
 
 if TYPE_CHECKING:
@@ -32,10 +32,6 @@ class EngineKind:
     name: str  # as on the command line and in results: ``postgres``
     title: str  # as in prose: ``PostgreSQL``
     server: bool  # a server process iolab starts (else embedded in iolab's process)
-    populate_methods: frozenset[LoadMethod]  # what `iolab populate --method` takes; empty: none
-    tpch: bool  # runs `iolab tpch`
-    tpch_compression: bool | None  # TPC-H --compression default; None: no compression option
-    parallel_loaders: bool  # TPC-H --loaders: tables loaded over several connections
     make: Callable[[Layout, Path | None], Engine]  # a fresh, unprovisioned instance
     probes: str | None  # the probe family that watches it (iolab.probes.standard), if any
     check_settings: Callable[[Layout, Path | None], None]  # settings and shape (see check())
@@ -152,8 +148,6 @@ def _thread_ids(conns: Sequence[Connection]) -> list[int]:
     return [int(c.thread_id()) for c in conns if isinstance(c, pymysql.connections.Connection)]
 
 
-_ROW_METHODS = frozenset({LoadMethod.INSERT, LoadMethod.MULTIROW})
-
 KINDS: dict[str, EngineKind] = {
     kind.name: kind
     for kind in (
@@ -161,10 +155,6 @@ KINDS: dict[str, EngineKind] = {
             name="sqlite",
             title="SQLite",
             server=False,
-            populate_methods=_ROW_METHODS,
-            tpch=False,
-            tpch_compression=None,
-            parallel_loaders=False,
             make=_sqlite,
             check_settings=_sqlite_settings,
             probes="sqlite",
@@ -176,10 +166,6 @@ KINDS: dict[str, EngineKind] = {
             name="postgres",
             title="PostgreSQL",
             server=True,
-            populate_methods=frozenset(LoadMethod),
-            tpch=True,
-            tpch_compression=None,
-            parallel_loaders=True,
             make=_postgres,
             check_settings=_postgres_settings,
             check_installed=_postgres_installed,
@@ -193,10 +179,6 @@ KINDS: dict[str, EngineKind] = {
             name="mariadb",
             title="MariaDB",
             server=True,
-            populate_methods=_ROW_METHODS,
-            tpch=True,
-            tpch_compression=False,
-            parallel_loaders=True,
             make=_mariadb,
             check_settings=_mariadb_settings,
             check_installed=_mariadb_installed,
@@ -210,10 +192,6 @@ KINDS: dict[str, EngineKind] = {
             name="duckdb",
             title="DuckDB",
             server=False,
-            populate_methods=frozenset(),
-            tpch=True,
-            tpch_compression=True,
-            parallel_loaders=False,
             make=_duckdb,
             check_settings=_duckdb_settings,
             check_installed=_duckdb_installed,
@@ -224,13 +202,6 @@ KINDS: dict[str, EngineKind] = {
     )
 }
 ENGINES = tuple(KINDS)
-DEFAULT_ENGINE = "sqlite"  # embedded: nothing to install
-POPULATE_ENGINES = tuple(k.name for k in KINDS.values() if k.populate_methods)
-TPCH_DEFAULT = "duckdb"  # embedded, and TPC-H's own engine
-TPCH_ENGINES = (
-    TPCH_DEFAULT,
-    *(k.name for k in KINDS.values() if k.tpch and k.name != TPCH_DEFAULT),
-)
 
 
 def kind(name: str, field: str = "--engine", among: Sequence[str] = ENGINES) -> EngineKind:
@@ -251,20 +222,6 @@ def create(name: str, layout: Layout, *, pg_bin: Path | None = None) -> Engine:
     if pg_bin is not None and not found.takes_pg_bin:
         raise BadInput("--pg-bin", str(pg_bin), "--pg-bin goes with --engine postgres")
     return found.make(layout, pg_bin)
-
-
-def create_populate(name: str, layout: Layout, *, pg_bin: Path | None = None) -> PopulateEngine:
-    """:func:`create` for the population workload: an engine that has its dialect."""
-    engine = create(kind(name, among=POPULATE_ENGINES).name, layout, pg_bin=pg_bin)
-    assert isinstance(engine, PopulateEngine), f"{name} declares populate methods but has none"
-    return engine
-
-
-def create_tpch(name: str, layout: Layout, *, pg_bin: Path | None = None) -> TpchEngine:
-    """:func:`create` for TPC-H: an engine that has its dialect."""
-    engine = create(kind(name, among=TPCH_ENGINES).name, layout, pg_bin=pg_bin)
-    assert isinstance(engine, TpchEngine), f"{name} declares TPC-H but has no dialect"
-    return engine
 
 
 def check(name: str, layout: Layout, *, pg_bin: Path | None = None) -> None:

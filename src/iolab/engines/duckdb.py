@@ -28,13 +28,10 @@ import contextlib
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs, plan_files
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
-
-if TYPE_CHECKING:
-    from iolab.engines.duckdb_tpch import DuckDBTpch
 
 KIND_DATA = "duckdb"
 KIND_TEMP = "duckdbtmp"
@@ -238,11 +235,9 @@ class DuckDBEngine(Provisioned):
             self._cursors.append(cursor)
             return cursor
 
-    def tpch_dialect(self, *, compression: bool = True, loaders: int = 1) -> DuckDBTpch:
-        """The TPC-H workload's SQL for this instance's data files."""
-        from iolab.engines.duckdb_tpch import DuckDBTpch
-
-        return DuckDBTpch(self.catalogs, compression=compression)
+    def spaces(self) -> list[str]:
+        """The catalogs (attached database files) a workload's tables go to."""
+        return self.catalogs
 
     def effective_settings(self) -> dict[str, str]:
         """The settings set through the layout and a fixed list, as DuckDB reports them."""

@@ -1,9 +1,10 @@
 """A server iolab does not manage, reached through ``--dsn``: PostgreSQL or MariaDB/MySQL.
 
 iolab neither provisions, starts nor stops it, so the layout is the server's own: layout options
-are refused by :func:`check_external_layout`. What iolab creates in the target database (the
-population table, its procedure and function) must not exist beforehand, since iolab never drops
-what it did not create; ``destroy()`` drops exactly those objects. The password of the DSN is
+are refused by :func:`check_external_layout`. What the workload creates in the target database
+(its :class:`Objects`: the population table, its procedure and function) must not exist
+beforehand, since iolab never drops what it did not create; ``destroy()`` drops exactly those
+objects. The password of the DSN is
 used to connect and nowhere else: :attr:`ExternalTarget.redacted` (built by the rules of
 :func:`iolab.redaction.redact`) is what reaches messages, results, logs and the driver's URL.
 """
@@ -18,7 +19,6 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from iolab.engines.interface import Layout, Placement
-from iolab.engines.loading import TABLE
 from iolab.errors import BadInput, IolabError, MissingTool
 from iolab.redaction import is_secret_key, redact
 
@@ -29,6 +29,20 @@ SCHEMES = {
     "mariadb": "mariadb",
 }
 HOW_TO_GET_DRIVERS = "pip install 'iolab[engines]' (psycopg and pymysql)"
+
+
+@dataclass(frozen=True)
+class Objects:
+    """What a workload creates in a server's database, by name: refused when found before the
+    run (iolab never drops what it did not create), dropped after it."""
+
+    tables: tuple[str, ...] = ()
+    procedures: tuple[str, ...] = ()
+    functions: tuple[str, ...] = ()
+
+    @property
+    def routines(self) -> tuple[str, ...]:
+        return (*self.procedures, *self.functions)
 
 
 @dataclass(frozen=True)
@@ -165,8 +179,9 @@ class _Unmanaged:
     """What a server reached through a DSN shares: iolab neither starts nor stops it, and its
     layout is the server's own."""
 
-    def __init__(self, target: ExternalTarget) -> None:
+    def __init__(self, target: ExternalTarget, objects: Objects) -> None:
         self.target = target
+        self.objects = objects
         self._layout = Layout(data_dirs=())
         self._made = False
 
@@ -176,6 +191,9 @@ class _Unmanaged:
 
     def start(self) -> None:
         """The server runs already."""
+
+    def load_connect(self) -> Any:
+        return self.connect()  # type: ignore[attr-defined]
 
     def stop(self) -> None:
         """iolab does not stop a server it did not start."""
@@ -191,8 +209,8 @@ class ExternalPostgres(_Unmanaged):
     name: ClassVar[str] = "postgres"
     title: ClassVar[str] = "PostgreSQL"
 
-    def __init__(self, target: ExternalTarget) -> None:
-        super().__init__(target)
+    def __init__(self, target: ExternalTarget, objects: Objects) -> None:
+        super().__init__(target, objects)
         self._tablespace = "pg_default"
 
     def connect(self) -> Any:
@@ -215,11 +233,11 @@ class ExternalPostgres(_Unmanaged):
         """Check that the server takes us and holds none of iolab's objects; create nothing."""
         with self.connect() as conn:
             found = conn.execute(
-                "SELECT c.relname FROM pg_class c WHERE c.relname = %(t)s "
+                "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%(t)s) "
                 "AND pg_table_is_visible(c.oid) UNION ALL "
-                "SELECT p.proname FROM pg_proc p WHERE p.proname IN ('iolab_load', 'iolab_uuidv7') "
+                "SELECT p.proname FROM pg_proc p WHERE p.proname = ANY(%(r)s) "
                 "AND pg_function_is_visible(p.oid)",
-                {"t": TABLE},
+                {"t": list(self.objects.tables), "r": list(self.objects.routines)},
             ).fetchall()
             _refuse_existing([str(r[0]) for r in found], self.target)
             row = conn.execute(
@@ -238,9 +256,16 @@ class ExternalPostgres(_Unmanaged):
             return
         self._made = False
         with self.connect() as conn:
-            conn.execute("DROP PROCEDURE IF EXISTS iolab_load")
-            conn.execute(f"DROP TABLE IF EXISTS {TABLE} CASCADE")
-            conn.execute("DROP FUNCTION IF EXISTS iolab_uuidv7()")
+            for name in self.objects.procedures:
+                conn.execute(f"DROP PROCEDURE IF EXISTS {name}")
+            for name in self.objects.tables:
+                conn.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
+            for name in self.objects.functions:
+                conn.execute(f"DROP FUNCTION IF EXISTS {name}")
+
+    def spaces(self) -> list[str]:
+        """The database's own tablespace (read by provision())."""
+        return [self._tablespace]
 
     def version(self) -> str:
         with self.connect() as conn:
@@ -257,16 +282,6 @@ class ExternalPostgres(_Unmanaged):
                 (list(INTERESTING),),
             ).fetchall()
         return {str(k): str(v) for k, v in rows}
-
-    def populate_dialect(self) -> Any:
-        from iolab.engines.postgres_load import PostgresPopulate
-
-        with self.connect() as conn:
-            row = conn.execute(
-                "SELECT current_setting('server_version_num'), current_setting('block_size')"
-            ).fetchone()
-        assert row is not None
-        return PostgresPopulate([self._tablespace], int(row[0]), page_size=int(row[1]))
 
 
 class ExternalMariaDB(_Unmanaged):
@@ -313,14 +328,13 @@ class ExternalMariaDB(_Unmanaged):
             conn.close()
 
     def provision(self) -> Placement:
-        from iolab.engines.mariadb_load import PROCEDURE, UUID7_FUNCTION
-
+        tables, routines = self.objects.tables, self.objects.routines
         found = self._query(
             "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = DATABASE() AND table_name = %s UNION ALL "
+            f"WHERE table_schema = DATABASE() AND table_name IN ({_marks(tables)}) UNION ALL "
             "SELECT routine_name FROM information_schema.routines "
-            "WHERE routine_schema = DATABASE() AND routine_name IN (%s, %s)",
-            (TABLE, PROCEDURE, UUID7_FUNCTION),
+            f"WHERE routine_schema = DATABASE() AND routine_name IN ({_marks(routines)})",
+            (*tables, *routines),
         )
         _refuse_existing([str(r[0]) for r in found], self.target)
         rows = self._query("SELECT @@datadir, @@innodb_log_group_home_dir")
@@ -331,19 +345,24 @@ class ExternalMariaDB(_Unmanaged):
         return Placement(data=data, wal=wal, temp=None, log=None, created=())
 
     def destroy(self) -> None:
-        from iolab.engines.mariadb_load import PROCEDURE, UUID7_FUNCTION
-
         if not self._made:
             return
         self._made = False
         conn = self.connect()
         try:
             with conn.cursor() as cur:
-                cur.execute(f"DROP PROCEDURE IF EXISTS {PROCEDURE}")
-                cur.execute(f"DROP FUNCTION IF EXISTS {UUID7_FUNCTION}")
-                cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
+                for name in self.objects.procedures:
+                    cur.execute(f"DROP PROCEDURE IF EXISTS {name}")
+                for name in self.objects.functions:
+                    cur.execute(f"DROP FUNCTION IF EXISTS {name}")
+                for name in self.objects.tables:
+                    cur.execute(f"DROP TABLE IF EXISTS {name}")
         finally:
             conn.close()
+
+    def spaces(self) -> list[str]:
+        """None: the tables stay where the server puts them."""
+        return []
 
     def version(self) -> str:
         return str(self._query("SELECT VERSION()")[0][0])
@@ -354,15 +373,17 @@ class ExternalMariaDB(_Unmanaged):
         rows = self._query("SHOW GLOBAL VARIABLES")
         return {str(k): str(v) for k, v in rows if str(k) in REPORTED_VARIABLES}
 
-    def populate_dialect(self) -> Any:
-        from iolab.engines.mariadb_load import MariaDBPopulate
 
-        page_size = int(self._query("SELECT @@innodb_page_size")[0][0])
-        return MariaDBPopulate([], page_size)
+def create(target: ExternalTarget, objects: Objects) -> ExternalPostgres | ExternalMariaDB:
+    """The server of ``target``, where a workload makes ``objects``."""
+    if target.engine == "postgres":
+        return ExternalPostgres(target, objects)
+    return ExternalMariaDB(target, objects)
 
 
-def create(target: ExternalTarget) -> ExternalPostgres | ExternalMariaDB:
-    return ExternalPostgres(target) if target.engine == "postgres" else ExternalMariaDB(target)
+def _marks(names: tuple[str, ...]) -> str:
+    """As many placeholders as names (a list no name matches when there are none)."""
+    return ", ".join(["%s"] * len(names)) or "NULL"
 
 
 def _refuse_existing(names: list[str], target: ExternalTarget) -> None:

@@ -13,16 +13,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar, Protocol
 
 from iolab.engines.connection import Connection
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.ownership import can_write, owned_name, reap, remove
 from iolab.process import tail
-
-if TYPE_CHECKING:
-    from iolab.engines.loading import PopulateDialect
-    from iolab.engines.tpch import TpchDialect
 
 
 @dataclass(frozen=True)
@@ -104,6 +100,17 @@ class Engine(Protocol):
         """A new DB-API 2 connection to the instance's benchmark database."""
         ...
 
+    def load_connect(self) -> Connection:
+        """A connection for a bulk load: on MariaDB one that may send the client's files
+        (``LOAD DATA LOCAL INFILE``); elsewhere the same as :meth:`connect`."""
+        ...
+
+    def spaces(self) -> list[str]:
+        """Where a workload's tables go, one per data file of the layout, in the engine's own
+        terms: PostgreSQL tablespaces, MariaDB data directories, SQLite schemas, DuckDB
+        catalogs (a server iolab does not manage: its database's own, or none)."""
+        ...
+
     def version(self) -> str: ...
 
     def effective_settings(self) -> dict[str, str]:
@@ -141,6 +148,12 @@ class Provisioned(ABC):
     @abstractmethod
     def stop(self) -> None: ...
 
+    @abstractmethod
+    def connect(self) -> Connection: ...
+
+    def load_connect(self) -> Connection:
+        return self.connect()
+
     def _halt(self) -> None:
         """Stop for good, at once: what :meth:`destroy` removes next needs no clean shutdown (a
         server overrides it; :meth:`stop` for an engine without one)."""
@@ -153,25 +166,6 @@ class Provisioned(ABC):
         if self._created:
             left = ", ".join(str(p) for p in self._created)
             raise IolabError(f"could not remove what {self.title} left: {left}; remove it by hand")
-
-
-@runtime_checkable
-class PopulateEngine(Engine, Protocol):
-    """An engine that runs the table-population workload."""
-
-    def populate_dialect(self) -> PopulateDialect:
-        """Its table, loaders and statistics (see :mod:`iolab.engines.loading`)."""
-        ...
-
-
-@runtime_checkable
-class TpchEngine(Engine, Protocol):
-    """An engine that runs TPC-H."""
-
-    def tpch_dialect(self, *, compression: bool, loaders: int) -> TpchDialect:
-        """Its TPC-H SQL (see :mod:`iolab.engines.tpch`); ``loaders``: parallel connections for
-        the load, where the engine loads in parallel."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -255,3 +249,26 @@ def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
             if failure is None:
                 raise
             raise RunFailed(f"{failure}; then {left}") from failure
+
+
+IGNORED_ENTRIES = frozenset({"lost+found", ".gitkeep"})  # a fresh filesystem; a kept empty dir
+
+
+def check_layout(layout: Layout) -> None:
+    """Each directory of the layout must exist, be writable and hold nothing but iolab's own
+    entries, so that a run never mixes with (or measures around) someone else's files."""
+    named = layout.named_dirs()
+    check_dirs(named)
+    for field_name, path in named:
+        foreign = sorted(
+            p.name
+            for p in path.iterdir()
+            if p.name not in IGNORED_ENTRIES and not p.name.startswith(".iolab-")
+        )
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise BadInput(
+                field_name,
+                str(path),
+                f"give an empty directory; it holds files iolab did not create ({shown})",
+            )

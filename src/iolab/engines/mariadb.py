@@ -16,14 +16,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache, partial
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 from iolab import ownership
 from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs
-from iolab.engines.mariadb_load import MariaDBPopulate
-from iolab.engines.mariadb_tpch import MariaDBTpch
 from iolab.engines.server_process import (
     ServerUser,
     check_reachable,
@@ -520,19 +518,13 @@ class MariaDBEngine(Provisioned):
             local_infile=local_infile,
         )
 
-    def populate_dialect(self) -> MariaDBPopulate:
-        """The population workload's SQL for this instance (started): its page size, its dirs."""
-        page_size = int(self._query(["SELECT @@innodb_page_size"])[0][0])
-        return MariaDBPopulate(list(self.partition_dirs), page_size)
+    def load_connect(self) -> Any:
+        """A connection that may send the client's files (``LOAD DATA LOCAL INFILE``)."""
+        return self.connect(local_infile=True)
 
-    def tpch_dialect(self, *, compression: bool = False, loaders: int = 2) -> MariaDBTpch:
-        """The TPC-H workload's SQL for this instance's data files."""
-        return MariaDBTpch(
-            list(self.partition_dirs),
-            partial(self.connect, local_infile=True),
-            compression=compression,
-            loaders=loaders,
-        )
+    def spaces(self) -> list[str]:
+        """The directories a workload's table partitions go to, one per data file."""
+        return [str(d) for d in self.partition_dirs]
 
     def version(self) -> str:
         if _alive(self._proc):

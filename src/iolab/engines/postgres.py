@@ -29,8 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs
-from iolab.engines.postgres_load import PostgresPopulate
-from iolab.engines.postgres_tpch import PostgresTpch
 from iolab.engines.server_process import (
     ServerUser,
     check_reachable,
@@ -658,18 +656,9 @@ class PostgresEngine(Provisioned):
         """A new connection to the ``iolab`` database (autocommit is the caller's choice)."""
         return self._connect(DATABASE)
 
-    def populate_dialect(self) -> PostgresPopulate:
-        """The table-population SQL for this running server (its tablespaces and version)."""
-        with self.connect() as conn:
-            row = conn.execute(
-                "SELECT current_setting('server_version_num'), current_setting('block_size')"
-            ).fetchone()
-        assert row is not None
-        return PostgresPopulate(self.tablespaces, int(row[0]), page_size=int(row[1]))
-
-    def tpch_dialect(self, *, compression: bool = False, loaders: int = 2) -> PostgresTpch:
-        """The TPC-H workload's SQL for this running server's tablespaces."""
-        return PostgresTpch(self.tablespaces, compression=compression, loaders=loaders)
+    def spaces(self) -> list[str]:
+        """The tablespaces a workload's tables go to, one per data directory."""
+        return self.tablespaces
 
     def effective_settings(self) -> dict[str, str]:
         """Settings not at their default plus a fixed list, in SHOW form (e.g. ``2GB``).

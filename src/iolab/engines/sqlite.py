@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs, plan_files
-from iolab.engines.sqlite_load import SQLitePopulate
 from iolab.errors import BadInput, IolabError, RunFailed
 
 # Kinds of what this engine creates (see iolab.ownership).
@@ -510,10 +509,9 @@ class SQLiteEngine(Provisioned):
                         f"SQLite would not use journal_mode {value} on {schema} (it uses {got})"
                     )
 
-    def populate_dialect(self) -> SQLitePopulate:
-        """The population workload's SQL for this instance (started)."""
-        page_size = int(self.effective_settings().get("page_size", "8192"))
-        return SQLitePopulate(self.schemas, page_size)
+    def spaces(self) -> list[str]:
+        """The schemas (attached database files) a workload's tables go to."""
+        return self.schemas
 
     def effective_settings(self) -> dict[str, str]:
         """Each pragma as SQLite reports it on a connection of this engine.

@@ -64,7 +64,7 @@ def run_on_host(
     the driver. Nothing raises out of here: a run the host could not even prepare comes back
     failed, saying why."""
     from iolab.runner.experiment import default_resolve
-    from iolab.runner.kinds import KINDS
+    from iolab.workloads.registry import WORKLOADS
 
     warnings: list[str] = []
 
@@ -74,7 +74,7 @@ def run_on_host(
 
     try:
         executed = execute_cell(
-            KINDS[kind_name],
+            WORKLOADS[kind_name],
             params,
             default_resolve,
             events,
@@ -98,20 +98,20 @@ def check_host(kind_name: str, cells: Sequence[Mapping[str, Any]]) -> dict[str, 
     """Whether this host can take these cells (a Ray task there): its iolab version and what
     the experiment's checks say here (engine binaries and settings, fio, directories)."""
     from iolab import __version__
-    from iolab.runner.kinds import KINDS, Checked
+    from iolab.workloads.interface import Checked
+    from iolab.workloads.registry import WORKLOADS
 
     problems: list[str] = []
-    if kind_name == "disk":
-        from iolab.fio.runner import fio_path
-
+    workload = WORKLOADS[kind_name]
+    if workload.check_tools is not None:
         try:
-            fio_path()
+            workload.check_tools()
         except MissingTool as exc:
             problems.append(str(exc))
     checked = Checked()
     for params in cells:
         try:
-            KINDS[kind_name].check(params, checked)
+            workload.check(params, checked)
         except IolabError as exc:
             if str(exc) not in problems:
                 problems.append(str(exc))

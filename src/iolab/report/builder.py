@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from iolab import metrics
 from iolab.analysis.disk import summarize as disk_summarize
 from iolab.analysis.disk import test_medians
 from iolab.analysis.efficiency import (
@@ -36,21 +35,21 @@ from iolab.analysis.findings import (
 from iolab.analysis.queries import query_times
 from iolab.config import experiment as config
 from iolab.errors import BadInput
+from iolab.metrics import Metric
 from iolab.report import spectrum
 from iolab.report import timeline as timeline_report
 from iolab.report.value import DiskGrid, ExperimentReport, ReportCell, ReportRun, RunView
 from iolab.results import ExperimentId, RunId
-from iolab.runner import kinds
-from iolab.runner.kinds import KINDS
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.database import RunRecord
 from iolab.store.experiments import StoredCell, StoredRun
 from iolab.store.overlaps import Overlap, overlaps
+from iolab.workloads import registry
+from iolab.workloads.interface import judged as judged_by
+from iolab.workloads.registry import WORKLOADS
 
 Timelines = Literal["median", "all"]
-
-DISK_PROFILES = ("default", "nvme", "peak", "real", "db")  # sweeps: give --metric
 
 
 def build(
@@ -175,9 +174,9 @@ def find_experiment(store: Store, target: str) -> ExperimentId:
 
 def choose_metric(
     cfg: Mapping[str, Any], cells: Sequence[StoredCell], wanted: str | None
-) -> tuple[str, metrics.Metric]:
+) -> tuple[str, Metric]:
     """The metric the statistics are about and its declaration: ``wanted`` when given, else
-    what the workload kind judges these cells by (:func:`iolab.runner.kinds.judged`: a fixed
+    what the workload kind judges these cells by (:func:`iolab.workloads.interface.judged`: a fixed
     count of rows by its elapsed time, a timed load by its rows/s; a disk experiment: its first
     test's MB/s). A number no workload declared in :mod:`iolab.metrics` has no direction, and
     one the cells hold constant by design (a timed load's elapsed time) measures nothing: both
@@ -186,13 +185,15 @@ def choose_metric(
     kind = workload.get("kind") if isinstance(workload, dict) else workload
     if not isinstance(kind, str) and cells:
         kind = cells[0].params.get("kind")
-    k = KINDS.get(str(kind))
-    judged = kinds.judged(k, [c.params for c in cells]) if k is not None else None
+    k = WORKLOADS.get(str(kind))
+    judged = judged_by(k, [c.params for c in cells]) if k is not None else None
     summaries = [r.summary for c in cells for r in c.runs if r.done]
     if wanted is None and judged is not None:
-        return judged.metric, metrics.lookup(judged.metric)
-    if wanted is None:  # a disk experiment: the first test of its profile that ran
-        wanted = _first_disk_test(cells, summaries)
+        return judged.metric, registry.lookup_metric(judged.metric)
+    if wanted is None and k is not None and k.first_metric is not None:
+        wanted = k.first_metric([c.params for c in cells], summaries)  # a disk profile's
+    if wanted is None:
+        raise BadInput("--metric", None, _metric_choices(summaries))
     if judged is not None and wanted in judged.held:
         raise BadInput(
             "--metric",
@@ -200,23 +201,10 @@ def choose_metric(
             f"the experiment holds it constant by design ({judged.held[wanted]}); give a number "
             f"it measures, e.g. {judged.metric}",
         )
-    declaration = metrics.find(wanted)
+    declaration = registry.find_metric(wanted)
     if declaration is None or not any(metric_of(s, wanted) is not None for s in summaries):
         raise BadInput("--metric", wanted, _metric_choices(summaries))
     return wanted, declaration
-
-
-def _first_disk_test(cells: Sequence[StoredCell], summaries: Sequence[Mapping[str, Any]]) -> str:
-    """``tests.<the profile's first test that ran>.mbps`` (CrystalDiskMark's first row)."""
-    from iolab.workloads.diskmark import profile_tests
-
-    ran = {t for s in summaries for t in s.get("tests") or {}}
-    profiles = [c.params["profile"] for c in cells if c.params.get("profile") in DISK_PROFILES]
-    order = [t.label for t in profile_tests(profiles[0], mix=True)] if profiles else []
-    first = next((t for t in order if t in ran), None) or min(ran, default=None)
-    if first is None:
-        raise BadInput("EXPERIMENT", "disk", "it has no finished test to report on")
-    return f"tests.{first}.mbps"
 
 
 def _metric_choices(summaries: Sequence[Mapping[str, Any]]) -> str:
@@ -224,14 +212,20 @@ def _metric_choices(summaries: Sequence[Mapping[str, Any]]) -> str:
     if not summaries:
         return "the experiment has no finished run yet"
     s = summaries[0]
-    names = [k for k in s if metric_of(s, k) is not None and metrics.find(k) is not None][:12]
+    names = [k for k in s if metric_of(s, k) is not None and registry.find_metric(k) is not None][
+        :12
+    ]
     tests = s.get("tests")
     if isinstance(tests, dict) and tests:
-        fields = sorted({f for t in tests.values() for f in t if metrics.find(f) is not None})
+        fields = sorted(
+            {f for t in tests.values() for f in t if registry.find_metric(f) is not None}
+        )
         names.append(f"tests.TEST.{'|'.join(fields)} with TEST one of: " + ", ".join(sorted(tests)))
     latency = s.get("latency")
     if isinstance(latency, dict) and latency:
-        fields = sorted({f for t in latency.values() for f in t if metrics.find(f) is not None})
+        fields = sorted(
+            {f for t in latency.values() for f in t if registry.find_metric(f) is not None}
+        )
         names.append(
             f"latency.KIND.{'|'.join(fields)} with KIND one of: " + ", ".join(sorted(latency))
         )

@@ -15,10 +15,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from iolab import metrics
 from iolab.analysis.findings import CellStats, Findings, MatrixValue
 from iolab.errors import BadInput
 from iolab.report.charts import GroupedBar, grouped_bar_chart
+from iolab.workloads import registry
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,11 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
         return ""
     layout = choose(keys, measured, chart_by)
     ratios = {r.a: r for r in f.vs_baseline}
-    speed = not f.metric or metrics.find(f.metric) is None or metrics.lookup(f.metric).speed
+    speed = (
+        not f.metric
+        or registry.find_metric(f.metric) is None
+        or registry.lookup_metric(f.metric).speed
+    )
     better = "faster" if speed else "better"
     x_label = layout.x or "cell"
     legend = layout.series or ""

@@ -4,7 +4,7 @@
 The file itself was validated when it was read (:mod:`iolab.config.experiment`); here are the
 checks that look at the machine and the results database: each cell's workload options, engine
 settings (read by the engine's own binary), directories and free space (the same checks a
-single command makes, see :class:`iolab.runner.kinds.Kind`), the testbed devices' backing
+single command makes, see :class:`iolab.workloads.interface.Workload`), the testbed devices' backing
 directories, and whether the experiment's name is free for this definition.
 """
 
@@ -13,9 +13,10 @@ from __future__ import annotations
 from iolab.config.experiment import Experiment
 from iolab.config.fields import in_file
 from iolab.errors import BadInput
-from iolab.runner.kinds import KINDS, Checked
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
+from iolab.workloads.interface import Checked
+from iolab.workloads.registry import WORKLOADS
 
 
 def check(experiment: Experiment, store: Store | None) -> None:
@@ -28,7 +29,7 @@ def check(experiment: Experiment, store: Store | None) -> None:
         up = {d.name for d in testbed.status() if d.up}
         specs = testbed.parse_devices(experiment.spec.devices, "devices")
         testbed.check_space([s for s in specs if s.name not in up])
-    kind = KINDS[experiment.kind]
+    kind = WORKLOADS[experiment.kind]
     checked = Checked()
     for cell in experiment.cells:
         try:

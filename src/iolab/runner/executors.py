@@ -25,8 +25,8 @@ from iolab.events import Event, EventSink
 from iolab.probes.recorder import LiveSink
 from iolab.results import RunId
 from iolab.runner import hostlock
-from iolab.runner.kinds import Kind
 from iolab.runner.single import Executed, Started, execute_run
+from iolab.workloads.interface import Workload
 
 Resolve = Callable[[str], Path]
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -76,7 +76,7 @@ def isolate(drop_caches: bool, settle: float) -> str | None:
 
 
 def execute_cell(
-    kind: Kind,
+    kind: Workload,
     params: Mapping[str, Any],
     resolve: Resolve,
     events: EventSink,
@@ -160,7 +160,7 @@ class LocalExecutor:
 
     def __init__(
         self,
-        kind: Kind,
+        kind: Workload,
         isolation: IsolationSection,
         timeout: float | None,
         resolve: Resolve,

@@ -33,11 +33,12 @@ from iolab.probes.recorder import LiveSink
 from iolab.results import ExperimentId, RunId, RunOutcome, RunStatus
 from iolab.runner import checks
 from iolab.runner.executors import Executor, LocalExecutor, Task
-from iolab.runner.kinds import KINDS, Kind
 from iolab.runner.single import Executed, commit
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.live import ChunkWriter
+from iolab.workloads.interface import Workload
+from iolab.workloads.registry import WORKLOADS
 
 Resolve = Callable[[str], Path]
 
@@ -114,8 +115,8 @@ class Plan:
         return sum(max(0, self.max_repetitions - c.done) * c.seconds_each for c in self.cells)
 
 
-def kind_of(experiment: Experiment) -> Kind:
-    return KINDS[experiment.kind]
+def kind_of(experiment: Experiment) -> Workload:
+    return WORKLOADS[experiment.kind]
 
 
 def make_plan(experiment: Experiment, store: Store | None) -> Plan:
@@ -534,7 +535,7 @@ def _order(items: list[tuple[Cell, int]], order: str, rng: random.Random) -> lis
 
 
 def _needing_more(
-    experiment: Experiment, store: Store, exp_id: ExperimentId, kind: Kind, skipped: set[str]
+    experiment: Experiment, store: Store, exp_id: ExperimentId, kind: Workload, skipped: set[str]
 ) -> list[Cell]:
     """Auto repetitions: the cells whose 95% interval is still wider than ci_target."""
     e = experiment.spec.experiment

@@ -7,12 +7,13 @@ Server filegroup do. Temporary files (sorts and hashes that spill) go to the tem
 when the layout has a temp dir (the engine sets ``temp_tablespaces``).
 
 Load: the CSV files are cut into chunks of about 16 MiB at line ends
-(:func:`iolab.engines.tpch.chunks`), and ``loaders`` connections, each in its own thread, take
+(:func:`iolab.workloads.tpch.dialect.chunks`), and ``loaders`` connections, each in its own
+thread, take
 chunks off one queue and send each in one ``COPY <table> FROM STDIN (FORMAT csv)``; the
 server routes rows to partitions. The largest tables go first so the loaders finish together.
 
 After the load, also in parallel on ``loaders`` connections: primary keys and the secondary
-indexes of :data:`iolab.engines.tpch.INDEXES`, built per partition in the partition's
+indexes of :data:`iolab.workloads.tpch.dialect.INDEXES`, built per partition in the partition's
 tablespace and then attached to the partitioned table's key and indexes; ``VACUUM (ANALYZE)``
 per partition (sets hint bits and the visibility map, so the queries do not write them), then
 ``ANALYZE`` of each partitioned table; then a ``CHECKPOINT``.
@@ -27,7 +28,9 @@ import contextlib
 import threading
 from typing import Any
 
-from iolab.engines.tpch import (
+from iolab.engines.interface import Engine
+from iolab.errors import BadInput
+from iolab.workloads.tpch.dialect import (
     COLUMNS,
     INDEXES,
     PRIMARY_KEYS,
@@ -41,7 +44,6 @@ from iolab.engines.tpch import (
     partition_key,
     run_parallel,
 )
-from iolab.errors import BadInput
 
 ENGINE = "PostgreSQL"
 NO_COMPRESSION = (
@@ -193,3 +195,8 @@ class PostgresTpch:
 
 def _index_name(relation: str, columns: tuple[str, ...]) -> str:
     return f"{relation}_{'_'.join(columns)}_idx"
+
+
+def dialect(engine: Engine, *, compression: bool, loaders: int) -> PostgresTpch:
+    """The TPC-H SQL for a running server's tablespaces."""
+    return PostgresTpch(engine.spaces(), compression=compression, loaders=loaders)

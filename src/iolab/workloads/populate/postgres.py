@@ -24,7 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from iolab.engines.loading import (
+from iolab.engines.external import Objects
+from iolab.engines.interface import Engine
+from iolab.errors import BadInput
+from iolab.latency.recording import LoaderClock, OpKind
+from iolab.workloads.populate.loading import (
     TABLE,
     KeyKind,
     LoaderError,
@@ -35,8 +39,6 @@ from iolab.engines.loading import (
     TableStats,
     key_factory,
 )
-from iolab.errors import BadInput
-from iolab.latency.recording import LoaderClock, OpKind
 
 if TYPE_CHECKING:
     import psycopg
@@ -228,7 +230,7 @@ def server_plan(count: int, commit_every: int, batch: int, report_every: float) 
 
 
 class PostgresPopulate:
-    """The :class:`~iolab.engines.loading.PopulateDialect` of PostgreSQL.
+    """The :class:`~iolab.workloads.populate.loading.PopulateDialect` of PostgreSQL.
 
     ``tablespaces`` are the layout's, in data-file order; ``server_version_num`` decides how
     ordered UUIDs are made in server mode (``uuidv7()`` from 18 on). ``progress_interval`` is
@@ -753,3 +755,19 @@ def _call(conn: psycopg.Connection[Any], plan: ServerPlan, gap: float) -> None:
             sql.Literal(float(gap)),
         )
     )
+
+
+OBJECTS = Objects(tables=(TABLE,), procedures=(PROCEDURE,), functions=(UUIDV7_FUNCTION,))
+
+
+def dialect(engine: Engine) -> PostgresPopulate:
+    """The table-population SQL for a running server (its tablespaces and version)."""
+    conn: Any = engine.connect()
+    try:
+        row = conn.execute(
+            "SELECT current_setting('server_version_num'), current_setting('block_size')"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert row is not None
+    return PostgresPopulate(engine.spaces(), int(row[0]), page_size=int(row[1]))

@@ -19,7 +19,8 @@ import threading
 from typing import Any
 
 from iolab.engines.duckdb import duckdb_module, sql_string
-from iolab.engines.tpch import (
+from iolab.engines.interface import Engine
+from iolab.workloads.tpch.dialect import (
     COLUMNS,
     TABLES,
     Connect,
@@ -122,3 +123,8 @@ class DuckDBTpch:
             row = conn.execute(f"SELECT count(*) FROM main.{table}").fetchone()
             counts[table] = int(row[0])
         return counts
+
+
+def dialect(engine: Engine, *, compression: bool, loaders: int) -> DuckDBTpch:
+    """The TPC-H SQL for an instance's catalogs (DuckDB loads over one connection)."""
+    return DuckDBTpch(engine.spaces(), compression=compression)

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines.duckdb import duckdb_module, sql_string
-from iolab.engines.duckdb_tpch import DuckDBTpch
-from iolab.engines.tpch import TpchFiles
 from iolab.errors import MissingTool, RunFailed
 from iolab.events import EventSink, Phase
+from iolab.workloads.tpch.dialect import TpchFiles
+from iolab.workloads.tpch.duckdb import DuckDBTpch
 
 EXTENSION_PACKAGE = "duckdb-ext-tpch"
 EXTENSIONS_ENV = "IOLAB_DUCKDB_EXTENSIONS"

@@ -19,7 +19,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from iolab.engines.loading import (
+from iolab.engines.external import Objects
+from iolab.engines.interface import Engine
+from iolab.latency.recording import LoaderClock, OpKind
+from iolab.workloads.populate.loading import (
     TABLE,
     KeyKind,
     LoadMethod,
@@ -28,7 +31,6 @@ from iolab.engines.loading import (
     Progress,
     TableStats,
 )
-from iolab.latency.recording import LoaderClock, OpKind
 
 _MS_SHIFT = 20  # ordered keys: milliseconds, then a 20-bit sequence
 
@@ -214,3 +216,12 @@ class SQLitePopulate:
             (count,) = conn.execute(f"PRAGMA {schema}.page_count").fetchone()
             total_bytes += count * self.page_size
         return TableStats(rows, distinct, table_bytes, total_bytes, pages, self.page_size)
+
+
+OBJECTS = Objects(tables=(TABLE,))  # (no server: never reached through --dsn)
+
+
+def dialect(engine: Engine) -> SQLitePopulate:
+    """The population workload's SQL for a started engine: its schemas and page size."""
+    page_size = int(engine.effective_settings().get("page_size", "8192"))
+    return SQLitePopulate(engine.spaces(), page_size)

@@ -17,7 +17,8 @@ only iolab's option file, which loads no compression provider plugin; ``--set
 plugin_load_add=provider_lz4 --set innodb_compression_algorithm=lz4`` picks another whose
 plugin is installed).
 
-Load: the CSV files are cut into chunks at line ends (:func:`iolab.engines.tpch.chunks`) and
+Load: the CSV files are cut into chunks at line ends
+(:func:`iolab.workloads.tpch.dialect.chunks`) and
 ``loaders`` connections, each in its own thread, take chunks off one queue and load each with
 one ``LOAD DATA LOCAL INFILE`` (autocommit: a transaction per chunk). The client reads a LOCAL
 file by name, so a chunk is handed over through a pipe: the connection reads
@@ -25,11 +26,12 @@ file by name, so a chunk is handed over through a pipe: the connection reads
 data is written to disk.
 
 After the load, in parallel on ``loaders`` connections: the secondary indexes of
-:data:`iolab.engines.tpch.INDEXES` (``ALTER TABLE ... ADD INDEX``, built by sorting), then
+:data:`iolab.workloads.tpch.dialect.INDEXES` (``ALTER TABLE ... ADD INDEX``, built by sorting), then
 ``ANALYZE TABLE ... PERSISTENT FOR ALL`` of every table (InnoDB's statistics and MariaDB's
 engine-independent column statistics and histograms, which its optimizer uses for conditions on
 columns without an index), then every dirty page is written (see
-:func:`iolab.engines.mariadb_load.checkpoint`), so compressed pages are in the files when their
+:func:`iolab.engines.innodb.checkpoint`), so
+compressed pages are in the files when their
 size is measured.
 
 Queries: DuckDB's text, with one change: Q13 names its derived table's columns in the select
@@ -46,8 +48,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from iolab.engines.mariadb_load import checkpoint, placement, sql_string
-from iolab.engines.tpch import (
+from iolab.engines.innodb import checkpoint, placement, sql_string
+from iolab.engines.interface import Engine
+from iolab.errors import BadInput, RunFailed
+from iolab.workloads.tpch.dialect import (
     COLUMNS,
     INDEXES,
     PRIMARY_KEYS,
@@ -62,7 +66,6 @@ from iolab.engines.tpch import (
     partition_key,
     run_parallel,
 )
-from iolab.errors import BadInput, RunFailed
 
 ENGINE = "MariaDB"
 ER_STATEMENT_TIMEOUT = 1969  # "Query execution was interrupted (max_statement_time exceeded)"
@@ -239,3 +242,13 @@ def _autocommit(connect: Connect) -> Connect:
 
 def _index_name(table: str, columns: tuple[str, ...]) -> str:
     return f"{table}_{'_'.join(columns)}_idx"
+
+
+def dialect(engine: Engine, *, compression: bool, loaders: int) -> MariaDBTpch:
+    """The TPC-H SQL for a running server's data directories."""
+    return MariaDBTpch(
+        [Path(d) for d in engine.spaces()],
+        engine.load_connect,
+        compression=compression,
+        loaders=loaders,
+    )

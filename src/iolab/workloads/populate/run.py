@@ -22,26 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from iolab.analysis.steady import SteadyCriterion, steady_state
-from iolab.config.workloads import VARIATION_DEFAULTS
 from iolab.engines import catalog, external
 from iolab.engines.connection import Connection, cancel_statements
 from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import (
+    Engine,
     Layout,
     Placement,
-    PopulateEngine,
-    check_dirs,
+    check_layout,
     running,
-)
-from iolab.engines.loading import (
-    KeyKind,
-    LoaderError,
-    LoadMethod,
-    LoadMode,
-    LoadSpec,
-    MultiplexedLoad,
-    PopulateDialect,
-    TableStats,
 )
 from iolab.engines.log_control import allocated_bytes, log_control, settings_control
 from iolab.errors import BadInput, RunFailed
@@ -61,7 +50,19 @@ from iolab.system import diskstats
 from iolab.system.open_files import check_connections
 from iolab.units import format_bytes, format_rate
 from iolab.workers import Worker, wait_all
-from iolab.workloads.checkpoint_schedule import CheckpointSchedule
+from iolab.workloads.populate import dialects
+from iolab.workloads.populate.checkpoints import CheckpointSchedule
+from iolab.workloads.populate.loading import (
+    KeyKind,
+    LoaderError,
+    LoadMethod,
+    LoadMode,
+    LoadSpec,
+    MultiplexedLoad,
+    PopulateDialect,
+    TableStats,
+)
+from iolab.workloads.populate.options import VARIATION_DEFAULTS
 
 PROGRESS_EVERY = 0.5  # seconds between progress events
 UNLIMITED = 1 << 62  # a loader's share under --duration: it stops when time is up
@@ -107,7 +108,7 @@ class PopulateOptions:
 
     def validate(self) -> None:
         """Refuse what cannot run, before any server starts."""
-        kind = catalog.kind(self.engine, among=catalog.POPULATE_ENGINES)
+        kind = catalog.kind(self.engine, among=dialects.NAMES)
         if self.dsn is not None:
             if self.engine != self.dsn.engine:
                 raise BadInput(
@@ -152,12 +153,12 @@ class PopulateOptions:
             raise BadInput("--commit-every", self.commit_every, "give 1 or more rows per commit")
         if self.batch < 1:
             raise BadInput("--batch", self.batch, "give 1 or more rows per statement")
-        allowed = kind.populate_methods
+        allowed = dialects.ENGINES[self.engine].methods
         if self.method not in allowed:
             raise BadInput.choice(
                 f"--method (with {self.engine})",
                 self.method.value,
-                sorted(m.value for m in allowed),
+                sorted(allowed),
             )
         if self.sample_interval is not None and not self.sample_interval >= 0.1:
             raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
@@ -203,29 +204,6 @@ class PopulateOptions:
             "steady_tolerance": self.steady.tolerance_pct,
         }
         return {k: v for k, v in given.items() if VARIATION_DEFAULTS.get(k, ...) != v}
-
-
-IGNORED_ENTRIES = frozenset({"lost+found", ".gitkeep"})  # a fresh filesystem; a kept empty dir
-
-
-def check_layout(layout: Layout) -> None:
-    """Each directory of the layout must exist, be writable and hold nothing but iolab's own
-    entries, so that a run never mixes with (or measures around) someone else's files."""
-    named = layout.named_dirs()
-    check_dirs(named)
-    for field_name, path in named:
-        foreign = sorted(
-            p.name
-            for p in path.iterdir()
-            if p.name not in IGNORED_ENTRIES and not p.name.startswith(".iolab-")
-        )
-        if foreign:
-            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise BadInput(
-                field_name,
-                str(path),
-                f"give an empty directory; it holds files iolab did not create ({shown})",
-            )
 
 
 DEFAULT_ROW_BYTES = 8192  # one row fills one 8 KiB page (PostgreSQL, SQLite's default)
@@ -520,7 +498,7 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
     """Provision the engine on the layout, load, measure, check, and remove the instance."""
     options.validate()  # callers check the directories first (check_layout), before recording a run
     if options.dsn is not None:
-        target = external.create(options.dsn)
+        target = external.create(options.dsn, dialects.objects(options.engine))
         events(Phase(f"connecting to {options.dsn.redacted}"))
         with running(target) as placement:
             load_and_measure(target, placement, options, outcome, events)
@@ -535,7 +513,7 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
     if control is not None and options.presize_wal is not None:
         extra = control.settings(options.presize_wal, layout.settings)
         layout = replace(layout, settings={**layout.settings, **extra})
-    engine = catalog.create_populate(options.engine, layout, pg_bin=options.pg_bin)
+    engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the load") as placement:
         try:
@@ -547,7 +525,7 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
 
 
 def load_and_measure(
-    engine: PopulateEngine,
+    engine: Engine,
     placement: Placement,
     options: PopulateOptions,
     outcome: RunOutcome,
@@ -557,7 +535,7 @@ def load_and_measure(
 
     The table is created afresh, so a benchmark may call this repeatedly on one server.
     """
-    dialect: PopulateDialect = engine.populate_dialect()
+    dialect = dialects.dialect(engine)
     if options.method not in dialect.methods or options.mode not in dialect.modes:
         raise BadInput(
             "--method/--mode",
@@ -611,7 +589,7 @@ class _Measured:
 
 
 def _load(
-    engine: PopulateEngine,
+    engine: Engine,
     placement: Placement,
     dialect: PopulateDialect,
     spec: LoadSpec,
@@ -750,7 +728,7 @@ def _watch(
 
 
 def _summarise(
-    engine: PopulateEngine,
+    engine: Engine,
     placement: Placement,
     dialect: PopulateDialect,
     options: PopulateOptions,
@@ -920,7 +898,7 @@ def _keep_requested(outcome: RunOutcome, requested: list[Checkpoint]) -> None:
 def _schedule(
     options: PopulateOptions,
     dialect: PopulateDialect,
-    engine: PopulateEngine,
+    engine: Engine,
     conns: list[Connection],
 ) -> CheckpointSchedule | None:
     """The ``--checkpoint-every`` schedule on a connection of its own (added to ``conns``,

@@ -26,17 +26,19 @@ from typing import Any
 
 from iolab.engines import catalog
 from iolab.engines.connection import Connection
-from iolab.engines.interface import Layout, Placement, TpchEngine, running
-from iolab.engines.postgres_tpch import NO_COMPRESSION
-from iolab.engines.tpch import QueryTimeout, TpchDialect, TpchFiles
+from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase, Step, Warning
 from iolab.probes.recorder import recording
 from iolab.probes.standard import device_deltas, role_devices, tpch_recorder
 from iolab.results import QueryResult, RunOutcome
 from iolab.system import diskstats
-from iolab.workloads import tpch_answers, tpch_data
-from iolab.workloads.tpch_answers import QUERIES, Answer
+from iolab.workloads.tpch import answers as tpch_answers
+from iolab.workloads.tpch import data as tpch_data
+from iolab.workloads.tpch import dialects
+from iolab.workloads.tpch.answers import QUERIES, Answer
+from iolab.workloads.tpch.dialect import QueryTimeout, TpchDialect, TpchFiles
+from iolab.workloads.tpch.postgres import NO_COMPRESSION
 
 DEFAULT_TIMEOUT = 300.0
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -72,7 +74,7 @@ class TpchOptions:
     def compressed(self) -> bool:
         if self.compression is not None:
             return self.compression
-        return bool(catalog.kind(self.engine).tpch_compression)
+        return bool(dialects.ENGINES[self.engine].compression)
 
     @property
     def loader_count(self) -> int:
@@ -80,7 +82,7 @@ class TpchOptions:
 
     def validate(self) -> None:
         """Refuse what cannot run, before anything is created."""
-        kind = catalog.kind(self.engine, among=catalog.TPCH_ENGINES)
+        kind = catalog.kind(self.engine, among=dialects.NAMES)
         sf = self.scale_factor
         if isinstance(sf, bool) or not isinstance(sf, int | float) or not math.isfinite(sf):
             raise BadInput("--sf", sf, "give a positive scale factor, e.g. 1 or 0.01")
@@ -99,7 +101,7 @@ class TpchOptions:
             raise BadInput("--timeout", self.timeout, "give a positive number of seconds")
         if self.loaders is not None and self.loaders < 1:
             raise BadInput("--loaders", self.loaders, "give 1 or more loader connections")
-        if kind.tpch_compression is None and self.compression:
+        if dialects.ENGINES[self.engine].compression is None and self.compression:
             raise BadInput("--compression", "on", NO_COMPRESSION)
         if not kind.takes_pg_bin and self.pg_bin is not None:
             raise BadInput("--pg-bin", str(self.pg_bin), "--pg-bin goes with --engine postgres")
@@ -205,18 +207,18 @@ def run_tpch(options: TpchOptions, outcome: RunOutcome, events: EventSink) -> No
         settings = dict(layout.settings)
         settings["max_connections"] = str(max(100, options.loader_count + 10))
         layout = replace(layout, settings=settings)
-    engine = catalog.create_tpch(options.engine, layout, pg_bin=options.pg_bin)
+    engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the TPC-H run") as placement:
         load_and_query(engine, placement, options, files, texts, reference, outcome, events)
 
 
-def _dialect(engine: TpchEngine, options: TpchOptions) -> TpchDialect:
-    return engine.tpch_dialect(compression=options.compressed, loaders=options.loader_count)
+def _dialect(engine: Engine, options: TpchOptions) -> TpchDialect:
+    return dialects.dialect(engine, compression=options.compressed, loaders=options.loader_count)
 
 
 def load(
-    engine: TpchEngine, dialect: TpchDialect, files: TpchFiles, events: EventSink
+    engine: Engine, dialect: TpchDialect, files: TpchFiles, events: EventSink
 ) -> dict[str, float]:
     """Create the tables, load them, build keys and statistics; the timings."""
     conn = engine.connect()
@@ -251,7 +253,7 @@ def load(
 
 
 def load_and_query(
-    engine: TpchEngine,
+    engine: Engine,
     placement: Placement,
     options: TpchOptions,
     files: TpchFiles,
@@ -284,7 +286,9 @@ def load_and_query(
             "compression": options.compressed,
             "mode": "cold" if options.cold else "warm",
             "timeout_seconds": options.timeout,
-            "loaders": options.loader_count if catalog.kind(options.engine).parallel_loaders else 1,
+            "loaders": options.loader_count
+            if dialects.ENGINES[options.engine].parallel_loaders
+            else 1,
             "generator": tpch_data.manifest(files).get("generator"),
             "data_bytes": data_bytes,
             "data_rows": expected,
@@ -344,7 +348,7 @@ def _query_json(r: QueryResult) -> dict[str, Any]:
 
 
 def power_run(
-    engine: TpchEngine,
+    engine: Engine,
     placement: Placement,
     dialect: TpchDialect,
     options: TpchOptions,

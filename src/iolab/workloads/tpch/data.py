@@ -20,12 +20,12 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from iolab.engines.tpch import TABLES, TpchFiles
 from iolab.errors import BadInput, IolabError, MissingTool, RunFailed, Unavailable
 from iolab.events import EventSink, Phase
 from iolab.ownership import can_write, owned_name, reap, remove
 from iolab.process import run
 from iolab.units import format_bytes
+from iolab.workloads.tpch.dialect import TABLES, TpchFiles
 
 CACHE_ENV = "IOLAB_CACHE"
 KIND_GENERATING = "tpchgen"
