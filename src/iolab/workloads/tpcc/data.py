@@ -20,7 +20,7 @@ from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Phase
 from iolab.ownership import owned_name, reap, remove
 from iolab.units import format_bytes
-from iolab.workloads import tpch_data
+from iolab.workloads import cache
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.spec import Constants, Random
 
@@ -36,7 +36,7 @@ HEADROOM_BYTES = 16 * 2**20
 
 def cache_root() -> Path:
     """``$IOLAB_CACHE/tpcc`` or ``~/.cache/iolab/tpcc``: beside TPC-H's cache."""
-    return tpch_data.cache_root().parent / "tpcc"
+    return cache.cache_root("tpcc")
 
 
 def estimated_bytes(warehouses: int) -> int:
@@ -88,18 +88,23 @@ def cached(warehouses: int, root: Path | None = None) -> TpccFiles | None:
     return TpccFiles(warehouses, directory)
 
 
+def check_cache(root: Path | None = None) -> None:
+    """Refuse, before a run is recorded, a cache directory iolab cannot create or write."""
+    cache.check_cache(root or cache_root(), "TPC-C")
+
+
 def check_space(warehouses: int, root: Path | None = None) -> None:
     """Refuse a warehouse count whose data the cache's filesystem has no room for."""
     root = root or cache_root()
     need = estimated_bytes(warehouses)
-    free = tpch_data.free_bytes(root)
+    free = cache.free_bytes(root)
     if free < need:
         raise BadInput(
             "--warehouses",
             warehouses,
             f"its data needs about {format_bytes(need)} in {root}, which has "
             f"{format_bytes(free)} free; give fewer warehouses, free some space, or set "
-            f"{tpch_data.CACHE_ENV} to a directory on a larger filesystem",
+            f"{cache.CACHE_ENV} to a directory on a larger filesystem",
         )
 
 
@@ -110,9 +115,12 @@ def ensure(warehouses: int, events: EventSink, root: Path | None = None) -> Tpcc
     if found is not None:
         events(Phase(f"using cached TPC-C data for {warehouses} warehouses ({found.directory})"))
         return found
-    tpch_data.check_cache(root)
+    check_cache(root)
     check_space(warehouses, root)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cache.unusable(root, "TPC-C", f"it cannot be created ({exc.strerror})") from None
     reap(root, KIND_GENERATING)
     work = root / owned_name(KIND_GENERATING)
     target = data_dir(warehouses, root)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from iolab.engines.tpch import Chunk
+from iolab.workloads.parallel import Chunk
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.transactions import Input
 

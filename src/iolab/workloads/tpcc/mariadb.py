@@ -22,8 +22,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from iolab.engines.mariadb_load import checkpoint, sql_string
-from iolab.engines.tpch import run_parallel
+from iolab.engines.innodb import checkpoint, sql_string
+from iolab.workloads.parallel import run_parallel
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, Progress, distribute
 from iolab.workloads.tpcc.transactions import (

@@ -21,8 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from iolab.engines.postgres_tpch import send_chunk
-from iolab.engines.tpch import Chunk, run_parallel
+from iolab.workloads.parallel import Chunk, run_parallel
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, Progress, chunks, distribute
 from iolab.workloads.tpcc.transactions import (
@@ -301,6 +300,16 @@ class PostgresTpcc:
         finally:
             conn.autocommit = was
         return 1
+
+
+def send_chunk(conn: Any, chunk: Chunk, stop: threading.Event | None = None) -> int:
+    """One ``COPY ... FROM STDIN`` of ``chunk`` (an empty field is NULL); the bytes sent."""
+    sent = 0
+    with conn.cursor() as cur, cur.copy(f"COPY {chunk.table} FROM STDIN (FORMAT csv)") as copy:
+        for block in chunk.blocks(stop):
+            copy.write(block)
+            sent += len(block)
+    return sent
 
 
 def _autocommit(connect: Connect) -> Connect:

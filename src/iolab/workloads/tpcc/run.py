@@ -16,6 +16,7 @@ from typing import Any
 
 from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
+from iolab.engines.log_control import allocated_bytes
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase, Warning
 from iolab.latency.data import LatencyData
@@ -26,11 +27,9 @@ from iolab.probes.recorder import Recorder, recording
 from iolab.probes.standard import engine_probes, placement_roles, session_ids
 from iolab.probes.workload import CounterProbe
 from iolab.results import RunOutcome
-from iolab.workloads import tpch_data
 from iolab.workloads.tpcc import data, spec, steps
 from iolab.workloads.tpcc.dialect import MODES
 from iolab.workloads.tpcc.driver import MEASURED, DriverOptions, Live
-from iolab.workloads.tpch import allocated_bytes
 
 MAX_WAREHOUSES = 100_000
 
@@ -188,7 +187,7 @@ def preflight(options: TpccOptions) -> list[str]:
         check(options.layout)
     catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
     if data.cached(options.warehouses) is None:
-        tpch_data.check_cache(data.cache_root())
+        data.check_cache()
         data.check_space(options.warehouses)
     return warnings
 
@@ -210,7 +209,7 @@ def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> No
     with running(engine, "the TPC-C run") as placement:
         dialect = steps.dialect_for(engine, options.loader_count)
         loaded = steps.load(dialect, engine.connect, files, options.run_mode, events)
-        on_disk = sum(allocated_bytes(p) for p in placement.data)
+        on_disk = allocated_bytes(list(placement.data))
         summary = outcome.summary
         summary.update(
             {
