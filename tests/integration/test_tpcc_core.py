@@ -15,10 +15,10 @@ import pytest
 from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
 from iolab.events import Collect
-from iolab.workloads.tpcc import consistency, data, spec
+from iolab.workloads.tpcc import consistency, data, dialects, spec
 from iolab.workloads.tpcc import steps as tpcc
-from iolab.workloads.tpcc.dialect import CLIENT, SERVER
 from iolab.workloads.tpcc.driver import DriverOptions
+from iolab.workloads.tpcc.modes import CLIENT, SERVER
 from tests.conftest import make_dirs, requires_mariadb
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,7 @@ USERS = 3
 
 
 def measured(engine: Any, mode: str, files: data.TpccFiles) -> dict[str, Any]:
-    dialect = tpcc.dialect_for(engine)
+    dialect = dialects.dialect(engine, 2)
     options = DriverOptions(warehouses=1, connections=USERS, mode=mode, rampup=1, duration=3)
     result, conditions = tpcc.measure(dialect, engine.connect, options, files.constants())
     doc = tpcc.summary(result, conditions)
@@ -52,7 +52,7 @@ def measured(engine: Any, mode: str, files: data.TpccFiles) -> dict[str, Any]:
 
 
 def loaded(engine: Any, mode: str, files: data.TpccFiles) -> None:
-    done = tpcc.load(tpcc.dialect_for(engine), engine.connect, files, mode, Collect())
+    done = tpcc.load(dialects.dialect(engine, 2), engine.connect, files, mode, Collect())
     assert done.rows == files.rows()
     assert done.rows["stock"] == spec.STOCK and done.rows["new_order"] == 9_000
     assert 295_000 < done.rows["order_line"] < 305_000  # 30,000 orders of 5-15 lines

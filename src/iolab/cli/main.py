@@ -33,6 +33,7 @@ COMMANDS = {
     "compare": "iolab.cli.report:compare",
     "export": "iolab.cli.report:export",
     "tpch": "iolab.cli.tpch:tpch",
+    "tpcc": "iolab.cli.tpcc:tpcc",
     "timeline": "iolab.cli.timeline:timeline",
     "serve": "iolab.cli.serve:serve",
     "results": "iolab.cli.results:app",

@@ -9,9 +9,10 @@ from iolab.metrics import COMMON, Metric
 from iolab.workloads.disk.workload import WORKLOAD as DISK
 from iolab.workloads.interface import Section, Workload
 from iolab.workloads.populate.workload import WORKLOAD as POPULATE
+from iolab.workloads.tpcc.workload import WORKLOAD as TPCC
 from iolab.workloads.tpch.workload import WORKLOAD as TPCH
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (POPULATE, DISK, TPCH)}
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (POPULATE, DISK, TPCH, TPCC)}
 MODELS: dict[str, type[Section]] = {name: w.model for name, w in WORKLOADS.items()}
 
 

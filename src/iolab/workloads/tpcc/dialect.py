@@ -19,10 +19,6 @@ Connect = Callable[[], Any]  # a new connection to the benchmark database
 Progress = Callable[[int], None]  # called with CSV bytes just loaded
 CHUNK_BYTES = 8 * 2**20
 
-SERVER = "server"
-CLIENT = "client"
-MODES = (SERVER, CLIENT)
-
 
 class TpccDialect(Protocol):
     title: str

@@ -33,7 +33,8 @@ from iolab.errors import RunFailed
 from iolab.latency.histogram import Histogram
 from iolab.latency.recording import Interval, OpKind, merged_by_kind
 from iolab.workloads.tpcc import spec
-from iolab.workloads.tpcc.dialect import SERVER, Connect, TpccDialect
+from iolab.workloads.tpcc.dialect import Connect, TpccDialect
+from iolab.workloads.tpcc.modes import SERVER
 from iolab.workloads.tpcc.spec import Constants, Random
 from iolab.workloads.tpcc.transactions import WRITES, UserRollback, draw, run_client
 

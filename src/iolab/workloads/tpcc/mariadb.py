@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from iolab.engines.innodb import checkpoint, sql_string
+from iolab.engines.interface import Engine
 from iolab.workloads.parallel import run_parallel
 from iolab.workloads.tpcc import spec
-from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, Progress, distribute
+from iolab.workloads.tpcc.dialect import Connect, Progress, distribute
+from iolab.workloads.tpcc.modes import CLIENT, SERVER
 from iolab.workloads.tpcc.transactions import (
     Delivery,
     Input,
@@ -342,3 +344,8 @@ def _autocommit(connect: Connect) -> Connect:
         return conn
 
     return make
+
+
+def dialect(engine: Engine, loaders: int) -> MariaDBTpcc:
+    """TPC-C's SQL for a running server's data directories."""
+    return MariaDBTpcc([Path(d) for d in engine.spaces()], engine.load_connect, loaders)

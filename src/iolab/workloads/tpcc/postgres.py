@@ -21,9 +21,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from iolab.engines.interface import Engine
 from iolab.workloads.parallel import Chunk, run_parallel
 from iolab.workloads.tpcc import spec
-from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, Progress, chunks, distribute
+from iolab.workloads.tpcc.dialect import Connect, Progress, chunks, distribute
+from iolab.workloads.tpcc.modes import CLIENT, SERVER
 from iolab.workloads.tpcc.transactions import (
     Delivery,
     Input,
@@ -319,3 +321,8 @@ def _autocommit(connect: Connect) -> Connect:
         return conn
 
     return make
+
+
+def dialect(engine: Engine, loaders: int) -> PostgresTpcc:
+    """TPC-C's SQL for a running server's tablespaces."""
+    return PostgresTpcc(engine.spaces(), loaders)

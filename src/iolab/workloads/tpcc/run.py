@@ -18,7 +18,7 @@ from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
 from iolab.engines.log_control import allocated_bytes
 from iolab.errors import BadInput, RunFailed
-from iolab.events import EventSink, Measured, Phase, Warning
+from iolab.events import EventSink, Measured, Phase
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
 from iolab.probes.devices import DeviceProbe
@@ -27,31 +27,15 @@ from iolab.probes.recorder import Recorder, recording
 from iolab.probes.standard import engine_probes, placement_roles, session_ids
 from iolab.probes.workload import CounterProbe
 from iolab.results import RunOutcome
-from iolab.workloads.tpcc import data, spec, steps
-from iolab.workloads.tpcc.dialect import MODES
+from iolab.workloads.tpcc import data, dialects, spec, steps
 from iolab.workloads.tpcc.driver import MEASURED, DriverOptions, Live
+from iolab.workloads.tpcc.modes import MODES
 
 MAX_WAREHOUSES = 100_000
 
 
 def default_loaders() -> int:
     return max(2, os.cpu_count() or 2)
-
-
-def parse_mix(text: str) -> dict[str, int]:
-    """``45,43,4,4,4`` (New-Order, Payment, Order-Status, Delivery, Stock-Level): shares in
-    percent that sum to 100."""
-    parts = [p.strip() for p in str(text).split(",")]
-    allowed = (
-        "give five whole percentages for new_order,payment,order_status,delivery,"
-        "stock_level that sum to 100, e.g. 45,43,4,4,4"
-    )
-    if len(parts) != len(spec.TRANSACTIONS) or not all(p.isdigit() for p in parts):
-        raise BadInput("--mix", text, allowed)
-    shares = [int(p) for p in parts]
-    if sum(shares) != 100:
-        raise BadInput("--mix", text, f"the shares sum to {sum(shares)}; {allowed}")
-    return dict(zip(spec.TRANSACTIONS, shares, strict=True))
 
 
 def mix_text(mix: Mapping[str, int]) -> str:
@@ -82,7 +66,7 @@ class TpccOptions:
     def run_mode(self) -> str:
         if self.mode is not None:
             return self.mode
-        return steps.default_mode(self.engine)
+        return dialects.default_mode(self.engine)
 
     @property
     def loader_count(self) -> int:
@@ -90,11 +74,11 @@ class TpccOptions:
 
     def validate(self) -> list[str]:
         """Refuse what cannot run, before anything is created; the warnings to show."""
-        if self.engine not in steps.ENGINES:
+        if self.engine not in dialects.NAMES:
             raise BadInput(
                 "--engine",
                 self.engine,
-                f"give one of {', '.join(steps.ENGINES)} (TPC-C is an OLTP workload; "
+                f"give one of {', '.join(dialects.NAMES)} (TPC-C is an OLTP workload; "
                 "DuckDB is not an OLTP engine)",
             )
         w = self.warehouses
@@ -105,7 +89,7 @@ class TpccOptions:
             raise BadInput("--connections", c, "give 1 to 1000 virtual users")
         if self.mode is not None and self.mode not in MODES:
             raise BadInput.choice("--mode", self.mode, MODES)
-        modes = steps.MODES_OF[self.engine]
+        modes = dialects.ENGINES[self.engine]
         if self.run_mode not in modes:
             raise BadInput(
                 "--mode",
@@ -173,10 +157,6 @@ class TpccOptions:
             "pg_bin": str(self.pg_bin) if self.pg_bin else None,
         }
 
-    def estimated_seconds(self) -> float:
-        """Load (about 10 s a warehouse on a small machine), rampup, window, checks."""
-        return 20.0 + 10.0 * self.warehouses + self.rampup + self.duration
-
 
 def preflight(options: TpccOptions) -> list[str]:
     """Checks that need no run record: the options, the engine and its settings, and room for
@@ -195,8 +175,6 @@ def preflight(options: TpccOptions) -> list[str]:
 def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> None:
     """Data, engine on the layout, load, rampup and measured window, consistency; the numbers
     into ``outcome.summary``. A broken condition or NOPM counts apart fail the run."""
-    for text in preflight(options):
-        events(Warning(text))
     files = data.ensure(options.warehouses, events)
     layout = options.layout
     if catalog.kind(options.engine).server and "max_connections" not in layout.settings:
@@ -207,7 +185,7 @@ def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> No
     engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the TPC-C run") as placement:
-        dialect = steps.dialect_for(engine, options.loader_count)
+        dialect = dialects.dialect(engine, options.loader_count)
         loaded = steps.load(dialect, engine.connect, files, options.run_mode, events)
         on_disk = allocated_bytes(list(placement.data))
         summary = outcome.summary

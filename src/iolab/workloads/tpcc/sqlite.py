@@ -20,8 +20,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from iolab.engines.interface import Engine
 from iolab.workloads.tpcc import spec
-from iolab.workloads.tpcc.dialect import CLIENT, Connect, Progress, distribute
+from iolab.workloads.tpcc.dialect import Connect, Progress, distribute
+from iolab.workloads.tpcc.modes import CLIENT
 from iolab.workloads.tpcc.transactions import Input
 
 TITLE = "SQLite"
@@ -114,3 +116,8 @@ class SQLiteTpcc:
 
     def flush_counter(self, conn: Any) -> int:
         return 0
+
+
+def dialect(engine: Engine, loaders: int) -> SQLiteTpcc:
+    """TPC-C's SQL for an engine's database files (one connection loads)."""
+    return SQLiteTpcc(engine.spaces())

@@ -9,68 +9,16 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from iolab.engines import catalog
-from iolab.errors import BadInput, RunFailed
+from iolab.errors import RunFailed
 from iolab.events import EventSink, Phase
 from iolab.workloads.tpcc import consistency, spec
 from iolab.workloads.tpcc.data import TpccFiles
-from iolab.workloads.tpcc.dialect import CLIENT, SERVER, Connect, TpccDialect
+from iolab.workloads.tpcc.dialect import Connect, TpccDialect
 from iolab.workloads.tpcc.driver import DriveResult, DriverOptions, Live, drive
+from iolab.workloads.tpcc.modes import SERVER
 from iolab.workloads.tpcc.spec import Constants
 
 AGREEMENT = 0.01  # the NOPM counts may differ by this fraction at most
-
-
-def _postgres(engine: Any, loaders: int) -> TpccDialect:
-    from iolab.workloads.tpcc.postgres import PostgresTpcc
-
-    return PostgresTpcc(engine.tablespaces, loaders)
-
-
-def _mariadb(engine: Any, loaders: int) -> TpccDialect:
-    from functools import partial
-
-    from iolab.workloads.tpcc.mariadb import MariaDBTpcc
-
-    return MariaDBTpcc(
-        list(engine.partition_dirs), partial(engine.connect, local_infile=True), loaders
-    )
-
-
-def _sqlite(engine: Any, loaders: int) -> TpccDialect:
-    from iolab.workloads.tpcc.sqlite import SQLiteTpcc
-
-    return SQLiteTpcc(engine.schemas)
-
-
-# the engines TPC-C runs on, by the catalog's name, and each one's dialect (DuckDB is no OLTP
-# engine)
-DIALECTS: dict[str, Callable[[Any, int], TpccDialect]] = {
-    "postgres": _postgres,
-    "mariadb": _mariadb,
-    "sqlite": _sqlite,
-}
-ENGINES = tuple(DIALECTS)
-# the modes each engine runs, its default first
-MODES_OF: dict[str, tuple[str, ...]] = {
-    "postgres": (SERVER, CLIENT),
-    "mariadb": (SERVER, CLIENT),
-    "sqlite": (CLIENT,),
-}
-
-
-def default_mode(engine: str) -> str:
-    return MODES_OF.get(engine, (CLIENT,))[0]
-
-
-def dialect_for(engine: Any, loaders: int = 2) -> TpccDialect:
-    """The TPC-C dialect of a running engine."""
-    kind = catalog.kind_of(engine)
-    make = DIALECTS.get(kind.name) if kind is not None else None
-    if make is None:
-        name = kind.name if kind is not None else type(engine).__name__
-        raise BadInput("--engine", name, f"give one of {', '.join(ENGINES)} (TPC-C is OLTP)")
-    return make(engine, loaders)
 
 
 @dataclass(frozen=True)

