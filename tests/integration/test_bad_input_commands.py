@@ -195,7 +195,15 @@ FLEET = [
         "--node-ip-address: '1.2.3'",
     ),
 ]
-CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO + FLEET
+TPCC = [
+    (["tpcc", "--engine", "duckdb"], "--engine"),
+    (["tpcc", "--warehouses", "0"], "--warehouses"),
+    (["tpcc", "--mix", "50,50,1,0,0"], "--mix"),
+    (["tpcc", "--engine", "sqlite", "--mode", "server"], "--mode"),
+    (["tpcc", "--rampup", "soon"], "--rampup"),
+    (["tpcc", "--duration", "never"], "--duration"),
+]
+CASES = DISK + TPCH + TPCC + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO + FLEET
 TESTBEDS = {
     "bad-size.toml": '[devices.a]\nsize = "0"\n',
     "bad-key.toml": '[devices.a]\nsise = "64MiB"\n',

@@ -221,6 +221,11 @@ CASES: list[tuple[str, str, str]] = [
     ("tpch-compression", exp(TPCH + '\ncompression = "max"'), "workload.compression"),
     ("tpch-timeout", exp(TPCH + '\ntimeout = "never"'), "workload.timeout"),
     ("tpch-queries", exp(TPCH + "\nqueries = [23]"), "workload.queries"),
+    # tpcc
+    ("tpcc-engine", exp('kind = "tpcc"\nengine = "duckdb"'), "workload.engine"),
+    ("tpcc-warehouses", exp('kind = "tpcc"\nwarehouses = 0'), "workload.warehouses"),
+    ("tpcc-mix", exp('kind = "tpcc"\nmix = "50,50,1,0,0"'), "workload.mix"),
+    ("tpcc-rampup", exp('kind = "tpcc"\nrampup = "soon"'), "workload.rampup"),
     # [layouts]
     ("no-layouts", '[experiment]\nname = "bad"\n[workload]\nkind = "disk"\n', "layouts"),
     ("data-dirs-empty", exp(layout="data_dirs = []"), "layouts.a.data_dirs"),

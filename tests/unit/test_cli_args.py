@@ -540,7 +540,29 @@ FLEET: list[tuple[list[str], str]] = [
         "--node-ip-address: '10.0.0.300' {} give an IP address of this machine, e.g. 10.0.0.11",
     ),
 ]
-ERRORS = DISK + POPULATE + TPCH + DEMO + RESULTS + REPORT + FILES + FLEET
+TPCC: list[tuple[list[str], str]] = [
+    (
+        ["tpcc", "--engine", "duckdb"],
+        "--engine: 'duckdb' {} choose one of: postgres, mariadb, sqlite",
+    ),
+    (["tpcc", "--warehouses", "0"], "--warehouses: 0 {} give 1 or more warehouses"),
+    (["tpcc", "--connections", "0"], "--connections: 0 {} give 1 to 1000 virtual users"),
+    (
+        ["tpcc", "--mix", "50,40,4,4,4"],
+        "--mix: '50,40,4,4,4' {} the shares sum to 102; give five whole percentages for "
+        "new_order,payment,order_status,delivery,stock_level that sum to 100, e.g. 45,43,4,4,4",
+    ),
+    (
+        ["tpcc", "--engine", "sqlite", "--mode", "server"],
+        "--mode: 'server' {} SQLite runs TPC-C in client mode only (it has no server-side "
+        "routines)",
+    ),
+    (["tpcc", "--mode", "fast"], "--mode: 'fast' {} choose one of: server, client, default"),
+    (["tpcc", "--rampup", "soon"], f"--rampup: 'soon' {{}} {DURATION}"),
+    (["tpcc", "--duration", "0"], "--duration: '0' {} give more than 0 s"),
+    (["tpcc", "--rate", "0"], "--rate: 0.0 {} give a positive number of transactions a second"),
+]
+ERRORS = DISK + POPULATE + TPCH + TPCC + DEMO + RESULTS + REPORT + FILES + FLEET
 
 
 @pytest.mark.parametrize(("argv", "line"), ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
@@ -552,7 +574,8 @@ def test_bad_value_is_one_line_naming_it(argv: list[str], line: str, place: dict
 
 def test_every_command_has_refusals_here() -> None:
     commands = {a[0] for a, _ in ERRORS}
-    assert commands >= {"disk", "populate", "tpch", "demo", "results", "report", "compare"}
+    assert commands >= {"disk", "populate", "tpch", "tpcc", "demo", "results", "report"}
+    assert "compare" in commands
     assert commands >= {"export", "timeline", "testbed", "plan", "run", "fleet"}
     assert len(ERRORS) >= 100
 
@@ -827,8 +850,16 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         "experiment.repetitions: 'auto' {} a disk workload has no single metric to judge: give a "
         "number",
     ),
-    ("no-kind", exp("rows = 100"), "workload.kind: missing; choose one of: populate, disk, tpch"),
-    ("kind", exp('kind = "fio"'), "workload.kind: 'fio' {} choose one of: populate, disk, tpch"),
+    (
+        "no-kind",
+        exp("rows = 100"),
+        "workload.kind: missing; choose one of: populate, disk, tpch, tpcc",
+    ),
+    (
+        "kind",
+        exp('kind = "fio"'),
+        "workload.kind: 'fio' {} choose one of: populate, disk, tpch, tpcc",
+    ),
     (
         "engine",
         exp('kind = "populate"\nengine = "oracle"'),

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
@@ -21,7 +20,11 @@ from iolab.cli.options import (
     sample_interval,
 )
 from iolab.cli.populate import _settings, scratch_dir
-from iolab.results import RunOutcome
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from iolab.results import RunOutcome
 
 # The defaults as the help says them: workloads.tpcc.dialects.DEFAULT and the options model's
 # (importing them here would load the workload to start any command).
@@ -204,6 +207,8 @@ def _render(
 
 
 def summary_table(s: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     title = (
         f"tpcc · {s.get('engine')} {s.get('engine_version', '')} · W {s.get('warehouses')} · "
         f"{s.get('connections')} users · {s.get('mode')} mode"
@@ -235,6 +240,8 @@ def _ms(us: float | None) -> str:
 
 
 def transactions_table(s: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title="transactions in the measured window (latency in ms)")
     for col in ("type", "count", "rollbacks", "retries", "p50", "p95", "p99", "max"):
         table.add_column(col, justify="left" if col == "type" else "right")
@@ -251,6 +258,8 @@ def transactions_table(s: dict[str, Any]) -> Table:
 
 
 def consistency_table(s: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title="consistency (TPC-C clause 3.3.2)")
     table.add_column("condition")
     table.add_column("")

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator
 
 from iolab.workloads.interface import Section, duration_check, one_of
 from iolab.workloads.tpcc import dialects, spec
@@ -45,19 +46,32 @@ def _mode(value: str) -> str:
 class TpccWorkload(Section):
     hints: ClassVar[Mapping[str, str]] = {
         "warehouses": "give 1 or more warehouses",
-        "connections": "give 1 or more virtual users",
-        "rate": "give a positive number of transactions a second",
     }
     kind: Literal["tpcc"]
     engine: Annotated[str, AfterValidator(one_of(dialects.NAMES))] = dialects.DEFAULT
     warehouses: int = Field(default=1, ge=1, le=100_000)
-    connections: int = Field(default=4, ge=1, le=1000)
+    connections: int = 4
     mode: Annotated[str, AfterValidator(_mode)] = "default"  # default: the engine's
     mix: Annotated[str, BeforeValidator(_mix)] = DEFAULT_MIX
     all_warehouses: bool = False
     rampup: Annotated[float, BeforeValidator(duration_check(0.0, strict=False))] = 10.0
     duration: Annotated[float, BeforeValidator(duration_check(0.0, strict=True))] = 60.0
-    rate: float | None = Field(default=None, gt=0)  # transactions a second, all users
+    rate: float | None = None  # transactions a second, all users
     think: bool = False
     loaders: int | None = Field(default=None, ge=1)
     pg_bin: str | None = None
+
+    # (messages of their own: populate's hints for these keys speak of loaders and rows)
+    @field_validator("connections")
+    @classmethod
+    def _users(cls, value: int) -> int:
+        if not 1 <= value <= 1000:
+            raise ValueError("give 1 to 1000 virtual users")
+        return value
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError("give a positive number of transactions a second")
+        return value
