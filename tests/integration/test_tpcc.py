@@ -1,12 +1,13 @@
-"""TPC-C's core against real engines at one warehouse: the load, the five transactions in both
-modes, the three NOPM counts agreeing, the consistency conditions holding after the run and
-catching a database that breaks them.
+"""TPC-C against real engines at one warehouse: the load, the five transactions in both modes,
+the three NOPM counts agreeing, the consistency conditions holding after the run and catching a
+database that breaks them; `iolab tpcc` and an experiment of kind "tpcc" end to end.
 
 The generated data (about 80 MB, once) lives in the session's shared cache (``cache``).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from iolab.workloads.tpcc import steps as tpcc
 from iolab.workloads.tpcc.driver import DriverOptions
 from iolab.workloads.tpcc.modes import CLIENT, SERVER
 from tests.conftest import make_dirs, requires_mariadb
+from tests.integration.conftest import iolab
 
 pytestmark = pytest.mark.integration
 
@@ -81,41 +83,89 @@ def test_postgres_server_then_client_mode_on_two_tablespaces(cache: Path, open_t
         assert doc["tpm_source"] == "database"
         assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
         measured(engine, CLIENT, files)
-
-
-@requires_mariadb
-def test_mariadb_server_mode(cache: Path, open_tmp: Path) -> None:
-    (a,) = make_dirs(open_tmp, "a")
-    files = data.ensure(1, Collect())
-    engine: Any = catalog.create("mariadb", Layout(data_dirs=(a,)))
-    with running(engine):
-        loaded(engine, SERVER, files)
-        doc = measured(engine, SERVER, files)
-        assert doc["tpm_source"] == "database"
-        assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
-
-
-def test_sqlite_client_mode_and_broken_conditions_are_named(cache: Path, open_tmp: Path) -> None:
-    a, b = make_dirs(open_tmp, "a", "b")
-    files = data.ensure(1, Collect())
-    engine: Any = catalog.create("sqlite", Layout(data_dirs=(a, b), files=2))
-    with running(engine):
-        loaded(engine, CLIENT, files)
-        doc = measured(engine, CLIENT, files)
-        assert doc["tpm_source"] == "client" and doc["tpm"] == doc["tpm_client"]
-        conn = engine.connect()
-        try:
+        # a database that breaks the conditions: each broken one is named
+        with engine.connect() as conn:
             conn.execute("UPDATE warehouse SET w_ytd = w_ytd + 1")
             conn.execute("DELETE FROM order_line WHERE ol_o_id = 5 AND ol_d_id = 3")
             conn.execute(
                 "INSERT INTO order_line VALUES (1, 1, 1, 99, 100001, 1, NULL, 1, 1.0, 'x')"
             )
+            conn.commit()
             found = {c.name: c for c in consistency.check(conn)}
-        finally:
-            conn.close()
     assert not found["condition 1"].ok and "warehouse 1: w_ytd" in found["condition 1"].detail
     assert found["condition 2"].ok and found["condition 3"].ok
     assert (
         not found["condition 4"].ok and "district 3 of warehouse 1" in found["condition 4"].detail
     )
     assert not found["unused_item"].ok and "1 order lines" in found["unused_item"].detail
+
+
+@requires_mariadb
+def test_mariadb_through_the_command_and_results_show(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    (a,) = make_dirs(open_tmp, "a")
+    argv = ["tpcc", "--engine", "mariadb", "--data-dir", str(a), "--connections", str(USERS)]
+    done = iolab(*argv, "--rampup", "1s", "--duration", "3s", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["status"], doc["mode"], doc["warehouses"], doc["connections"]) == (
+        "done",
+        "server",
+        1,
+        USERS,
+    )
+    assert (doc["rampup_seconds"], doc["duration_seconds"]) == (1.0, 3.0)
+    assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
+    assert doc["tpm_source"] == "database"
+    assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
+    assert doc["consistency"]["ok"] is True
+    assert set(doc["transactions"]) == set(spec.TRANSACTIONS)
+    for t in doc["transactions"].values():
+        assert set(t) >= {"count", "rollbacks", "retries", "p50_us", "p95_us", "p99_us", "max_us"}
+    assert doc["load_seconds"] > 0 and doc["on_disk_bytes"] > 50_000_000
+    assert list(a.iterdir()) == []  # the instance was removed
+    stored = json.loads(iolab("results", "show", str(doc["run"]), "--json").stdout)
+    assert stored["summary"]["nopm"] == doc["nopm"]
+    assert stored["summary"]["transactions"] == doc["transactions"]
+    assert stored["params"]["mode"] == "server" and stored["params"]["mix"] == "45,43,4,4,4"
+
+
+def test_sqlite_experiment_reports_nopm_higher_is_better(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    make_dirs(open_tmp, "a", "b")
+    exp = open_tmp / "exp.toml"
+    exp.write_text(
+        """
+[experiment]
+name = "tpcc-small"
+repetitions = 1
+[workload]
+kind = "tpcc"
+engine = "sqlite"
+connections = 2
+rampup = "1s"
+duration = "2s"
+[layouts.two]
+data_dirs = ["a", "b"]
+files = 2
+[isolation]
+settle_seconds = 0
+"""
+    )
+    done = iolab("run", str(exp), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["done"], doc["metric"]) == (1, "nopm")
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    assert len(runs) == 1
+    for run in runs:
+        s = run["summary"]
+        assert s["nopm"] > 0 and s["nopm"] == s["nopm_client"] == s["nopm_orders"]
+        assert s["mode"] == "client" and s["tpm_source"] == "client"
+        assert s["consistency"]["ok"] is True
+    report = iolab("report", str(exp))
+    assert report.returncode == 0, report.stderr
+    assert "tpcc-small · nopm (higher is better)" in report.stdout
+    assert list((open_tmp / "a").iterdir()) == [] and list((open_tmp / "b").iterdir()) == []
