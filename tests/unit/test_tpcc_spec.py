@@ -113,3 +113,12 @@ def test_verdict_names_the_broken_condition_and_the_disagreeing_counts() -> None
     assert why is not None and "client 980.0" in why and "1%" in why
     why = verdict(_doc(1000, 1000, 1000, ok=False))
     assert why is not None and why.startswith("condition 1: w_ytd")
+
+
+def test_the_wal_device_example_is_four_cells_of_tpcc() -> None:
+    from iolab.config import experiment as config
+
+    exp = config.load(Path(__file__).resolve().parents[2] / "examples" / "oltp-wal-device.toml")
+    assert exp.kind == "tpcc"
+    assert len(exp.cells) == 4
+    assert {c.params.get("wal_dir") is None for c in exp.cells} == {True, False}
