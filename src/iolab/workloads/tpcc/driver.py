@@ -130,7 +130,11 @@ class DriveResult:
         for kind in spec.TRANSACTIONS:
             c = self.counts[kind]
             h = merged.get(kind, Histogram())
-            ps = h.percentiles((50.0, 95.0, 99.0, 99.9))
+            ps: dict[float, float | None] = (
+                dict(h.percentiles((50.0, 95.0, 99.0, 99.9)))
+                if h.total
+                else dict.fromkeys((50.0, 95.0, 99.0, 99.9))  # none ran: no latency (not NaN)
+            )
             out[kind] = {
                 "count": c.commits,
                 "rollbacks": c.rollbacks,
