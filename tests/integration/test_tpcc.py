@@ -15,6 +15,7 @@ import pytest
 
 from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
+from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.events import Collect
 from iolab.workloads.tpcc import consistency, data, dialects, spec
 from iolab.workloads.tpcc import steps as tpcc
@@ -26,6 +27,7 @@ from tests.integration.conftest import iolab
 pytestmark = pytest.mark.integration
 
 USERS = 3
+SECRET = "s3cret-Pw-never-stored"
 
 
 def measured(engine: Any, mode: str, files: data.TpccFiles) -> dict[str, Any]:
@@ -169,3 +171,37 @@ settle_seconds = 0
     assert report.returncode == 0, report.stderr
     assert "tpcc-small · nopm (higher is better)" in report.stdout
     assert list((open_tmp / "a").iterdir()) == [] and list((open_tmp / "b").iterdir()) == []
+
+
+def test_a_postgres_server_of_yours_through_a_dsn_kept_and_never_dropped(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    (d,) = make_dirs(open_tmp, "server")
+    server = PostgresEngine(Layout(data_dirs=(d,)))
+    with running(server):
+        dsn = (
+            f"postgresql://{server.user.name}:{SECRET}@/iolab?host={server.socket_dir}&port={PORT}"
+        )
+        argv = ["tpcc", "--dsn", dsn, "--connections", "2", "--rampup", "1s", "--duration", "2s"]
+        done = iolab(*argv, "--keep", "--json")
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        assert (doc["engine"], doc["mode"], doc["on_disk_bytes"]) == ("postgres", "server", None)
+        assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
+        assert doc["consistency"]["ok"] is True
+        assert SECRET not in done.stdout + done.stderr
+        for path in results_db.parent.glob(results_db.name + "*"):
+            assert SECRET.encode() not in path.read_bytes()
+        # kept: the user's own SQL reads the tables as the run ended them
+        with server.connect() as conn:
+            (next_ids,) = conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone()
+            (routines,) = conn.execute(
+                "SELECT count(*) FROM pg_proc WHERE proname LIKE 'tpcc\\_%%'"
+            ).fetchone()
+        assert next_ids >= 10 * 3001 + doc["new_orders"] and routines == 6
+        # a database that holds the tables already is refused, and nothing of it is dropped
+        again = iolab(*argv)
+        assert again.returncode == 1
+        assert "already holds" in again.stderr and SECRET not in again.stderr
+        with server.connect() as conn:
+            assert conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone() == (next_ids,)

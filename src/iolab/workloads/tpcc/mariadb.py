@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from iolab.engines.external import Objects
 from iolab.engines.innodb import checkpoint, sql_string
 from iolab.engines.interface import Engine
 from iolab.workloads.parallel import run_parallel
@@ -38,6 +39,18 @@ from iolab.workloads.tpcc.transactions import (
 )
 
 TITLE = "MariaDB"
+# what the workload creates in a server's database (--dsn): refused when there, dropped after
+OBJECTS = Objects(
+    tables=spec.TABLES,
+    procedures=(
+        "tpcc_new_order",
+        "tpcc_payment",
+        "tpcc_order_status",
+        "tpcc_delivery",
+        "tpcc_stock_level",
+    ),
+    functions=("tpcc_customer_by_name",),
+)
 RETRY_CODES = frozenset({1213, 1205})
 ER_SIGNAL_EXCEPTION = 1644
 

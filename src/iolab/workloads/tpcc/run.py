@@ -14,8 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from iolab.engines import catalog
-from iolab.engines.interface import Layout, running
+from iolab.engines import catalog, external
+from iolab.engines.external import ExternalTarget, check_external_layout
+from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.engines.log_control import allocated_bytes
 from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase
@@ -61,6 +62,8 @@ class TpccOptions:
     pg_bin: Path | None = None
     sample_interval: float | None = 1.0
     seed: int = 1
+    dsn: ExternalTarget | None = None  # a server iolab does not manage, instead of a layout
+    keep: bool = False  # with dsn: leave the tables and routines as the run ended them
 
     @property
     def run_mode(self) -> str:
@@ -80,6 +83,16 @@ class TpccOptions:
                 self.engine,
                 f"give one of {', '.join(dialects.NAMES)} (TPC-C is an OLTP workload; "
                 "DuckDB is not an OLTP engine)",
+            )
+        if self.dsn is not None:
+            if self.engine != self.dsn.engine:
+                raise BadInput(
+                    "--engine", self.engine, f"{self.dsn.engine}, the engine of the --dsn given"
+                )
+            check_external_layout(self.layout, self.pg_bin)
+        elif self.keep:
+            raise BadInput(
+                "--keep", "on", "--keep goes with --dsn (iolab removes the servers it starts)"
             )
         w = self.warehouses
         if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_WAREHOUSES:
@@ -155,6 +168,8 @@ class TpccOptions:
             "think": self.think,
             "loaders": self.loader_count,
             "pg_bin": str(self.pg_bin) if self.pg_bin else None,
+            "dsn": self.dsn.redacted if self.dsn else None,  # never the password
+            "keep": self.keep,
         }
 
 
@@ -162,13 +177,15 @@ def preflight(options: TpccOptions) -> list[str]:
     """Checks that need no run record: the options, the engine and its settings, and room for
     the data when it is not cached yet. The warnings to show."""
     warnings = options.validate()
+    if data.cached(options.warehouses) is None:
+        data.check_cache()
+        data.check_space(options.warehouses)
+    if options.dsn is not None:
+        return warnings
     check = catalog.kind(options.engine).check_layout
     if check is not None:
         check(options.layout)
     catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
-    if data.cached(options.warehouses) is None:
-        data.check_cache()
-        data.check_space(options.warehouses)
     return warnings
 
 
@@ -176,6 +193,12 @@ def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> No
     """Data, engine on the layout, load, rampup and measured window, consistency; the numbers
     into ``outcome.summary``. A broken condition or NOPM counts apart fail the run."""
     files = data.ensure(options.warehouses, events)
+    if options.dsn is not None:
+        _on_a_server(options, files, outcome, events)
+        why = steps.verdict(outcome.summary)
+        if why is not None:
+            raise RunFailed(why)
+        return
     layout = options.layout
     if catalog.kind(options.engine).server and "max_connections" not in layout.settings:
         settings = dict(layout.settings)
@@ -185,84 +208,115 @@ def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> No
     engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the TPC-C run") as placement:
-        dialect = dialects.dialect(engine, options.loader_count)
-        loaded = steps.load(dialect, engine.connect, files, options.run_mode, events)
-        on_disk = allocated_bytes(list(placement.data))
-        summary = outcome.summary
-        summary.update(
-            {
-                "engine": options.engine,
-                "engine_version": engine.version(),
-                "warehouses": options.warehouses,
-                "connections": options.connections,
-                "mode": options.run_mode,
-                "mix": dict(options.mix),
-                "all_warehouses": options.all_warehouses,
-                "rampup_seconds": options.rampup,
-                "duration_seconds": options.duration,
-                "rate": options.rate,
-                "think": options.think,
-                "data_bytes": loaded.csv_bytes,
-                "data_rows": loaded.rows,
-                "load_seconds": loaded.seconds,
-                "load_mb_per_second": loaded.csv_bytes / loaded.seconds / 1e6,
-                "index_seconds": loaded.index_seconds,
-                "on_disk_bytes": on_disk,
-            }
-        )
-        events(
-            Measured(
-                "load",
-                f"{loaded.csv_bytes / 1e6:,.1f} MB in {loaded.seconds:.1f} s "
-                f"({summary['load_mb_per_second']:,.1f} MB/s), keys {loaded.index_seconds:.1f} s",
-            )
-        )
-        constants = files.constants().for_run(random.Random(f"{options.seed}:run"))
-
-        def on_phase(phase: str, seconds: float) -> None:
-            what = "measuring" if phase == MEASURED else "rampup"
-            events(Phase(f"{what}: {options.connections} users for {seconds:g} s"))
-
-        probe_t0: list[float] = []
-
-        @contextmanager
-        def probes(conns: list[Any], live: Live) -> Iterator[None]:
-            recorder = None
-            if options.sample_interval is not None:
-                recorder = Recorder(
-                    [
-                        DeviceProbe(placement_roles(placement)),
-                        HostProbe(),
-                        *engine_probes(engine, placement, session_ids(engine, conns)),
-                        CounterProbe("nopm", "NOPM", lambda: 60 * live.new_orders()),
-                        CounterProbe("tpm", "TPM", lambda: 60 * live.ended()),
-                    ],
-                    interval=options.sample_interval,
-                    events=events,
-                )
-            probe_t0.append(time.perf_counter())
-            with recording(recorder, outcome):
-                yield
-
-        result, conditions = steps.measure(
-            dialect, engine.connect, options.driver(), constants, on_phase, probes
-        )
-        offset = result.t0 - probe_t0[0] if probe_t0 else 0.0
-        outcome.latency = LatencyData(
-            intervals=tuple(result.intervals),
-            interval_s=options.driver().interval_s,
-            start_unix=time.time() - (time.perf_counter() - result.t0),
-            probe_offset_s=offset,
-            warmup_s=result.start.at - result.t0,
-        )
-        if outcome.probes is not None:
-            outcome.probes = dataclasses.replace(
-                outcome.probes,
-                series=outcome.probes.series + tuple(latency_series(outcome.latency)),
-                warmup_end_s=offset + (result.start.at - result.t0),
-            )
-        summary.update(steps.summary(result, conditions))
-        summary["settings"] = engine.effective_settings()
-    why = steps.verdict(summary)
+        _measured(engine, placement, options, files, outcome, events)
+    why = steps.verdict(outcome.summary)
     if why is not None:
         raise RunFailed(why)
+
+
+def _on_a_server(
+    options: TpccOptions, files: data.TpccFiles, outcome: RunOutcome, events: EventSink
+) -> None:
+    """The run on a server of the user's (``--dsn``): its tables and routines dropped after,
+    unless ``keep``; those it holds already are refused, never dropped."""
+    assert options.dsn is not None
+    target = external.create(options.dsn, dialects.objects(options.engine))
+    events(Phase(f"connecting to {options.dsn.redacted}"))
+    if options.keep:
+        placement = target.provision()
+        target.start()
+        _measured(target, placement, options, files, outcome, events)
+        events(Phase(f"kept the TPC-C tables and routines in {options.dsn.redacted}"))
+        return
+    with running(target, "the TPC-C run") as placement:
+        _measured(target, placement, options, files, outcome, events)
+
+
+def _measured(
+    engine: Engine,
+    placement: Placement,
+    options: TpccOptions,
+    files: data.TpccFiles,
+    outcome: RunOutcome,
+    events: EventSink,
+) -> None:
+    """Load, drive, check on a running engine; the numbers into ``outcome.summary``."""
+    dialect = dialects.dialect(engine, options.loader_count)
+    loaded = steps.load(dialect, engine.connect, files, options.run_mode, events)
+    # on a server of the user's, its data directory holds more than these tables: not measured
+    on_disk = allocated_bytes(list(placement.data)) if options.dsn is None else None
+    summary = outcome.summary
+    summary.update(
+        {
+            "engine": options.engine,
+            "engine_version": engine.version(),
+            "warehouses": options.warehouses,
+            "connections": options.connections,
+            "mode": options.run_mode,
+            "mix": dict(options.mix),
+            "all_warehouses": options.all_warehouses,
+            "rampup_seconds": options.rampup,
+            "duration_seconds": options.duration,
+            "rate": options.rate,
+            "think": options.think,
+            "data_bytes": loaded.csv_bytes,
+            "data_rows": loaded.rows,
+            "load_seconds": loaded.seconds,
+            "load_mb_per_second": loaded.csv_bytes / loaded.seconds / 1e6,
+            "index_seconds": loaded.index_seconds,
+            "on_disk_bytes": on_disk,
+        }
+    )
+    events(
+        Measured(
+            "load",
+            f"{loaded.csv_bytes / 1e6:,.1f} MB in {loaded.seconds:.1f} s "
+            f"({summary['load_mb_per_second']:,.1f} MB/s), keys {loaded.index_seconds:.1f} s",
+        )
+    )
+    constants = files.constants().for_run(random.Random(f"{options.seed}:run"))
+
+    def on_phase(phase: str, seconds: float) -> None:
+        what = "measuring" if phase == MEASURED else "rampup"
+        events(Phase(f"{what}: {options.connections} users for {seconds:g} s"))
+
+    probe_t0: list[float] = []
+
+    @contextmanager
+    def probes(conns: list[Any], live: Live) -> Iterator[None]:
+        recorder = None
+        if options.sample_interval is not None:
+            recorder = Recorder(
+                [
+                    DeviceProbe(placement_roles(placement)),
+                    HostProbe(),
+                    *engine_probes(engine, placement, session_ids(engine, conns)),
+                    CounterProbe("nopm", "NOPM", lambda: 60 * live.new_orders()),
+                    CounterProbe("tpm", "TPM", lambda: 60 * live.ended()),
+                ],
+                interval=options.sample_interval,
+                events=events,
+            )
+        probe_t0.append(time.perf_counter())
+        with recording(recorder, outcome):
+            yield
+
+    result, conditions = steps.measure(
+        dialect, engine.connect, options.driver(), constants, on_phase, probes
+    )
+    offset = result.t0 - probe_t0[0] if probe_t0 else 0.0
+    outcome.latency = LatencyData(
+        intervals=tuple(result.intervals),
+        interval_s=options.driver().interval_s,
+        start_unix=time.time() - (time.perf_counter() - result.t0),
+        probe_offset_s=offset,
+        warmup_s=result.start.at - result.t0,
+    )
+    if outcome.probes is not None:
+        outcome.probes = dataclasses.replace(
+            outcome.probes,
+            series=outcome.probes.series + tuple(latency_series(outcome.latency)),
+            warmup_end_s=offset + (result.start.at - result.t0),
+        )
+    summary.update(steps.summary(result, conditions))
+    summary["settings"] = engine.effective_settings()

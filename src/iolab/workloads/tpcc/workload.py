@@ -33,9 +33,11 @@ ON_DISK_PER_WAREHOUSE = 160 * 10**6
 
 
 def tpcc_options(params: Mapping[str, Any], layout: Layout) -> TpccOptions:
+    from iolab.engines.external import parse_dsn
     from iolab.workloads.tpcc.run import TpccOptions
 
     w = model_of(TpccWorkload, params)
+    dsn = params.get("dsn")  # a command's --dsn: a server iolab does not manage
     return TpccOptions(
         engine=w.engine,
         layout=layout,
@@ -51,11 +53,15 @@ def tpcc_options(params: Mapping[str, Any], layout: Layout) -> TpccOptions:
         loaders=w.loaders,
         pg_bin=Path(w.pg_bin) if w.pg_bin else None,
         sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
+        dsn=parse_dsn(dsn) if dsn else None,
+        keep=bool(params.get("keep", False)),
     )
 
 
 def check_space(options: TpccOptions, free_space: Callable[[Path], tuple[int, int] | None]) -> None:
     """Refuse more warehouses than the data directories' free space holds."""
+    if options.dsn is not None:
+        return  # the server's own
     dirs = list(dict.fromkeys(options.layout.data_dirs))
     free: dict[int, int] = {}
     for d in dirs:
