@@ -2,7 +2,8 @@
 # Sets up what iolab needs on Debian/Ubuntu: system packages (when root) and a virtual environment.
 #   scripts/setup.sh          for running iolab (fio)
 #   scripts/setup.sh --tests  also what the test suite needs (MariaDB server, mkfs for the testbed,
-#                             nbdkit and nbdfuse for its device models)
+#                             nbdkit and nbdfuse for its device models, sysbench for
+#                             `iolab sysbench`)
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,7 @@ if [[ "${1:-}" == "--tests" ]]; then
     want+=(mariadb-server e2fsprogs xfsprogs chromium)
     want+=(nbdkit nbdkit-plugin-python libnbd-bin fuse3)  # testbed device models
     want+=(strace)  # a test delays a process's exit with it
+    want+=(sysbench)  # `iolab sysbench`: the field's own driver (pgbench comes with PostgreSQL)
     want+=(nftables iproute2)  # the fleet's security tests: the documented firewall rules, ss
 fi
 

@@ -203,7 +203,20 @@ TPCC = [
     (["tpcc", "--rampup", "soon"], "--rampup"),
     (["tpcc", "--duration", "never"], "--duration"),
 ]
-CASES = DISK + TPCH + TPCC + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO + FLEET
+DRIVERS = [
+    (["pgbench", "--", "-h", "/tmp", "-T", "3"], "'-h /tmp'"),
+    (["pgbench", "--", "-c", "2", "mydb"], "'mydb'"),
+    (["pgbench", "--init-args", "-i -p 5433"], "--init-args"),
+    (["pgbench", "--", "-f", "{tmp}/missing.sql"], "missing.sql"),
+    (["pgbench", "--engine", "mariadb", "--", "-T", "3"], "--engine"),
+    (["sysbench", "--engine", "sqlite", "--", "oltp_read_write"], "--engine"),
+    (["sysbench", "--", "oltp_read_write", "--mysql-socket=/tmp/x"], "--mysql-socket"),
+    (["sysbench", "--", "{tmp}/missing.lua"], "missing.lua"),
+    (["sysbench"], "sysbench SCRIPT"),
+]
+RECORDING = ("disk", "tpch", "tpcc", "pgbench", "sysbench")  # commands that would record a run
+CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO + FLEET
+CASES += TPCC + DRIVERS
 TESTBEDS = {
     "bad-size.toml": '[devices.a]\nsize = "0"\n',
     "bad-key.toml": '[devices.a]\nsise = "64MiB"\n',
@@ -280,8 +293,8 @@ def test_bad_input_is_refused_in_one_line(
     argv: list[str], named: str, place: dict[str, str], tmp_path: Path
 ) -> None:
     args = [a.format(**place) for a in argv]
-    if "--results" not in args:  # commands that would record: a database of their own
-        args += ["--results", str(tmp_path / "fresh.db")] if args[0] in ("disk", "tpch") else []
+    if "--results" not in args and args[0] in RECORDING:  # a database of their own, given
+        args[1:1] = ["--results", str(tmp_path / "fresh.db")]  # before a driver's `--`
     db = Path(place["db"])
     before = run_counts(db)
     done = subprocess.run(

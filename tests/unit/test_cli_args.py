@@ -571,7 +571,65 @@ TPCC: list[tuple[list[str], str]] = [
         "layout and settings are the server's own (configure them on the server)",
     ),
 ]
-ERRORS = DISK + POPULATE + TPCH + TPCC + DEMO + RESULTS + REPORT + FILES + FLEET
+CONNECTION_PG = (
+    "iolab connects pgbench to the engine's private socket; give no host, port, user or database"
+)
+CONNECTION_SB = (
+    "iolab connects sysbench to the engine's private socket; give no driver, host, port, "
+    "socket, user, password or database"
+)
+DRIVERS: list[tuple[list[str], str]] = [
+    (
+        ["pgbench", "--", "-h", "/tmp", "-T", "3"],
+        "pgbench arguments: '-h /tmp' {} " + CONNECTION_PG,
+    ),
+    (["pgbench", "--", "--port=5433"], "pgbench arguments: '--port=5433' {} " + CONNECTION_PG),
+    (["pgbench", "--", "-c", "2", "mydb"], "pgbench arguments: 'mydb' {} " + CONNECTION_PG),
+    (["pgbench", "--init-args", "-i -U bob"], "--init-args: '-U bob' {} " + CONNECTION_PG),
+    (
+        ["pgbench", "--", "-i", "-s", "2"],
+        "pgbench arguments: '-i' {} give the initialisation in --init-args, e.g. "
+        "--init-args '-i -s 10'",
+    ),
+    (
+        ["pgbench", "--", "-f", "{tmp}/missing.sql@2"],
+        "pgbench arguments -f: '{tmp}/missing.sql' {} give an existing script file",
+    ),
+    (["pgbench", "--engine", "mariadb"], "--engine: 'mariadb' {} choose one of: postgres"),
+    (
+        ["pgbench", "--dsn", "postgresql://u:pw@h/db", "--", "-T", "3"],
+        "--dsn: 'postgresql://u@h/db' {} give --no-init with it: pgbench -i drops and remakes the "
+        "pgbench_* tables, and iolab never deletes what it did not create; initialise the "
+        "server's database yourself",
+    ),
+    (
+        ["pgbench", "--dsn", "postgresql://u@h/db", "--no-init", "--wal-dir", "{tmp}"],
+        "--wal-dir: '{tmp}' {} nothing: with --dsn iolab does not manage the server, so its "
+        "layout and settings are the server's own (configure them on the server)",
+    ),
+    (
+        ["sysbench", "--engine", "sqlite", "--", "oltp_read_write"],
+        "--engine: 'sqlite' {} choose one of: mariadb, postgres",
+    ),
+    (["sysbench"], "sysbench SCRIPT: missing; give the script after --, e.g. -- oltp_read_write"),
+    (
+        ["sysbench", "--", "{tmp}/missing.lua", "--threads=2"],
+        "sysbench SCRIPT: '{tmp}/missing.lua' {} give an existing script file",
+    ),
+    (
+        ["sysbench", "--", "{tmp}/x.lua", "--mysql-socket=/x"],
+        "sysbench arguments: '--mysql-socket=/x' {} " + CONNECTION_SB,
+    ),
+    (
+        ["sysbench", "--engine", "postgres", "--", "{tmp}/x.lua", "--pgsql-password=pw"],
+        "sysbench arguments: '--pgsql-password=***' {} " + CONNECTION_SB,
+    ),
+    (
+        ["sysbench", "--", "{tmp}/x.lua", "run"],
+        "sysbench arguments: 'run' {} iolab runs prepare, then run; give neither",
+    ),
+]
+ERRORS = DISK + POPULATE + TPCH + TPCC + DEMO + RESULTS + REPORT + FILES + FLEET + DRIVERS
 
 
 @pytest.mark.parametrize(("argv", "line"), ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
@@ -586,6 +644,7 @@ def test_every_command_has_refusals_here() -> None:
     assert commands >= {"disk", "populate", "tpch", "tpcc", "demo", "results", "report"}
     assert "compare" in commands
     assert commands >= {"export", "timeline", "testbed", "plan", "run", "fleet"}
+    assert commands >= {"pgbench", "sysbench"}
     assert len(ERRORS) >= 100
 
 
@@ -862,12 +921,12 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "no-kind",
         exp("rows = 100"),
-        "workload.kind: missing; choose one of: populate, disk, tpch, tpcc",
+        "workload.kind: missing; choose one of: populate, disk, tpch, tpcc, pgbench, sysbench",
     ),
     (
         "kind",
         exp('kind = "fio"'),
-        "workload.kind: 'fio' {} choose one of: populate, disk, tpch, tpcc",
+        "workload.kind: 'fio' {} choose one of: populate, disk, tpch, tpcc, pgbench, sysbench",
     ),
     (
         "engine",

@@ -55,6 +55,21 @@ def test_buckets_are_hdrhistograms() -> None:
         assert hist.highest(i) == ref.get_highest_equivalent_value(v)
 
 
+def test_bulk_filling_puts_each_value_in_its_bucket() -> None:
+    """add_values inlines bucket()'s arithmetic: the same bucket for every value, also above
+    the hour it clamps to and below zero."""
+    values = [*_values(3000), -5, hist.HIGHEST_US + 10]
+    bulk = Histogram()
+    bulk.add_values(values)
+    clamped = [min(max(v, 0), hist.HIGHEST_US) for v in values]
+    one_by_one: dict[int, int] = {}
+    for v in clamped:
+        one_by_one[hist.bucket(v)] = one_by_one.get(hist.bucket(v), 0) + 1
+    assert bulk.counts == one_by_one
+    assert (bulk.min_us, bulk.max_us, bulk.total) == (0, hist.HIGHEST_US, len(values))
+    assert bulk.sum_us == sum(clamped)
+
+
 def test_percentiles_equal_hdrhistograms() -> None:
     values = _values(20_000)
     ours = Histogram()

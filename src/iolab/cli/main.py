@@ -34,6 +34,8 @@ COMMANDS = {
     "export": "iolab.cli.report:export",
     "tpch": "iolab.cli.tpch:tpch",
     "tpcc": "iolab.cli.tpcc:tpcc",
+    "pgbench": "iolab.cli.pgbench:pgbench",
+    "sysbench": "iolab.cli.sysbench:sysbench",
     "timeline": "iolab.cli.timeline:timeline",
     "serve": "iolab.cli.serve:serve",
     "results": "iolab.cli.results:app",
@@ -99,6 +101,20 @@ class Commands(TyperGroup):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # names only: nothing is built to list them
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """``iolab --help`` in click's plain layout: the same usage, text, options and
+        commands as typer's rich panels, without loading rich to draw them (0.11 s to start
+        instead of 0.18 s). Each command's own ``--help`` keeps typer's layout."""
+        super(TyperGroup, self).format_help(ctx, formatter)  # click's, past typer's panels
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``iolab`` alone prints the help to stdout and exits 2 (typer's rich help printed it
+        as it was drawn; the plain help is a string that must be printed)."""
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
 
 
 app = typer.Typer(

@@ -75,23 +75,33 @@ class Histogram:
     # --- filling ----------------------------------------------------------------------------
 
     def add_values(self, values: Iterable[int]) -> None:
-        """Record raw microsecond values (clamped to 0..1 h), in bulk."""
-        seen = Counter(values)
-        if not seen:
+        """Record raw microsecond values (clamped to 0..1 h), in bulk.
+
+        The main thread buckets every operation of a load here while the loaders run: the
+        bucket arithmetic of :func:`bucket` is inlined and the sum, minimum and maximum are
+        taken in C, ~0.4 us a value against ~1 us with a call per distinct value."""
+        raw = values if isinstance(values, (array, list)) else list(values)
+        if not raw:
             return
+        lo, hi = min(raw), max(raw)
+        if lo < 0 or hi > HIGHEST_US:
+            raw = [min(max(v, 0), HIGHEST_US) for v in raw]
+            lo, hi = min(raw), max(raw)
+        if hi <= _MASK:  # below 2048 us every value is its own bucket
+            seen = Counter(raw)
+        else:
+            seen = Counter(
+                ((b + 1) << _HALF_MAGNITUDE) + (v >> b) - _HALF
+                for v in raw
+                for b in ((v | _MASK).bit_length() - (_HALF_MAGNITUDE + 1),)
+            )
         counts = self.counts
-        n = s = 0
-        for value, c in seen.items():
-            v = min(max(value, 0), HIGHEST_US)
-            i = bucket(v)
+        for i, c in seen.items():
             counts[i] = counts.get(i, 0) + c
-            n += c
-            s += v * c
-        lo, hi = min(seen), max(seen)
-        self.min_us = min(self.min_us, lo) if self.total else max(lo, 0)
-        self.max_us = max(self.max_us, min(hi, HIGHEST_US))
-        self.total += n
-        self.sum_us += s
+        self.min_us = min(self.min_us, lo) if self.total else lo
+        self.max_us = max(self.max_us, hi)
+        self.total += len(raw)
+        self.sum_us += sum(raw)
 
     def add(self, other: Histogram) -> None:
         """Merge ``other`` into this one, bucket by bucket (exact)."""

@@ -112,6 +112,11 @@ class LoaderClock:
         """A clock that neither paces, stops nor records: a load called on its own."""
         return cls(0, 1, Pacing(1.0), time.perf_counter_ns(), False)
 
+    @property
+    def paced(self) -> bool:
+        """Whether a rate schedules the operations (else each is due when asked for)."""
+        return bool(self._ns_per_row)
+
     # --- the loader's side ------------------------------------------------------------------
 
     def begin(self, rows: int, *, can_stop: bool = True) -> int | None:

@@ -34,8 +34,10 @@ CPU = ("cpu_user_pct", "cpu_system_pct", "cpu_iowait_pct")
 DEVICE = ("write_mbps", "read_mbps", "write_await_ms", "read_await_ms", "aqu_sz")
 ENGINES = tuple(k.name for k in catalog.KINDS.values() if k.counts_pages)  # pages allocated
 # (probe, name) of every series the timeline may draw: what a report reads of a run
+DRIVERS = ("pgbench", "sysbench")  # the probes of the drivers' own progress (transactions/s)
 SERIES: tuple[tuple[str, str], ...] = (
     ("workload", "rows_per_s"),
+    *((probe, "tps") for probe in DRIVERS),
     *((probe, "pages_allocated_per_s") for probe in ENGINES),
     *(("device", name) for name in DEVICE),
     *(("host", name) for name in CPU),
@@ -95,6 +97,10 @@ def plots(
             label = f"steady {rate:,.0f} rows/s"
             lines.append(Line(label, [start, end], [rate, rate], STEADY_COLOUR, dashed=True))
         out.append(Plot("throughput", "rows/s", lines, bands, marks=marks))
+    tps = [s for probe in DRIVERS for s in data.find(probe, "tps")]
+    if tps:
+        line = _line(tps[0], f"transactions/s ({tps[0].key.probe}'s progress)")
+        out.append(Plot("throughput", "tx/s", [line], bands, marks=marks))
     allocated = [
         s for s in data.series if s.key.probe in ENGINES and s.key.name == "pages_allocated_per_s"
     ]

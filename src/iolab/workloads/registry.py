@@ -8,11 +8,15 @@ from functools import cache
 from iolab.metrics import COMMON, Metric
 from iolab.workloads.disk.workload import WORKLOAD as DISK
 from iolab.workloads.interface import Section, Workload
+from iolab.workloads.pgbench.workload import WORKLOAD as PGBENCH
 from iolab.workloads.populate.workload import WORKLOAD as POPULATE
+from iolab.workloads.sysbench.workload import WORKLOAD as SYSBENCH
 from iolab.workloads.tpcc.workload import WORKLOAD as TPCC
 from iolab.workloads.tpch.workload import WORKLOAD as TPCH
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (POPULATE, DISK, TPCH, TPCC)}
+WORKLOADS: dict[str, Workload] = {
+    w.name: w for w in (POPULATE, DISK, TPCH, TPCC, PGBENCH, SYSBENCH)
+}
 MODELS: dict[str, type[Section]] = {name: w.model for name, w in WORKLOADS.items()}
 
 

@@ -486,15 +486,18 @@ class PostgresPopulate:
 
         Each connection runs in autocommit, one implicit transaction per statement (no BEGIN
         or COMMIT round trips), through psycopg's libpq: a statement per distinct row count is
-        prepared once, then each statement is a PQsendQueryPrepared; one ``poll`` over every
-        socket collects whichever results are ready and sends those connections their next
-        statement, as pgbench's threads do with their clients. Loader threads, one per
-        connection, spent most of a 2-CPU machine's spare time handing the GIL over (the
-        client's CPU is the server's here); one thread costs ~8 us a row whatever the number
-        of connections.
+        prepared once (the full-size one before the first row is sent), then each statement is
+        a PQsendQueryPrepared; one ``epoll`` over every socket collects whichever results are
+        ready and sends those connections their next statement, as pgbench's threads do with
+        their clients. Loader threads, one per connection, spent most of a 2-CPU machine's
+        spare time handing the GIL over (the client's CPU is the server's here); one thread
+        costs ~8 us a row whatever the number of connections. The per-row path reads each
+        connection's bound methods from lists and asks the clock one question per statement
+        when no ``--rate`` paces it: every microsecond of the client's CPU is taken from the
+        server on two cores (bench/README.md, issue 29).
 
         ``clocks[i]`` times loader i's statements and paces them: a statement not yet due under
-        ``--rate`` waits in a queue, and ``poll`` wakes for the first one due; a loader whose
+        ``--rate`` waits in a queue, and ``epoll`` wakes for the first one due; a loader whose
         duration is up sends nothing more. ``progress(i, n)`` follows each committed statement
         of loader i; it may raise to stop the load. A statement that fails raises
         :class:`LoaderError` naming its loader. Returns each loader's seconds from the call
@@ -505,6 +508,7 @@ class PostgresPopulate:
 
         if not self.multiplexes(spec):
             raise BadInput("spec", spec, "client-mode INSERTs with a commit per statement")
+        n = len(conns)
         clocks = clocks or [LoaderClock.untimed() for _ in conns]
         per_statement = 1 if spec.method is LoadMethod.INSERT else spec.batch
         make_key = key_factory(spec.key)
@@ -513,23 +517,33 @@ class PostgresPopulate:
         no_params: list[bytes] = []  # sequential keys: the server makes them, nothing is sent
         ok = pq.ExecStatus.COMMAND_OK
         transaction = OpKind.TRANSACTION
+        perf_ns = time.perf_counter_ns
         t0 = time.perf_counter()
-        elapsed = [0.0] * len(conns)
+        elapsed = [0.0] * n
         left = list(counts)
-        pending = [0] * len(conns)  # rows in the statement in flight
-        started = [0] * len(conns)  # when it began (its due time under a rate)
-        in_flight = [False] * len(conns)
+        pending = [0] * n  # rows in the statement in flight (or queued, not due yet)
+        started = [0] * n  # when it began (its due time under a rate)
+        in_flight = [False] * n
         prepared: list[set[int]] = [set() for _ in conns]
         pgconns = [c.pgconn for c in conns]
+        # Per loader, bound once: the loop below runs once per row, and every attribute look-up,
+        # call layer and clock read in it is client CPU taken from the server
+        sends = [p.send_query_prepared for p in pgconns]
+        consumes = [p.consume_input for p in pgconns]
+        busies = [p.is_busy for p in pgconns]
+        results = [p.get_result for p in pgconns]
+        dues = [c.due for c in clocks]
+        records = [c.record for c in clocks]
+        # With no rate, every statement is due when asked: no queue, no clock read to check it
+        paced = any(c.paced for c in clocks)
         for c in conns:
             c.autocommit = True
         by_fd: dict[int, int] = {}
-        poller = select.poll()
+        poller = select.epoll()  # its cost grows with the sockets ready, not those watched
         waiting: list[tuple[int, int]] = []  # (due ns, loader): statements not due yet
 
-        def send(i: int) -> None:
-            """Send loader i its next statement (preparing it first when k is new)."""
-            k = pending[i]
+        def prepare(i: int, k: int) -> bytes:
+            """The name of the statement of k rows, prepared on loader i (once per k)."""
             name = names.get(k)
             if name is None:
                 name = names[k] = f"{prefix}{k}".encode()
@@ -538,33 +552,25 @@ class PostgresPopulate:
                 pgconns[i].send_prepare(name, text.encode())
                 wait(i)
                 prepared[i].add(k)
-            params = no_params
-            if make_key is not None:
-                params = [make_key().hex().encode() for _ in range(k)]
-            pgconns[i].send_query_prepared(name, params)
-            in_flight[i] = True
+            return name
 
-        def schedule(i: int) -> bool:
-            """Loader i's next statement: sent now, or queued until due; False: it is done."""
-            if left[i] <= 0:
-                return False
-            k = min(per_statement, left[i])
-            due = clocks[i].due(k)
-            if due is None:
-                return False
-            pending[i] = k
-            started[i] = due
-            if due > time.perf_counter_ns():
-                heapq.heappush(waiting, (due, i))
-            else:
-                send(i)
-            return True
+        def params(k: int) -> list[bytes]:
+            """The parameters of a statement of k rows: the keys made in the client, if any."""
+            if make_key is None:
+                return no_params
+            return [make_key().hex().encode() for _ in range(k)]
+
+        def send(i: int) -> None:
+            """Send loader i its next statement (preparing it first when k is new)."""
+            k = pending[i]
+            sends[i](full_names[i] if k == full else prepare(i, k), params(k))
+            in_flight[i] = True
 
         def finish(i: int) -> None:
             """Collect loader i's result (its socket is readable and libpq is not busy)."""
             failed: pq.abc.PGresult | None = None
-            pgconn = pgconns[i]
-            while (res := pgconn.get_result()) is not None:  # drain to the next query
+            get_result = results[i]
+            while (res := get_result()) is not None:  # drain to the next query
                 if res.status != ok and failed is None:
                     failed = res
             if failed is not None:
@@ -576,41 +582,73 @@ class PostgresPopulate:
             alone = select.poll()
             alone.register(pgconns[i].socket, select.POLLIN)
             while True:
-                pgconns[i].consume_input()
-                if not pgconns[i].is_busy():
+                consumes[i]()
+                if not busies[i]():
                     break
                 alone.poll()
             finish(i)
 
-        for i in range(len(conns)):
-            if schedule(i):  # a loader with no rows keeps its elapsed 0.0
-                fd = pgconns[i].socket
-                by_fd[fd] = i
-                poller.register(fd, select.POLLIN)
-        while by_fd:
-            timeout = None
-            if waiting:  # poll counts whole ms: wake early, then sleep the rest exactly
-                until = waiting[0][0] - time.perf_counter_ns()
-                if 0 < until < 1_000_000:
-                    time.sleep(until / 1e9)
-                timeout = max(0, until // 1_000_000)
-            for fd, _ in poller.poll(timeout):
-                i = by_fd[fd]
-                pgconn = pgconns[i]
-                pgconn.consume_input()
-                if not in_flight[i] or pgconn.is_busy():
-                    continue  # a statement not sent yet (not due), or its result not complete
-                finish(i)
-                in_flight[i] = False
-                clocks[i].record(transaction, started[i])
-                left[i] -= pending[i]
-                progress(i, pending[i])
-                if not schedule(i):
+        def schedule(i: int) -> bool:
+            """Loader i's next statement: sent now, or queued until due; False: it is done."""
+            if left[i] <= 0:
+                return False
+            k = per_statement if left[i] >= per_statement else left[i]
+            due = dues[i](k)
+            if due is None:
+                return False
+            pending[i] = k
+            started[i] = due
+            if paced and due > perf_ns():
+                heapq.heappush(waiting, (due, i))
+            else:
+                send(i)
+            return True
+
+        full = per_statement  # the rows of every statement but maybe a loader's last
+        full_names = [prepare(i, full) if left[i] >= full else b"" for i in range(n)]
+        try:
+            for i in range(n):
+                if schedule(i):  # a loader with no rows keeps its elapsed 0.0
+                    fd = pgconns[i].socket
+                    by_fd[fd] = i
+                    poller.register(fd, select.EPOLLIN)
+            poll = poller.poll
+            while by_fd:
+                timeout = -1.0
+                if waiting:  # epoll counts whole ms: wake early, then sleep the rest exactly
+                    until = waiting[0][0] - perf_ns()
+                    if 0 < until < 1_000_000:
+                        time.sleep(until / 1e9)
+                    timeout = max(0, until // 1_000_000) / 1000
+                for fd, _ in poll(timeout):
+                    i = by_fd[fd]
+                    consumes[i]()
+                    if not in_flight[i] or busies[i]():
+                        continue  # a statement not sent yet (not due), or its result not complete
+                    finish(i)
+                    in_flight[i] = False
+                    records[i](transaction, started[i])
+                    k = pending[i]
+                    left[i] -= k
+                    progress(i, k)
+                    # schedule(i) inlined for the common case, a full statement due at once
+                    if left[i] >= full and not paced:
+                        due = dues[i](full)
+                        if due is not None:
+                            pending[i] = full
+                            started[i] = due
+                            sends[i](full_names[i], params(full))
+                            in_flight[i] = True
+                            continue
+                    elif schedule(i):
+                        continue
                     elapsed[i] = time.perf_counter() - t0
                     poller.unregister(fd)
                     del by_fd[fd]
-            while waiting and waiting[0][0] <= time.perf_counter_ns():
-                send(heapq.heappop(waiting)[1])
+                while waiting and waiting[0][0] <= perf_ns():
+                    send(heapq.heappop(waiting)[1])
+        finally:
+            poller.close()
         return elapsed
 
     def _copier(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> Callable[[int], None]:
