@@ -108,7 +108,7 @@ def test_mariadb_through_the_command_and_results_show(
 ) -> None:
     (a,) = make_dirs(open_tmp, "a")
     argv = ["tpcc", "--engine", "mariadb", "--data-dir", str(a), "--connections", str(USERS)]
-    done = iolab(*argv, "--rampup", "1s", "--duration", "3s", "--json")
+    done = iolab(*argv, "--rampup", "1s", "--duration", "2s", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert (doc["status"], doc["mode"], doc["warehouses"], doc["connections"]) == (
@@ -117,7 +117,7 @@ def test_mariadb_through_the_command_and_results_show(
         1,
         USERS,
     )
-    assert (doc["rampup_seconds"], doc["duration_seconds"]) == (1.0, 3.0)
+    assert (doc["rampup_seconds"], doc["duration_seconds"]) == (1.0, 2.0)
     assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
     assert doc["tpm_source"] == "database"
     assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
