@@ -131,6 +131,9 @@ def test_mariadb_through_the_command_and_results_show(
     assert stored["summary"]["nopm"] == doc["nopm"]
     assert stored["summary"]["transactions"] == doc["transactions"]
     assert stored["params"]["mode"] == "server" and stored["params"]["mix"] == "45,43,4,4,4"
+    shown = iolab("results", "show", str(doc["run"])).stdout
+    assert f"{doc['nopm']:,.0f}" in shown and "NOPM (database: sum(d_next_o_id))" in shown
+    assert "condition 4" in shown and "new_order" in shown
 
 
 def test_sqlite_experiment_reports_nopm_higher_is_better(

@@ -83,6 +83,7 @@ def show(
     from iolab.report import disk as disk_report
     from iolab.report import populate as populate_report
     from iolab.report import probes as probes_report
+    from iolab.report import tpcc as tpcc_report
     from iolab.report import tpch as tpch_report
     from iolab.store import open_store
 
@@ -128,6 +129,9 @@ def show(
         out.print(tpch_report.summary_table(run.summary, "tpch"))
     if queries:
         out.print(tpch_report.queries_table(queries))
+    if run.workload == "tpcc" and "consistency" in run.summary:
+        for table in tpcc_report.tables(run.summary):
+            out.print(table)
     if probes is not None:
         for table in probes_report.tables(probes):
             out.print(table)
