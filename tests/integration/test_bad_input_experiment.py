@@ -221,6 +221,20 @@ CASES: list[tuple[str, str, str]] = [
     ("tpch-compression", exp(TPCH + '\ncompression = "max"'), "workload.compression"),
     ("tpch-timeout", exp(TPCH + '\ntimeout = "never"'), "workload.timeout"),
     ("tpch-queries", exp(TPCH + "\nqueries = [23]"), "workload.queries"),
+    ("memory-word", exp(POPULATE + '\nmemory = "lots"'), "workload.memory: 'lots'"),
+    ("cpus-zero", exp(TPCH + "\ncpus = 0"), "workload.cpus: 0 is not allowed"),
+    ("cpus-true", exp(TPCH + "\ncpus = true"), "workload.cpus: True is not allowed"),
+    (
+        "memory-below-shared-buffers",
+        exp('kind = "populate"\nengine = "postgres"\nrows = 100\nmemory = "128MiB"'),
+        "workload.memory: '128MiB' is not allowed; PostgreSQL needs its shared_buffers",
+    ),
+    (
+        "matrix-memory",
+        matrix('memory = ["1GiB", "64TiB"]'),
+        "matrix.memory: '64TiB' is not allowed; this machine has",
+    ),
+    ("matrix-cpus", matrix("cpus = [1, -2]"), "cpus: -2 is not allowed"),
     # tpcc
     ("tpcc-engine", exp('kind = "tpcc"\nengine = "duckdb"'), "workload.engine"),
     ("tpcc-warehouses", exp('kind = "tpcc"\nwarehouses = 0'), "workload.warehouses"),

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import interruptible, make_dirs, signal_when
+from iolab.system import cgroups
+from tests.conftest import interruptible, is_root, make_dirs, signal_when
 from tests.integration.test_populate_cli import iolab, servers_of
 
 pytestmark = pytest.mark.integration
@@ -151,3 +152,35 @@ def test_ctrl_c_while_initdb_runs_leaves_nothing(open_tmp: Path, results_db: Pat
     assert no_server_under(open_tmp)
     assert list(data.iterdir()) == [] and list(wal.iterdir()) == []
     assert statuses(results_db) == ["aborted"]
+
+
+@pytest.mark.skipif(
+    not is_root() or cgroups.missing(memory=True, cpus=True) is not None,
+    reason="capped runs need root and the memory and cpu cgroup controllers",
+)
+def test_sigkill_during_a_capped_run_leaves_no_cgroup_after_the_next_command(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """iolab killed while its server runs in the run's cgroup (--memory, --cpus): the server
+    dies with it, the empty group stays until the next command, which removes it."""
+    data, other = make_dirs(open_tmp, "data", "other")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iolab", "populate", "--engine", "postgres", "--data-dir",
+         str(data), "--memory", "512MiB", "--cpus", "1", "--duration", "60s"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    mine = f".iolab-cgroup-{proc.pid}-"
+
+    def serving_in_its_group() -> bool:
+        groups = [p for p in cgroups.left() if p.name.startswith(mine)]
+        return bool(servers_of(open_tmp)) and any(cgroups.members(p) for p in groups)
+
+    signal_when(proc, serving_in_its_group, signal.SIGKILL, what="a capped server", timeout=120)
+    proc.wait()
+    left = [p for p in cgroups.left() if p.name.startswith(mine)]
+    assert left, "the killed run's cgroup should be there until the next command"
+    done = iolab("populate", "--data-dir", str(other), "--rows", "100", "--connections", "1")
+    assert done.returncode == 0, done.stderr
+    assert [p for p in cgroups.left() if p.name.startswith(mine)] == []
+    assert servers_of(open_tmp) == []

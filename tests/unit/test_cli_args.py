@@ -19,6 +19,7 @@ from iolab import __version__
 from iolab.results import RunOutcome
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
+from iolab.workloads.caps import CPUS_HELP, MEMORY_HELP
 from tests.unit.cli import Result, iolab, no_programs
 
 NOT_ALLOWED = "is not allowed;"
@@ -276,6 +277,9 @@ POPULATE: list[tuple[list[str], str]] = [
         "'{tmp}/data' {} nothing: with --dsn iolab does not manage the server, so its layout and "
         "settings are the server's own (configure them on the server)",
     ),
+    (["populate", "--memory", "lots"], f"--memory: 'lots' {{}} {MEMORY_HELP}"),
+    (["populate", "--cpus", "0"], f"--cpus: '0' {{}} {CPUS_HELP}"),
+    (["populate", "--cpus", "many"], "--cpus: 'many' {} give a number, e.g. 1 or 0.01"),
 ]
 TPCH: list[tuple[list[str], str]] = [
     (

@@ -51,3 +51,25 @@ def sample_interval(text: str, off: bool) -> float | None:
     if seconds < 0.1:
         raise BadInput("--sample-interval", text, "give 100ms or more")
     return seconds
+
+
+MemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--memory",
+        help="Hold the engine under test and the page cache its files fill to this size "
+        "(e.g. 256MiB), in a cgroup of iolab's own made for the run: data larger than it is "
+        "read from the devices. Servers run inside; an embedded engine runs in iolab, which "
+        "enters the cgroup for the run. Root. See docs/caps.md.",
+        show_default=False,
+    ),
+]
+CpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cpus",
+        help="Give the engine under test this many CPUs' time (fractions allowed: 0.5, 1.5), "
+        "a quota in the same cgroup as --memory. Root.",
+        show_default=False,
+    ),
+]

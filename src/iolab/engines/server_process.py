@@ -26,7 +26,7 @@ from pathlib import Path
 
 from iolab.errors import IolabError, RunFailed, Unavailable
 from iolab.process import run, tail
-from iolab.system import launch, processes
+from iolab.system import cgroups, launch, processes
 
 USER_ENV = "IOLAB_SERVER_USER"
 DEFAULT_USER = "iolab"
@@ -139,10 +139,15 @@ def _as_user(
 ) -> list[str]:
     """The command line that runs ``argv`` as ``user``, tied to iolab by ``death_signal``, with
     the directories in ``reach`` in its reach (see :mod:`iolab.system.launch`)."""
+    group = cgroups.active()  # a capped run's servers run in its cgroup
+    joined = group.paths if group is not None else []
     if user.is_current:
-        return launch.command(argv, death_signal=death_signal)
+        return launch.command(argv, death_signal=death_signal, cgroup=joined)
     blocked = launch.needs_view(reach, user.uid, user.gid)
-    return launch.command(argv, death_signal=death_signal, user=(user.uid, user.gid), view=blocked)
+    user_ids = (user.uid, user.gid)
+    return launch.command(
+        argv, death_signal=death_signal, user=user_ids, view=blocked, cgroup=joined
+    )
 
 
 def spawn(

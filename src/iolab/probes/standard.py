@@ -10,6 +10,7 @@ from iolab.engines import catalog
 from iolab.engines.connection import Connection
 from iolab.engines.interface import Engine, Placement
 from iolab.events import EventSink
+from iolab.probes.cgroup import cgroup_probes
 from iolab.probes.checkpoints import PostgresLogCheckpoints
 from iolab.probes.devices import DeviceProbe
 from iolab.probes.host import HostProbe
@@ -131,6 +132,7 @@ def populate_probes(
         HostProbe(),
         *engine_probes(engine, placement, session_ids(engine, connections)),
         rows_probe(committed),
+        *cgroup_probes(),
     ]
 
 
@@ -193,5 +195,6 @@ def tpch_recorder(
         DeviceProbe(placement_roles(placement)),
         HostProbe(),
         *engine_probes(engine, placement, session_ids(engine, [connection])),
+        *cgroup_probes(),
     ]
     return Recorder(probes, interval=interval, events=events)

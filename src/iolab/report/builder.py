@@ -36,7 +36,7 @@ from iolab.analysis.queries import query_times
 from iolab.config import experiment as config
 from iolab.errors import BadInput
 from iolab.metrics import Metric
-from iolab.report import spectrum
+from iolab.report import spectrum, why
 from iolab.report import timeline as timeline_report
 from iolab.report.value import DiskGrid, ExperimentReport, ReportCell, ReportRun, RunView
 from iolab.results import ExperimentId, RunId
@@ -122,6 +122,7 @@ def build(
         spectra=spectra,
         overlaps=tuple(shared),
     )
+    report = dataclasses.replace(report, why=why.build(store, report))
     if timelines is None:
         return report
     views, grids, environment = _html_parts(store, cells, data, chosen, timelines == "all")

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 from iolab.analysis.findings import Ratio, sentence
+from iolab.report import why
 from iolab.report.comparison import Comparison
 from iolab.report.spectrum import Spectrum
 from iolab.report.value import ExperimentReport
@@ -159,6 +160,7 @@ def latency_document(spectra: Sequence[Spectrum]) -> list[dict[str, object]]:
 def report_json(report: ExperimentReport) -> str:
     doc = report_document(report)
     doc["latency"] = latency_document(report.spectra)
+    doc["why"] = why.document(report.why)
     return json.dumps(doc, indent=2)
 
 

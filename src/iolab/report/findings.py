@@ -17,7 +17,12 @@ PAIRS_SHOWN = 6  # paired comparisons listed under each dimension's average gain
 def report_text(report: ExperimentReport) -> Group:
     """``iolab report`` in the terminal: the title (experiment, metric, direction), then the
     findings and the tables."""
-    return findings_text(report.findings, f"{report.name} · {report.metric} ({report.direction})")
+    from iolab.report import why
+
+    found = findings_text(report.findings, f"{report.name} · {report.metric} ({report.direction})")
+    if report.why is None or not report.why.cells:
+        return found
+    return Group(*found.renderables, *why.text(report.why))
 
 
 def findings_text(f: Findings, title: str) -> Group:

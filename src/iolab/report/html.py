@@ -31,6 +31,8 @@ from iolab.report.grouped import charts as grouped_charts
 from iolab.report.grouped import matrix_keys
 from iolab.report.signature import HTML_MARK
 from iolab.report.value import ExperimentReport, RunView
+from iolab.report.why import html_section as why_html
+from iolab.report.why import run_limits as why_limits
 
 
 def _e(text: object) -> str:
@@ -346,6 +348,8 @@ def page(
     chart_by: Sequence[str] = (),
     figure_src: Callable[[RunView], str] | None = None,
     scripts_at: str | None = None,
+    why: str = "",
+    limits: Mapping[str, str] | None = None,
 ) -> str:
     """The report page. ``figure_src``: where the page fetches each run's timeline figure
     (``iolab serve``); without it, every figure is in the page. ``scripts_at``: where a
@@ -359,6 +363,7 @@ def page(
         f"{TILE_STYLE}{SAVE_STYLE}</style><link rel='icon' href='data:,'></head><body>",
         f"<header><h1>{_e(title)}</h1><p>{_e(subtitle)}</p></header><main>",
         findings_html(findings),
+        why,
         "<section id='charts'><h2>Charts</h2>",
         grouped_charts(
             findings, unit, matrix_keys([c.cell.values for c in findings.cells]), chart_by
@@ -381,6 +386,8 @@ def page(
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
         for r in runs:
             parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
+            if limits and r.cell in limits:
+                parts.append(f"<p class='caption'>{_e(limits[r.cell])}</p>")
             parts.append(
                 timeline.interactive(
                     r.probes,
@@ -432,4 +439,6 @@ def report_page(
         chart_by=chart_by,
         figure_src=figure_src,
         scripts_at=scripts_at,
+        why=why_html(report.why),
+        limits=why_limits(report.why),
     )

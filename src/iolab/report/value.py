@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from iolab.analysis.diagnosis import Why
 from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import Drift, Efficiency
 from iolab.analysis.findings import CellStats, Findings, MatrixValue
@@ -89,6 +90,7 @@ class ExperimentReport:
     environment: Mapping[str, JsonValue] | None = None
     spectra: tuple[Spectrum, ...] = ()  # latency by percentile, per operation kind
     overlaps: tuple[Overlap, ...] = ()  # its runs that ran beside another run on their host
+    why: Why | None = None  # what limited each cell, and whether each finding moved it
 
     @property
     def lower_is_better(self) -> bool:

@@ -22,12 +22,16 @@ else below the blocked ancestor is visible to it. The namespace is the server's 
 disappears with the server's last process, so a crash leaves no mount behind, and nobody else's
 view of the machine changes.
 
+**In the run's cgroup.** A server of a capped run (``--memory``, ``--cpus``) writes itself into
+each directory of the run's cgroup (:mod:`iolab.system.cgroups`) before anything else, as root:
+its children (a postmaster's backends) are born inside.
+
 The program is this very file, run by path with ``python -I -S`` (only the standard library, so
 that it starts in a few tens of milliseconds), under ``unshare --mount --propagation private``
 when a view is needed::
 
     python -I -S launch.py --parent PID --death-signal SIG [--uid UID --gid GID]
-                           [--path DIR ...] -- PROGRAM [ARG ...]
+                           [--path DIR ...] [--cgroup DIR ...] -- PROGRAM [ARG ...]
 """
 
 from __future__ import annotations
@@ -57,16 +61,19 @@ def command(
     death_signal: str,
     user: tuple[int, int] | None = None,
     view: Sequence[Path] = (),
+    cgroup: Sequence[Path] = (),
 ) -> list[str]:
     """The command line that runs ``argv`` tied to this process by ``death_signal`` ("KILL",
-    "TERM", "INT"), as ``user`` (uid, gid; needs root) and with ``view`` made reachable for that
-    user (needs root and a user)."""
+    "TERM", "INT"), as ``user`` (uid, gid; needs root), with ``view`` made reachable for that
+    user (needs root and a user) and inside the ``cgroup`` directories (needs root)."""
     args = [sys.executable, "-I", "-S", __file__, "--parent", str(os.getpid())]
     args += ["--death-signal", death_signal]
     if user is not None:
         args += ["--uid", str(user[0]), "--gid", str(user[1])]
     for path in view:
         args += ["--path", str(path)]
+    for path in cgroup:
+        args += ["--cgroup", str(path)]
     args += ["--", *(str(a) for a in argv)]
     if not view:
         return args
@@ -154,6 +161,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--uid", type=int, help="the user to run as")
     parser.add_argument("--gid", type=int, help="that user's group")
     parser.add_argument("--path", type=Path, action="append", default=[], help="a directory")
+    parser.add_argument("--cgroup", type=Path, action="append", default=[], help="a cgroup")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARG ...]")
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -165,6 +173,8 @@ def main(argv: Sequence[str]) -> int:
     if not tie(args.parent, number):
         return PARENT_GONE
     try:
+        for group in args.cgroup:  # first: everything it starts is born inside
+            (group / "cgroup.procs").write_text(f"{os.getpid()}\n")
         if args.path:
             set_up(args.path, args.uid, args.gid)
             os.chdir("/")

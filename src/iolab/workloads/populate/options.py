@@ -18,6 +18,7 @@ from pydantic import (
 
 from iolab.errors import BadInput
 from iolab.units import parse_duration, parse_size
+from iolab.workloads.caps import Caps
 from iolab.workloads.interface import (
     OFF,
     Section,
@@ -66,7 +67,7 @@ VARIATION_DEFAULTS: dict[str, Any] = {
 }
 
 
-class PopulateWorkload(Section):
+class PopulateWorkload(Section, Caps):
     hints: ClassVar[Mapping[str, str]] = {
         "rows": "give 1 or more rows",
         "connections": "give at least 1 loader connection",

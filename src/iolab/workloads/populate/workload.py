@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from iolab.engines.interface import Layout, check_layout
 from iolab.events import EventSink
 from iolab.units import parse_size
+from iolab.workloads import caps
 from iolab.workloads.interface import (
     DEFAULT_SAMPLE_INTERVAL,
     OFF,
@@ -79,6 +80,7 @@ def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
     layout, on_device = checked.layout(params)
     options = populate_options(params, layout)
     options.validate()
+    caps.check(params)
     engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
@@ -94,8 +96,10 @@ def _populate(
     layout = layout_of(params, resolve)
     options = populate_options(params, layout)
     preflight(options)
+    caps.check(params)
     roles = layout.roles()
-    return (lambda outcome: run_populate(options, outcome, events)), roles, {}
+    body = caps.capped(params, lambda outcome: run_populate(options, outcome, events))
+    return body, roles, caps.recorded(params)
 
 
 def _populate_judge(params: Mapping[str, Any]) -> Judged:

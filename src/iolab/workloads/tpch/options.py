@@ -8,11 +8,12 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from iolab.workloads.caps import Caps
 from iolab.workloads.interface import Section, duration_check, one_of
 from iolab.workloads.tpch import dialects
 
 
-class TpchWorkload(Section):
+class TpchWorkload(Section, Caps):
     hints: ClassVar[Mapping[str, str]] = {
         "loaders": "give 1 or more loader connections",
         "scale_factor": "give a positive scale factor, e.g. 1 or 0.01",

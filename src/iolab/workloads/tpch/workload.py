@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from iolab.engines.interface import Layout, check_layout
 from iolab.events import EventSink
+from iolab.workloads import caps
 from iolab.workloads.interface import (
     DEFAULT_SAMPLE_INTERVAL,
     Body,
@@ -51,6 +52,7 @@ def _tpch_check(params: Mapping[str, Any], checked: Checked) -> None:
     layout, on_device = checked.layout(params)
     options = tpch_options(params, layout)
     options.validate()
+    caps.check(params)
     engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
@@ -67,8 +69,10 @@ def _tpch(
     options = tpch_options(params, layout)
     preflight(options)
     check_layout(layout)
+    caps.check(params)
     roles = layout.roles()
-    return (lambda outcome: run_tpch(options, outcome, events)), roles, {}
+    body = caps.capped(params, lambda outcome: run_tpch(options, outcome, events))
+    return body, roles, caps.recorded(params)
 
 
 def _tpch_estimate(params: Mapping[str, Any]) -> float:

@@ -1,0 +1,238 @@
+"""Is iolab's "limited by" verdict right? Induce each limit with iolab's own means and check.
+
+For each engine (PostgreSQL, MariaDB) the benchmark brings up a testbed of its own (a state
+directory in a temporary directory: nothing of another testbed is touched) and runs
+``iolab populate`` on it, each case ``--repeat`` times, into a results database of its own:
+
+- ``wal-device``: the WAL / redo log on a device throttled to 100 write IOPS;
+- ``data-device``: the data on a device throttled to 4 MB/s of writes, written directly by the
+  server (PostgreSQL ``debug_io_direct=data``, InnoDB ``O_DIRECT``), a small buffer pool, a
+  checkpoint requested every 2 s;
+- ``rate``: an open-loop ``--rate`` of 40 rows/s, far below what the engine does;
+- ``contention``: 32 sessions inserting one increasing key into one table, each statement
+  inside the engine (``--mode server``, 10 rows per transaction, commits not waiting for the
+  log's sync, so neither the client nor the log stands in the way);
+- ``uncapped``: the same load as ``wal-device`` on uncapped devices: any verdict but a device
+  counts as right (the honest answer may be ``cpu``, ``client`` or ``none``).
+
+Then it reads every run's verdict back through :func:`iolab.report.why.run_diagnosis` (what
+``iolab results show`` prints) and prints a confusion table per engine: induced x verdict.
+Bar: at least 9 of every 10 induced limits named right, and no uncapped load given a device
+limit. Not yet here: the data device capped in read MB/s with the data larger than
+``--memory`` and ``--cpus 0.25`` (the resource caps land separately), and a spilling TPC-H
+query with temp on a capped device. Exits 0 whatever the verdict (1 when it could not run).
+
+    .venv/bin/python bench/diagnosis_truth.py [--engines postgres,mariadb] [--repeat 2]
+        [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from iolab.analysis import diagnosis as dx
+from iolab.report.why import run_diagnosis
+from iolab.store import open_store
+
+DEVICES = """
+[devices.truthwal]
+size = "256MiB"
+write_iops = 100
+
+[devices.truthdata]
+size = "512MiB"
+write_mbps = 4
+
+[devices.truthfree]
+size = "1GiB"
+"""
+DEVICE_LIMITS = {dx.WAL, dx.DATA, dx.TEMP}
+
+
+@dataclass(frozen=True)
+class Case:
+    induced: str  # the limit it induces, or "uncapped"
+    args: tuple[str, ...]
+    engines: tuple[str, ...] = ("postgres", "mariadb")
+
+
+def cases(engine: str) -> list[Case]:
+    # data file I/O the server does itself, so that cgroup v1's throttle holds it (buffered
+    # writes reach the device by the kernel's flusher threads, which no cgroup limits), and a
+    # buffer pool so small that sessions must wait for pages to be written to get one
+    small_pool = (
+        ("--set", "shared_buffers=16MB", "--set", "debug_io_direct=data")
+        if engine == "postgres"
+        else ("--set", "innodb_buffer_pool_size=8M", "--set", "innodb_flush_method=O_DIRECT")
+    )
+    return [
+        Case(
+            dx.WAL,
+            (
+                "--wal-dir",
+                "device:truthwal",
+                "--data-dir",
+                "device:truthfree",
+                "--rows",
+                "1500",
+                "--connections",
+                "8",
+            ),
+        ),
+        Case(
+            dx.DATA,
+            (
+                "--data-dir",
+                "device:truthdata",
+                "--wal-dir",
+                "device:truthfree",
+                "--rows",
+                "4000",
+                "--connections",
+                "8",
+                "--commit-every",
+                "100",
+                "--checkpoint-every",
+                "2s",
+                *small_pool,
+            ),
+        ),
+        Case(dx.RATE, ("--rate", "40", "--rows", "400", "--connections", "4")),
+        Case(
+            dx.CONTENTION,
+            (
+                "--mode",
+                "server",
+                "--connections",
+                "32",
+                "--commit-every",
+                "10",
+                "--rows",
+                "48000",
+                "--set",
+                "synchronous_commit=off"
+                if engine == "postgres"
+                else "innodb_flush_log_at_trx_commit=0",
+            ),
+        ),
+        Case(
+            "uncapped",
+            ("--rows", "8000", "--connections", "8", "--data-dir", "device:truthfree"),
+        ),
+    ]
+
+
+def iolab(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "iolab", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def run_engine(
+    engine: str, repeat: int, work: Path, env: dict[str, str], only: set[str]
+) -> list[tuple[str, str]]:
+    """(induced, verdict) of every run of every case."""
+    db = work / f"{engine}.db"
+    out: list[tuple[str, str]] = []
+    for case in cases(engine):
+        if only and case.induced not in only:
+            continue
+        for i in range(repeat):
+            args = [a.replace("{run}", f"{engine}{i}") for a in case.args]
+            p = iolab("populate", "--engine", engine, *args, "--results", str(db), env=env)
+            if p.returncode != 0:
+                print(f"{engine} {case.induced}: iolab failed: {p.stderr.strip()[-300:]}")
+                out.append((case.induced, "failed"))
+                continue
+            with open_store(db, create=False) as store:
+                run = store.runs(1)[0]
+                d = run_diagnosis(store, run)
+            verdict = d.limit if d is not None else "no probes"
+            out.append((case.induced, verdict))
+            print(f"{engine} {case.induced} #{i + 1}: {d.line if d else verdict}", flush=True)
+            for s in d.sentences() if d else []:
+                print(f"    {s}", flush=True)
+    return out
+
+
+def right(induced: str, verdict: str) -> bool:
+    if induced == "uncapped":
+        return verdict not in DEVICE_LIMITS and verdict != "failed"
+    return induced == verdict
+
+
+def table(engine: str, found: list[tuple[str, str]]) -> str:
+    verdicts = sorted({v for _, v in found})
+    rows = sorted({i for i, _ in found}, key=[c.induced for c in cases(engine)].index)
+    count = Counter(found)
+    width = max(len(v) for v in [*verdicts, "induced \\ verdict"]) + 2
+    lines = [
+        f"{engine}",
+        "induced \\ verdict".ljust(width) + "".join(v.rjust(width) for v in verdicts),
+    ]
+    for i in rows:
+        lines.append(i.ljust(width) + "".join(str(count[(i, v)]).rjust(width) for v in verdicts))
+    ran = [(i, v) for i, v in found if v != "failed"]
+    induced = [(i, v) for i, v in ran if i != "uncapped"]
+    ok = sum(right(i, v) for i, v in induced)
+    free = [(i, v) for i, v in ran if i == "uncapped"]
+    failed = len(found) - len(ran)
+    lines.append(
+        f"induced limits named right: {ok} of {len(induced)}"
+        f" ({ok / max(1, len(induced)):.0%}); uncapped given a device limit: "
+        f"{sum(v in DEVICE_LIMITS for _, v in free)} of {len(free)}"
+        + (f"; {failed} run(s) failed and are not counted" if failed else "")
+    )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engines", default="postgres,mariadb")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--cases", default="", help="only these induced limits, e.g. data-device")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    engines = [e for e in a.engines.split(",") if e]
+    only = {c for c in a.cases.split(",") if c}
+    with tempfile.TemporaryDirectory(prefix="iolab-truth-", dir="/var/tmp") as tmp:
+        work = Path(tmp)
+        os.chmod(work, 0o755)
+        env = dict(os.environ, IOLAB_TESTBED_DIR=str(work / "testbed"))
+        spec = work / "testbed.toml"
+        spec.write_text(DEVICES)
+        up = iolab("testbed", "up", str(spec), env=env)
+        if up.returncode != 0:
+            print(f"testbed up failed: {up.stderr.strip()}")
+            return 1
+        results: dict[str, list[tuple[str, str]]] = {}
+        try:
+            for engine in engines:
+                results[engine] = run_engine(engine, a.repeat, work, env, only)
+        finally:
+            iolab("testbed", "down", env=env)
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    if a.json:
+        print(json.dumps({"load": load, "runs": results}, indent=2))
+        return 0
+    print(f"load {' '.join(load)}")
+    for engine, found in results.items():
+        print(table(engine, found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,840 @@
+"""Why: the resource that limited a run, read from its own probes (see docs/diagnosis.md).
+
+Input: a run's probe data (series means, wait statistics, checkpoints), its parameters, summary
+and environment snapshot, as :mod:`iolab.store` read them, and optionally what `iolab disk`
+measured of its devices. Nothing here reads a file or a database.
+
+Output: :class:`Diagnosis`: the limit (one of :data:`LIMITS`), its share of the sessions' time,
+and its evidence as numbers with names and units, each rendered as a sentence. The method:
+
+1. ``rate``: an open-loop load (``--rate``) that reached its offered rate was held below
+   capacity: nothing limited it.
+2. A device at or near a cap iolab knows (a testbed device's throttle, or the best `iolab disk`
+   measured of it) while the sessions' waits do not point elsewhere: that device's role.
+3. The sessions' time by resource, from the wait events mapped by :func:`resource_of`: the
+   leading resource when it explains enough of the time and clearly more than the next
+   (:data:`LEAD_SHARE`, :data:`LEAD_RATIO`); a device or CPU lead must not be contradicted by
+   the device's or the host's own counters. On a saturated host (:data:`CPU_BUSY`) a lead on a
+   device short of its limit, or on the client, is the CPU's.
+4. The host's CPU busy on its own, where the waits say little (MariaDB, which times no CPU).
+5. Otherwise ``none``, with the two leading candidates and their evidence.
+
+Per cell, :func:`cell_verdict` takes the verdict most of its runs share (else "varies"); per
+finding, :func:`finding_why` says whether the limit moved between the two cells.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from iolab.probes.data import ProbeData
+from iolab.probes.interface import WaitStat
+
+WAL, DATA, TEMP = "wal-device", "data-device", "temp-device"
+CPU, CONTENTION, CLIENT, RATE, NONE = "cpu", "contention", "client", "rate", "none"
+DEVICE = "device"  # a disk profile: the device under test is what it measures
+LIMITS = (WAL, DATA, TEMP, CPU, CONTENTION, CLIENT, RATE, NONE)
+RESOURCES = (WAL, DATA, TEMP, CPU, CONTENTION, CLIENT)
+VARIES = "varies"
+
+ROLE_OF = {WAL: "wal", DATA: "data", TEMP: "temp"}
+# the (probe, series) a verdict reads: a store need not read the others
+SERIES = tuple(
+    [
+        ("device", n)
+        for n in (
+            "util_pct",
+            "aqu_sz",
+            "read_iops",
+            "write_iops",
+            "read_mbps",
+            "write_mbps",
+            "read_await_ms",
+            "write_await_ms",
+        )
+    ]
+    + [("host", n) for n in ("cpu_user_pct", "cpu_system_pct", "cpu_steal_pct")]
+)
+WORDS = {
+    WAL: "the WAL / redo log device",
+    DATA: "the data device",
+    TEMP: "the temp device",
+    CPU: "CPU",
+    CONTENTION: "locks and latches between sessions",
+    CLIENT: "the client (the server waited for the next statement)",
+    RATE: "the offered rate (an open-loop load held below capacity)",
+    NONE: "nothing singled out",
+    DEVICE: "the device under test",
+}
+
+# Thresholds (docs/diagnosis.md says why)
+LEAD_SHARE = 0.40  # the leading resource explains at least this share of the sessions' time
+LEAD_RATIO = 1.5  # ... and at least this many times the next one's
+AT_CAP = 0.90  # a device doing this share of a known cap (IOPS or MB/s) is at its limit
+CAP_WAIT_SHARE = 0.20  # ... and is the limit when sessions waited on it at least this much
+DEVICE_IDLE = 0.30  # a device lead is contradicted below this saturation (busy or cap share)
+CPU_BUSY = 0.85  # host CPU busy (user + system + steal) that makes the CPU the limit alone
+CPU_IDLE = 0.50  # a CPU lead is contradicted below this host CPU busy
+RATE_HELD = 0.95  # an open-loop load within this share of its offered rate was held by it
+MIN_SAMPLES = 20  # session-samples below which sampled waits are not weighed (2 s of one session)
+CONTEXT_SHARE = 0.10  # waits a saturated CPU explains are listed from this share of the time
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One number behind a verdict: ``name`` (stable, for machines), ``value`` in ``unit``,
+    and ``text``, the sentence a person reads."""
+
+    name: str
+    value: float
+    unit: str
+    text: str
+    group: str = ""  # consecutive evidence of one group reads as one sentence
+
+
+@dataclass(frozen=True)
+class Candidate:
+    limit: str
+    share: float | None
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What limited one run. ``share``: the part of the sessions' time the limit explains
+    (None where no wait table says: a disk profile, MariaDB's uninstrumented redo waits, a
+    rate). ``candidates``: the two leading ones when ``limit`` is ``none``."""
+
+    limit: str
+    share: float | None
+    evidence: tuple[Evidence, ...]
+    candidates: tuple[Candidate, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """``limited by wal-device (61 % of session time)``."""
+        if self.limit == NONE:
+            names = " or ".join(c.limit for c in self.candidates) or "no candidate"
+            return f"limited by none singled out (candidates: {names})"
+        share = "" if self.share is None else f" ({self.share:.0%} of session time)"
+        return f"limited by {self.limit}{share}"
+
+    def sentences(self) -> list[str]:
+        return sentences(self.evidence) + list(self.notes)
+
+    def as_json(self) -> dict[str, Any]:
+        def numbers(ev: Sequence[Evidence]) -> list[dict[str, Any]]:
+            return [{"name": e.name, "value": _json_number(e.value), "unit": e.unit} for e in ev]
+
+        doc: dict[str, Any] = {
+            "limit": self.limit,
+            "share": _json_number(self.share),
+            "evidence": sentences(self.evidence),
+            "numbers": numbers(self.evidence),
+            "notes": list(self.notes),
+        }
+        if self.limit == NONE:
+            doc["candidates"] = [
+                {
+                    "limit": c.limit,
+                    "share": _json_number(c.share),
+                    "evidence": sentences(c.evidence),
+                    "numbers": numbers(c.evidence),
+                }
+                for c in self.candidates
+            ]
+        return doc
+
+
+def sentences(evidence: Sequence[Evidence]) -> list[str]:
+    """The evidence as a person reads it: one sentence per group."""
+    out: list[str] = []
+    last = None
+    for e in evidence:
+        if e.group and e.group == last:
+            out[-1] += f", {e.text}"
+        else:
+            out.append(e.text)
+        last = e.group or None
+    return out
+
+
+def _json_number(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(x, 4)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What a device can do at most: a testbed throttle, or the best an `iolab disk` run
+    measured of it (None: not known)."""
+
+    read_iops: float | None = None
+    write_iops: float | None = None
+    read_mbps: float | None = None
+    write_mbps: float | None = None
+    source: str = ""  # "testbed throttle of ssd", "the best test of iolab disk run 12"
+    word: str = "cap"  # what the figures are: a "cap", or the "best measured"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run's record says beyond its probes."""
+
+    engine: str
+    workload: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+
+# -- wait events -> resources --------------------------------------------------------------
+
+PG_WAL_LWLOCKS = frozenset({"WALWrite", "WALBufMapping", "WALSync"})
+PG_DATA_LWLOCKS = frozenset({"BufferIO"})
+PG_TEMP_IO = ("BufFile", "SharedFileSet")
+# Locks held across a device's I/O: contention between sessions, unless that device is at its
+# cap (then the lock's holder waits on the device, and the others wait behind it)
+HELD_ACROSS = {("Lock", "extend"): DATA}  # the relation extension lock: the extension's write
+
+
+def resource_of(source: str, wait_class: str, event: str) -> str | None:
+    """The resource one wait event's time counts for, or None where it counts for none
+    (MariaDB's table I/O, which nests the file waits; parallel workers, whose own waits are
+    not sampled; sleeps). See docs/diagnosis.md for the table."""
+    if source == "performance_schema":
+        return _mariadb_resource(wait_class, event)
+    return _postgres_resource(wait_class, event)
+
+
+def _postgres_resource(cls: str, event: str) -> str | None:
+    if (cls, event) == ("CPU", "running"):
+        return CPU
+    if cls in ("Client", "Idle"):
+        return CLIENT
+    if cls == "IO":
+        if event.startswith("Wal"):
+            return WAL
+        if event.startswith(PG_TEMP_IO):
+            return TEMP
+        return DATA
+    if cls == "LWLock":
+        if event in PG_WAL_LWLOCKS:
+            return WAL
+        if event in PG_DATA_LWLOCKS:
+            return DATA
+        return CONTENTION
+    if cls in ("Lock", "BufferPin"):
+        return CONTENTION
+    return None  # IPC (parallel workers, checkpoints requested), Timeout, Activity, Extension
+
+
+def _mariadb_resource(cls: str, event: str) -> str | None:
+    if cls == "wait/io/file":
+        if event.startswith(("innodb/innodb_log_file", "sql/binlog", "innodb/ib_logfile")):
+            return WAL
+        if "temp" in event.lower():
+            return TEMP
+        return DATA
+    if cls == "wait/io/socket":
+        return CLIENT
+    if cls.startswith("wait/synch") or cls.startswith("wait/lock"):
+        if cls == "wait/lock/table":
+            return None  # the table lock instrument times the handler call around it
+        return CONTENTION
+    return None  # wait/io/table nests the file waits and the row work; idle is left out
+
+
+@dataclass(frozen=True)
+class SessionTime:
+    """The sessions' time by resource: ``seconds`` per resource, ``total`` the time they
+    stand against (sampled session time, or sessions x duration for MariaDB), and the top
+    events of each resource."""
+
+    seconds: Mapping[str, float]
+    total: float
+    events: Mapping[str, tuple[tuple[str, float], ...]]  # resource -> (event, share of total)
+    source: str
+    uncounted: float  # seconds of events that count for no resource
+    held: Mapping[str, float] = field(default_factory=dict)  # device -> seconds of HELD_ACROSS
+
+    def at_cap_share(self, resource: str) -> float:
+        """The share on ``resource`` when its device is at its cap: with the locks held
+        across its I/O."""
+        extra = self.held.get(resource, 0.0) / self.total if self.total > 0 else 0.0
+        return self.share(resource) + extra
+
+    def share(self, resource: str) -> float:
+        return self.seconds.get(resource, 0.0) / self.total if self.total > 0 else 0.0
+
+
+def session_time(
+    waits: Sequence[WaitStat], *, sessions: int | None, duration: float
+) -> SessionTime | None:
+    """Map a run's wait table to resources (None: no wait table)."""
+    if not waits:
+        return None
+    source = waits[0].source
+    seconds: dict[str, float] = {}
+    per_event: dict[str, list[tuple[str, float]]] = {}
+    uncounted = 0.0
+    held: dict[str, float] = {}
+    for w in waits:
+        device = (
+            HELD_ACROSS.get((w.wait_class, w.event)) if w.source != "performance_schema" else None
+        )
+        if device is not None:
+            held[device] = held.get(device, 0.0) + w.est_seconds
+        r = resource_of(w.source, w.wait_class, w.event)
+        if r is None:
+            uncounted += w.est_seconds
+            continue
+        seconds[r] = seconds.get(r, 0.0) + w.est_seconds
+        per_event.setdefault(r, []).append((f"{w.wait_class} {w.event}", w.est_seconds))
+    if source == "performance_schema":
+        # summed timers over session-seconds: the rest is CPU, the client, or what MariaDB
+        # does not instrument (redo log writes and syncs of 10.8+): it is not counted
+        total = (sessions or 1) * duration
+    else:
+        total = sum(w.est_seconds for w in waits)
+    if total <= 0:
+        return None
+    events = {
+        r: tuple((name, s / total) for name, s in sorted(ev, key=lambda e: -e[1])[:2])
+        for r, ev in per_event.items()
+    }
+    return SessionTime(seconds, total, events, source, uncounted, held)
+
+
+# -- devices and host ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeviceUse:
+    """One device behind one or more roles, whole-run means."""
+
+    device: str
+    roles: tuple[str, ...]
+    util_pct: float
+    aqu_sz: float
+    read_iops: float
+    write_iops: float
+    read_mbps: float
+    write_mbps: float
+    read_ms: float
+    write_ms: float
+    caps: Caps | None
+
+    def cap_share(self) -> tuple[float, str] | None:
+        """The largest share of a known cap the device reached, and which (``write IOPS``)."""
+        if self.caps is None:
+            return None
+        c = self.caps
+        pairs = [
+            (self.read_iops, c.read_iops, "read IOPS"),
+            (self.write_iops, c.write_iops, "write IOPS"),
+            (self.read_mbps, c.read_mbps, "read MB/s"),
+            (self.write_mbps, c.write_mbps, "write MB/s"),
+        ]
+        found = [(v / cap, what) for v, cap, what in pairs if cap and math.isfinite(v)]
+        return max(found) if found else None
+
+    @property
+    def saturation(self) -> float:
+        """How close to its limit the device ran: the share of a known cap, else its busy."""
+        cap = self.cap_share()
+        busy = self.util_pct / 100 if math.isfinite(self.util_pct) else 0.0
+        return max(busy, cap[0]) if cap else busy
+
+
+def _mean(probes: ProbeData, probe: str, name: str, subject: str) -> float:
+    s = probes.one(probe, name, subject=subject)
+    return s.mean if s is not None else math.nan
+
+
+def devices(probes: ProbeData, caps: Mapping[str, Caps]) -> list[DeviceUse]:
+    """Every device of the run with its roles, means and caps (``caps`` by device name)."""
+    out: list[DeviceUse] = []
+    seen: set[str] = set()
+    for s in probes.series:
+        if s.key.probe != "device" or s.key.subject in seen:
+            continue
+        dev = s.key.subject
+        seen.add(dev)
+        roles = tuple(r for r in s.key.role.split("+") if r)
+        out.append(
+            DeviceUse(
+                device=dev,
+                roles=roles,
+                util_pct=_mean(probes, "device", "util_pct", dev),
+                aqu_sz=_mean(probes, "device", "aqu_sz", dev),
+                read_iops=_mean(probes, "device", "read_iops", dev),
+                write_iops=_mean(probes, "device", "write_iops", dev),
+                read_mbps=_mean(probes, "device", "read_mbps", dev),
+                write_mbps=_mean(probes, "device", "write_mbps", dev),
+                read_ms=_mean(probes, "device", "read_await_ms", dev),
+                write_ms=_mean(probes, "device", "write_await_ms", dev),
+                caps=caps.get(dev),
+            )
+        )
+    return out
+
+
+def testbed_caps(environment: Mapping[str, Any]) -> dict[str, Caps]:
+    """The throttles of the testbed devices a run used, by device name, from its
+    environment snapshot's storage."""
+    out: dict[str, Caps] = {}
+    for st in (environment.get("storage") or {}).values():
+        bed = (st or {}).get("testbed") or {}
+        limits = bed.get("limits") or {}
+        dev = ((st or {}).get("device") or {}).get("name")
+        if not dev or not any(v for v in limits.values()):
+            continue
+
+        def mbps(v: Any) -> float | None:
+            return float(v) / 1e6 if v else None
+
+        out[dev] = Caps(
+            read_iops=float(limits["read_iops"]) if limits.get("read_iops") else None,
+            write_iops=float(limits["write_iops"]) if limits.get("write_iops") else None,
+            read_mbps=mbps(limits.get("read_bps")),
+            write_mbps=mbps(limits.get("write_bps")),
+            source=f"testbed throttle of {bed.get('name')}",
+        )
+    return out
+
+
+def host_busy(probes: ProbeData) -> float:
+    """The host's CPU busy over the run, 0..1 (user + system + steal), NaN if not sampled."""
+    parts = [_mean(probes, "host", n, "all") for n in ("cpu_user_pct", "cpu_system_pct")]
+    if not all(math.isfinite(p) for p in parts):
+        return math.nan
+    steal = _mean(probes, "host", "cpu_steal_pct", "all")
+    return (sum(parts) + (steal if math.isfinite(steal) else 0.0)) / 100
+
+
+def checkpoint_share(probes: ProbeData) -> float:
+    """The share of the run during which a checkpoint was running (overlaps counted once)."""
+    if probes.duration <= 0 or not probes.checkpoints:
+        return 0.0
+    spans = sorted(
+        (
+            max(0.0, c.start_s),
+            min(probes.duration, c.end_s if c.end_s is not None else probes.duration),
+        )
+        for c in probes.checkpoints
+    )
+    covered, end = 0.0, 0.0
+    for start, stop in spans:
+        start = max(start, end)  # noqa: PLW2901
+        if stop > start:
+            covered += stop - start
+            end = stop
+    return covered / probes.duration
+
+
+# -- evidence --------------------------------------------------------------------------------
+
+
+def _wait_evidence(resource: str, st: SessionTime) -> list[Evidence]:
+    share = st.share(resource)
+    what = {
+        WAL: "on the WAL / redo log",
+        DATA: "on data file I/O",
+        TEMP: "on temp file I/O",
+        CPU: "on CPU (waiting for nothing)",
+        CONTENTION: "on locks and latches",
+        CLIENT: "for the client's next statement",
+    }[resource]
+    events = ", ".join(f"{name} {s:.0%}" for name, s in st.events.get(resource, ()))
+    sampled = "sampled" if st.source != "performance_schema" else "session"
+    text = f"sessions waited {what} {share:.0%} of their {sampled} time"
+    if resource == CPU:
+        text = f"sessions ran on CPU, waiting for nothing, {share:.0%} of their sampled time"
+    if events and resource != CPU:
+        text += f" ({events})"
+    return [Evidence(f"{resource}.session_share", share * 100, "%", text)]
+
+
+def _device_evidence(d: DeviceUse, role: str) -> list[Evidence]:
+    label = f"{role} device {d.device}"
+    g = f"device {d.device}"
+    out: list[Evidence] = []
+    if math.isfinite(d.util_pct):
+        out.append(
+            Evidence(f"{role}.busy", d.util_pct, "%", f"the {label} was busy {d.util_pct:.0f} %", g)
+        )
+    if math.isfinite(d.aqu_sz):
+        out.append(Evidence(f"{role}.queue", d.aqu_sz, "requests", f"queue {d.aqu_sz:.1f}", g))
+    cap = d.cap_share()
+    writes = math.isfinite(d.write_iops) and d.write_iops >= (
+        d.read_iops if math.isfinite(d.read_iops) else 0
+    )
+    if cap is not None:  # the direction of the cap it came closest to
+        writes = cap[1].startswith("write")
+    iops, mbps, ms, rw = (
+        (d.write_iops, d.write_mbps, d.write_ms, "write")
+        if writes
+        else (d.read_iops, d.read_mbps, d.read_ms, "read")
+    )
+    if math.isfinite(iops):
+        out.append(Evidence(f"{role}.{rw}_iops", iops, "IO/s", f"{iops:,.0f} {rw}s/s", g))
+    if math.isfinite(mbps):
+        out.append(Evidence(f"{role}.{rw}_mbps", mbps, "MB/s", f"{mbps:,.2f} MB/s", g))
+    if math.isfinite(ms):
+        out.append(Evidence(f"{role}.{rw}_ms", ms, "ms", f"{ms:.2f} ms per {rw}", g))
+    if cap is not None and d.caps is not None:
+        out.append(
+            Evidence(
+                f"{role}.cap_share",
+                cap[0] * 100,
+                "%",
+                f"{cap[0]:.0%} of its {cap[1]} cap ({d.caps.source})"
+                if d.caps.word == "cap"
+                else f"{cap[0]:.0%} of the best {cap[1]} measured ({d.caps.source})",
+                g,
+            )
+        )
+    return out
+
+
+def _host_evidence(busy: float) -> list[Evidence]:
+    if not math.isfinite(busy):
+        return []
+    return [Evidence("host.cpu_busy", busy * 100, "%", f"the host's CPUs were {busy:.0%} busy")]
+
+
+def _device_for(resource: str, devs: Sequence[DeviceUse]) -> DeviceUse | None:
+    role = ROLE_OF[resource]
+    found = [d for d in devs if role in d.roles]
+    return max(found, key=lambda d: d.saturation) if found else None
+
+
+# -- the verdict -----------------------------------------------------------------------------
+
+
+def diagnose(
+    probes: ProbeData | None, facts: RunFacts, disk_caps: Mapping[str, Caps] | None = None
+) -> Diagnosis | None:
+    """What limited the run (None: it recorded no probes)."""
+    if probes is None:
+        return None
+    caps = testbed_caps(facts.environment) | dict(disk_caps or {})
+    devs = devices(probes, caps)
+    busy = host_busy(probes)
+    if facts.workload == "disk":
+        return _disk(devs, busy)
+    notes: list[str] = []
+    if facts.params.get("dsn"):
+        notes.append(
+            "a --dsn server: its devices and host are not this machine's, so only its wait "
+            "events speak for it"
+        )
+        devs, busy = [], math.nan
+    sessions = next(
+        (facts.params.get(k) for k in ("connections", "clients", "threads") if facts.params.get(k)),
+        facts.summary.get("connections"),
+    )
+    waits = probes.waits
+    if sessions is None and waits and waits[0].source == "performance_schema":
+        # summed timers weigh only against the sessions' time (a driver's own arguments)
+        notes.append("the number of sessions is not recorded: MariaDB's waits are not weighed")
+        waits = ()
+    sampled = sum(w.samples for w in waits if w.source != "performance_schema")
+    if 0 < sampled < MIN_SAMPLES:
+        notes.append(f"the sessions were sampled {sampled} times: too few to weigh their waits")
+        waits = ()
+    st = session_time(waits, sessions=sessions, duration=probes.duration)
+    if st is not None and st.source == "performance_schema":
+        explained = sum(st.seconds.values()) / st.total
+        notes.append(
+            f"MariaDB's timed waits explain {explained:.0%} of the sessions' time; the rest is "
+            "CPU, the client, or redo log writes and syncs, which MariaDB 10.8+ does not time"
+        )
+    ckpt = checkpoint_share(probes)
+    extra = []
+    if ckpt > 0:
+        extra.append(
+            Evidence("checkpoint.share", ckpt * 100, "%", f"checkpoints ran {ckpt:.0%} of the run")
+        )
+
+    def resource_evidence(r: str) -> list[Evidence]:
+        ev = _wait_evidence(r, st) if st is not None and r in st.seconds else []
+        if r in ROLE_OF:
+            d = _device_for(r, devs)
+            if d is not None:
+                ev += _device_evidence(d, ROLE_OF[r])
+            if r == DATA:
+                ev += extra
+        if r in (CPU, CLIENT):
+            ev += _host_evidence(busy)
+        return ev
+
+    def verdict(r: str, share: float | None) -> Diagnosis:
+        return Diagnosis(r, share, tuple(resource_evidence(r)), notes=tuple(notes))
+
+    # 1. an open-loop load that got its rate
+    rate = facts.params.get("rate")
+    # populate offers rows/s; the drivers (pgbench, sysbench) transactions/s
+    unit = "rows/s" if "rows_per_second" in facts.summary else "tx/s"
+    achieved = facts.summary.get("rows_per_second", facts.summary.get("tps"))
+    if rate and achieved is not None and achieved >= RATE_HELD * float(rate):
+        ev = [
+            Evidence("rate.offered", float(rate), unit, f"offered {float(rate):,.0f} {unit}"),
+            Evidence(
+                "rate.achieved",
+                float(achieved),
+                unit,
+                f"achieved {float(achieved):,.0f} {unit} ({float(achieved) / float(rate):.0%})",
+            ),
+        ]
+        if st is not None and CLIENT in st.seconds:
+            ev += _wait_evidence(CLIENT, st)
+        return Diagnosis(RATE, None, tuple(ev), notes=tuple(notes))
+
+    # 2. a device at a cap iolab knows, its waits not pointing elsewhere
+    at_cap = []
+    for r in (WAL, DATA, TEMP):
+        d = _device_for(r, devs)
+        cap = d.cap_share() if d is not None else None
+        if cap is None or cap[0] < AT_CAP:
+            continue
+        share = st.at_cap_share(r) if st is not None else None
+        # MariaDB times neither redo log syncs nor the waits for free pages its page cleaner
+        # makes: its sessions' waits can deny a device only by pointing elsewhere
+        visible = st is not None and st.source != "performance_schema"
+        if visible and share is not None and share < CAP_WAIT_SHARE:
+            continue
+        elsewhere = (
+            max((st.share(x) for x in RESOURCES if x not in (r, CONTENTION)), default=0.0)
+            if st
+            else 0.0
+        )
+        if not visible and elsewhere >= LEAD_SHARE:
+            continue
+        at_cap.append((share or 0.0, cap[0], r, share if visible else None))
+    if at_cap:
+        _, _, r, share = max(at_cap)
+        plain = verdict(r, share)
+        lock_share = st.held.get(r, 0.0) / st.total if st is not None and st.total > 0 else 0.0
+        if lock_share <= 0:
+            return plain
+        lock = Evidence(
+            f"{r}.held_lock_share",
+            lock_share * 100,
+            "%",
+            f"sessions waited {lock_share:.0%} of their time on locks held across its I/O "
+            "(Lock extend: the relation extension lock)",
+        )
+        return Diagnosis(r, share, (lock, *plain.evidence), notes=plain.notes)
+
+    # 3. the sessions' time; on a saturated host, waits on a device short of its limit or on
+    # the client (who shares the CPUs) are the CPU's: the flusher and the client wait for one
+    ranked = (
+        sorted(((st.share(r), r) for r in RESOURCES if r in st.seconds), reverse=True)
+        if st is not None
+        else []
+    )
+    saturated = math.isfinite(busy) and busy >= CPU_BUSY
+    cpu_share = st.share(CPU) if st is not None and CPU in st.seconds else None
+
+    def cpu_verdict() -> Diagnosis:
+        held = [r for x, r in ranked[:2] if r in (*ROLE_OF, CLIENT) and x >= CONTEXT_SHARE]
+        context = [e for r in held for e in resource_evidence(r) if e.name != "host.cpu_busy"]
+        seen = {e.name for e in context}
+        own = [e for e in resource_evidence(CPU) if e.name not in seen]
+        ev = sorted(own, key=lambda e: e.name != "host.cpu_busy") + context
+        if not context:
+            return Diagnosis(CPU, cpu_share, tuple(ev), notes=tuple(notes))
+        # the waits the saturated CPU explains count for it
+        share = (cpu_share or 0.0) + sum(st.share(r) for r in held) if st is not None else None
+        return Diagnosis(CPU, share, tuple(ev), notes=(*notes, SATURATED))
+
+    if st is not None and ranked:
+        lead, r = ranked[0]
+        second = ranked[1][0] if len(ranked) > 1 else 0.0
+        if lead >= LEAD_SHARE and lead >= LEAD_RATIO * second and not _contradicted(r, devs, busy):
+            if saturated and (r == CLIENT or (r in ROLE_OF and not _device_full(r, devs))):
+                return cpu_verdict()
+            return verdict(r, lead)
+
+    # 4. the host's CPU alone
+    if saturated and not (ranked and ranked[0][1] == CONTENTION and ranked[0][0] >= LEAD_SHARE):
+        return cpu_verdict()
+
+    # 5. nothing singled out
+    candidates = [Candidate(r, s, tuple(resource_evidence(r))) for s, r in ranked[:2] if s > 0]
+    if len(candidates) < 2 and math.isfinite(busy) and all(c.limit != CPU for c in candidates):
+        candidates.append(Candidate(CPU, None, tuple(_host_evidence(busy))))
+    if len(candidates) < 2:
+        for d in sorted(devs, key=lambda d: -d.saturation):
+            reads = d.read_iops > d.write_iops  # NaN compares False: writes
+            order = (DATA, WAL, TEMP) if reads else (WAL, DATA, TEMP)
+            held = next((res for res in order if ROLE_OF[res] in d.roles), None)
+            if held and all(c.limit != held for c in candidates):
+                found = tuple(_device_evidence(d, ROLE_OF[held]))
+                candidates.append(Candidate(held, None, found))
+                break
+    return Diagnosis(NONE, None, (), tuple(candidates[:2]), tuple(notes))
+
+
+SATURATED = (
+    "on a host whose CPUs are saturated, the time sessions wait on a device short of its limit "
+    "or on the client includes the time the log flusher and the client wait for a CPU"
+)
+
+
+def _device_full(resource: str, devs: Sequence[DeviceUse]) -> bool:
+    """The role's device at a known cap or busy nearly all the time."""
+    d = _device_for(resource, devs)
+    return d is not None and d.saturation >= AT_CAP
+
+
+def _contradicted(resource: str, devs: Sequence[DeviceUse], busy: float) -> bool:
+    """A lead the device's or host's own counters deny: a device that was nearly idle, a CPU
+    lead on a host mostly idle."""
+    if resource in ROLE_OF:
+        d = _device_for(resource, devs)
+        # a throttle is a hard limit; the best an iolab disk test measured (deep queues, large
+        # blocks) says little of how slow a device is for one session's commits
+        known = d is not None and d.caps is not None and d.caps.word == "cap"
+        return known and d is not None and d.saturation < DEVICE_IDLE
+    if resource == CPU:
+        return math.isfinite(busy) and busy < CPU_IDLE
+    return False
+
+
+def _disk(devs: Sequence[DeviceUse], busy: float) -> Diagnosis:
+    """A disk profile: the device-side part (busy, queue, latency against its caps)."""
+    target = [d for d in devs if "target" in d.roles]
+    ev: list[Evidence] = []
+    for d in target:
+        ev += _device_evidence(d, "target")
+    ev += _host_evidence(busy)
+    limit = CPU if math.isfinite(busy) and busy >= CPU_BUSY else DEVICE
+    return Diagnosis(limit, None, tuple(ev))
+
+
+# -- cells and findings ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    label: str
+    limit: str  # a limit, or "varies"
+    counts: Counter[str]  # verdict -> runs
+    runs: int
+    evidence: tuple[str, ...] = ()  # the sentences of its first run with the verdict
+
+    @property
+    def text(self) -> str:
+        if not self.runs:
+            return "no diagnosed run"
+        if self.limit == VARIES:
+            parts = ", ".join(f"{k} in {n}" for k, n in self.counts.most_common())
+            return f"varies ({parts} of {self.runs} runs)"
+        n = self.counts[self.limit]
+        return f"{self.limit} ({n} of {self.runs} runs)"
+
+
+def cell_verdict(label: str, runs: Sequence[Diagnosis | None]) -> CellVerdict:
+    """The verdict most of a cell's runs share (more than half), else "varies"."""
+    found = [d for d in runs if d is not None]
+    counts: Counter[str] = Counter(d.limit for d in found)
+    if not found:
+        return CellVerdict(label, NONE, counts, 0)
+    top, n = counts.most_common(1)[0]
+    limit = top if n * 2 > len(found) else VARIES
+    first = next((d for d in found if d.limit == limit), None)
+    ev = tuple(first.sentences()) if first is not None else ()
+    return CellVerdict(label, limit, counts, len(found), ev)
+
+
+@dataclass(frozen=True)
+class FindingWhy:
+    a: str
+    b: str
+    text: str
+    flagged: bool  # the cells' limits contradict the finding's direction
+
+
+def finding_why(
+    a: CellVerdict, b: CellVerdict, *, better: float, significant: bool, key: str = ""
+) -> FindingWhy:
+    """Why cell ``a`` came out ``better`` times ``b``: did the limit move between them?
+
+    Flagged: a significant difference between two cells both held by their offered rate
+    (neither could go faster), or between two cells both limited by one device role while
+    ``key`` (the matrix key that differs, when known) changes another role's place (the change
+    did not touch what limited both)."""
+    verdict = f"{better:.2f}x" + ("" if significant else ", not significant")
+    what = f"{a.label} vs {b.label} {verdict}"
+    flagged = False
+    if a.limit == b.limit and a.limit not in (VARIES, NONE):
+        text = f"{what}: both cells were limited by {a.limit}"
+        ev = a.evidence[:2]
+        if ev:
+            text += " (" + "; ".join(ev) + ")"
+        if significant and a.limit == RATE:
+            flagged = True
+            text += "; both were held by their offered rate, so the difference cannot be speed"
+        touched = _roles_of_key(key)
+        if significant and a.limit in ROLE_OF and touched and ROLE_OF[a.limit] not in touched:
+            flagged = True
+            text += f"; yet {key} does not move the {ROLE_OF[a.limit]} device"
+    else:
+        text = f"{what}: the limit moved from {b.limit} ({b.label}) to {a.limit} ({a.label})"
+        if not significant:
+            text += ", without a significant change"
+    return FindingWhy(a.label, b.label, text, flagged)
+
+
+def _roles_of_key(key: str) -> set[str]:
+    """The device roles a matrix key moves (``wal_dir`` -> wal; ``data_dirs``, ``files`` ->
+    data; ``temp_dir`` -> temp); empty when it names none."""
+    k = key.lower()
+    found = set()
+    if "wal" in k or "log" in k:
+        found.add("wal")
+    if "data" in k or k == "files":
+        found.add("data")
+    if "temp" in k:
+        found.add("temp")
+    return found
+
+
+@dataclass(frozen=True)
+class Why:
+    """An experiment's "Why": per cell its limit, per finding whether the limit moved."""
+
+    cells: tuple[CellVerdict, ...]
+    findings: tuple[FindingWhy, ...]
+
+    @property
+    def flagged(self) -> tuple[FindingWhy, ...]:
+        return tuple(f for f in self.findings if f.flagged)
+
+
+def disk_test_caps(tests: Sequence[tuple[str, float, float]], source: str) -> Caps | None:
+    """A device's caps from what an `iolab disk` run measured: ``tests`` as (rw, MB/s, IOPS)
+    medians; the best of each direction (None: no test)."""
+    if not tests:
+        return None
+
+    def best(rw: str, iops: bool) -> float | None:
+        found = [t[2] if iops else t[1] for t in tests if t[0] == rw]
+        found = [v for v in found if v > 0]
+        return max(found) if found else None
+
+    return Caps(
+        best("read", True),
+        best("write", True),
+        best("read", False),
+        best("write", False),
+        source,
+        "best measured",
+    )

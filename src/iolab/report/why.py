@@ -1,0 +1,250 @@
+"""Why: what limited each run, each cell and each finding, read from the store and rendered.
+
+The verdicts come from :mod:`iolab.analysis.diagnosis`; this module reads what they need (a
+run's probes, parameters, summary and environment, and what `iolab disk` measured of the same
+devices) and renders them for ``iolab results show``, ``iolab report`` (terminal, JSON, HTML)
+and ``iolab compare``. See docs/diagnosis.md.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+
+from iolab.analysis import diagnosis as dx
+from iolab.analysis.disk import summarize as disk_summarize
+from iolab.analysis.efficiency import device_key, disk_device
+from iolab.analysis.findings import Ratio
+from iolab.probes.data import ProbeData
+from iolab.report.value import ExperimentReport
+from iolab.results import RunId
+from iolab.store import Store
+from iolab.store import experiments as store_experiments
+from iolab.store.database import RunRecord
+
+READ = ("read", "randread")
+WRITE = ("write", "randwrite")
+
+
+def disk_caps(store: Store, environment: Mapping[str, Any]) -> dict[str, dx.Caps]:
+    """What the newest finished `iolab disk` run of each of the run's devices measured, by
+    the run's device name (testbed devices are matched by their testbed name)."""
+    wanted: dict[str, str] = {}  # device key -> the run's device name
+    for st in (environment.get("storage") or {}).values():
+        dev = ((st or {}).get("device") or {}).get("name")
+        if dev:
+            wanted[device_key(str(dev), ((st or {}).get("testbed") or {}).get("name"))] = dev
+    if not wanted:
+        return {}
+    out: dict[str, dx.Caps] = {}
+    for run_id, env_id in store_experiments.done_disk_runs(store):
+        key = disk_device(store.environment(env_id)) if env_id is not None else None
+        if key is None or key not in wanted or wanted[key] in out:
+            continue
+        tests = [
+            ("read" if s.rw in READ else "write", s.median.mbps, s.median.iops)
+            for s in disk_summarize(store.disk_passes(run_id))
+            if s.rw in READ + WRITE
+        ]
+        caps = dx.disk_test_caps(tests, f"the best test of iolab disk run {run_id}")
+        if caps is not None:
+            out[wanted[key]] = caps
+        if len(out) == len(wanted):
+            break
+    return out
+
+
+def run_diagnosis(
+    store: Store,
+    run: RunRecord,
+    probes: ProbeData | None = None,
+    environment: Mapping[str, Any] | None = None,
+    caps: dict[str, dict[str, dx.Caps]] | None = None,
+) -> dx.Diagnosis | None:
+    """What limited ``run`` (None: it recorded no probes). ``probes`` and ``environment``
+    when the caller has read them already (values are not needed); ``caps``: the disk caps
+    found so far per environment, for a caller diagnosing many runs."""
+    if probes is None:
+        probes = store.probes(run.id, values=False, names=dx.SERIES)
+    if probes is None:
+        return None
+    env = (
+        environment
+        if environment is not None
+        else (store.environment(run.env_id) if run.env_id else {})
+    )
+    engine = str(run.params.get("engine") or run.summary.get("engine") or "")
+    facts = dx.RunFacts(engine, run.workload, run.params, run.summary, env)
+    if caps is None:
+        return dx.diagnose(probes, facts, disk_caps(store, env))
+    key = str(run.env_id)
+    if key not in caps:
+        caps[key] = disk_caps(store, env)
+    return dx.diagnose(probes, facts, caps[key])
+
+
+def show_lines(d: dx.Diagnosis) -> list[str]:
+    """``iolab results show``: the "limited by" line and its evidence (rich markup)."""
+    lines = [f"[bold]{html.escape(d.line, quote=False)}[/]"]
+    lines += [f"  {_markup(s)}" for s in dx.sentences(d.evidence)]
+    for c in d.candidates:
+        share = "" if c.share is None else f" ({c.share:.0%} of session time)"
+        lines.append(f"  candidate {c.limit}{share}: " + "; ".join(dx.sentences(c.evidence)))
+    lines += [f"  [dim]{_markup(n)}[/]" for n in d.notes]
+    return lines
+
+
+def _markup(s: str) -> str:
+    return s.replace("[", r"\[")
+
+
+# -- an experiment --------------------------------------------------------------------------
+
+
+def build(store: Store, report: ExperimentReport) -> dx.Why:
+    """Per cell the verdict of its done runs; per finding (best against the others, against
+    the baseline, each pair along a matrix key) whether the limit moved."""
+    verdicts: list[dx.CellVerdict] = []
+    caps: dict[str, dict[str, dx.Caps]] = {}  # per environment: runs of a host share them
+    for c in report.cells:
+        runs = []
+        for run in c.runs:
+            if run.status.value != "done":
+                continue
+            runs.append(run_diagnosis(store, store.run(run.id), caps=caps))
+        verdicts.append(dx.cell_verdict(c.label, runs))
+    by_label = {v.label: v for v in verdicts}
+    values = {c.label: c.values for c in report.cells}
+    f = report.findings
+    ratios: list[tuple[Ratio, str]] = [(r, _key(values, r)) for r in (*f.best_vs, *f.vs_baseline)]
+    ratios += [(r, d.key) for d in f.dimensions for r in d.pairs]
+    whys: list[dx.FindingWhy] = []
+    seen: set[tuple[str, str]] = set()
+    for r, key in ratios:
+        if (r.a, r.b) in seen or r.a not in by_label or r.b not in by_label:
+            continue
+        seen.add((r.a, r.b))
+        whys.append(
+            dx.finding_why(
+                by_label[r.a], by_label[r.b], better=r.better, significant=r.significant, key=key
+            )
+        )
+    return dx.Why(tuple(verdicts), tuple(whys))
+
+
+def _key(values: Mapping[str, Mapping[str, Any]], r: Ratio) -> str:
+    """The one matrix key two cells differ in ("" when they differ in none or several)."""
+    a, b = values.get(r.a, {}), values.get(r.b, {})
+    differ = [k for k in a if a.get(k) != b.get(k)]
+    return differ[0] if len(differ) == 1 else ""
+
+
+def text(why: dx.Why) -> list[Text]:
+    """The "Why" section of ``iolab report`` in the terminal."""
+    parts = [Text("Why", style="bold")]
+    for c in why.cells:
+        parts.append(Text(f"  {c.label}: limited by {c.text}"))
+        for s in c.evidence[:3]:
+            parts.append(Text(f"    {s}", style="dim"))
+    for f in why.findings:
+        parts.append(
+            Text.from_markup(("[yellow]flagged:[/] " if f.flagged else "  ") + _markup(f.text))
+        )
+    return parts
+
+
+def html_section(why: dx.Why | None) -> str:
+    """The "Why" section of the HTML report ("" without one)."""
+    if why is None or not why.cells:
+        return ""
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(c.label)}</td><td>{e(c.text)}</td><td>{e('; '.join(c.evidence))}</td></tr>"
+        for c in why.cells
+    )
+    items = "".join(
+        f"<li class='{'warn' if f.flagged else ''}'>{'flagged: ' if f.flagged else ''}"
+        f"{e(f.text)}</li>"
+        for f in why.findings
+    )
+    return (
+        "<section id='why'><h2>Why</h2><table><tr><th>cell</th><th>limited by</th>"
+        f"<th>evidence (first run with the verdict)</th></tr>{rows}</table>"
+        + (f"<ul>{items}</ul>" if items else "")
+        + "</section>"
+    )
+
+
+def run_limits(why: dx.Why | None) -> dict[str, str]:
+    """Per cell label, its verdict and evidence in one line: beside each run's timeline."""
+    if why is None:
+        return {}
+    return {
+        c.label: f"cell limited by {c.text}" + (": " + "; ".join(c.evidence) if c.evidence else "")
+        for c in why.cells
+    }
+
+
+def document(why: dx.Why | None) -> dict[str, object] | None:
+    """``iolab report --json``'s ``why``."""
+    if why is None:
+        return None
+    return {
+        "cells": [
+            {
+                "cell": c.label,
+                "limit": c.limit,
+                "runs": c.runs,
+                "counts": dict(c.counts),
+                "evidence": list(c.evidence),
+            }
+            for c in why.cells
+        ],
+        "findings": [
+            {"a": f.a, "b": f.b, "why": f.text, "flagged": f.flagged} for f in why.findings
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Compared:
+    """``iolab compare``'s why: each side's verdict and whether the limit moved."""
+
+    a: dx.CellVerdict
+    b: dx.CellVerdict
+    why: dx.FindingWhy
+
+    @property
+    def lines(self) -> list[str]:
+        out = []
+        for v in (self.a, self.b):
+            out.append(f"{v.label}: limited by {v.text}")
+            out += [f"  {s}" for s in v.evidence[:3]]
+        out.append(("flagged: " if self.why.flagged else "") + self.why.text)
+        return out
+
+    @property
+    def document(self) -> dict[str, object]:
+        return {
+            "a": {"limit": self.a.limit, "runs": self.a.runs, "counts": dict(self.a.counts)},
+            "b": {"limit": self.b.limit, "runs": self.b.runs, "counts": dict(self.b.counts)},
+            "why": self.why.text,
+            "flagged": self.why.flagged,
+        }
+
+
+def compare(
+    store: Store, a: tuple[str, Sequence[int]], b: tuple[str, Sequence[int]], ratio: Ratio
+) -> Compared:
+    """The verdicts of both sides' runs (label, run ids) and the why of their ratio."""
+
+    def side(label: str, runs: Sequence[int]) -> dx.CellVerdict:
+        return dx.cell_verdict(label, [run_diagnosis(store, store.run(RunId(r))) for r in runs])
+
+    va, vb = side(*a), side(*b)
+    why = dx.finding_why(va, vb, better=ratio.better, significant=ratio.significant)
+    return Compared(va, vb, why)

@@ -1,0 +1,202 @@
+"""The caps on the engine under test (``--memory``, ``--cpus``): the options, what is refused
+before a run is recorded, and the cgroup the run runs in (docs/caps.md).
+
+**The options**: :class:`Caps`, a mixin of the workloads that run an engine (populate, tpch):
+``--memory 256MiB``, ``--cpus 0.5``; ``memory = "256MiB"`` in a file or a matrix. The model
+checks only the values (a size above zero, CPUs above zero); :func:`check` what the machine and
+the engine say of them. A cap left out is not in a cell's parameters, so that files without
+caps keep their cells' names.
+
+**Servers** (PostgreSQL's postmaster and backends, mariadbd) run in the run's cgroup: they join
+it as they start (:mod:`iolab.system.cgroups`). iolab's own process, its loaders and its probes
+stay outside: the caps hold the engine, not the client that drives it.
+
+**Embedded engines** (SQLite, DuckDB) run inside iolab's process, so iolab's process enters the
+cgroup for the run and leaves it after: the cap holds the engine together with iolab's loaders
+and probes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from iolab.errors import BadInput
+from iolab.results import RunOutcome
+from iolab.units import parse_size
+
+MEMORY_HELP = "give a size above zero with its unit, e.g. 256MiB or 2GiB"
+CPUS_HELP = "give CPUs above zero, fractions allowed, e.g. 0.5, 1 or 1.5"
+
+
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+class Caps(BaseModel):
+    """``memory``: the engine and the page cache its files fill are held to this size;
+    ``cpus``: its processes get this many CPUs' time (a quota per period)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory: str | None = Field(default=None, exclude_if=_absent)
+    cpus: float | None = Field(default=None, exclude_if=_absent, allow_inf_nan=False)
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, v: object) -> object:
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, str | int):
+            raise ValueError(MEMORY_HELP)
+        try:
+            parse_size(str(v).strip(), "memory")
+        except BadInput:
+            raise ValueError(MEMORY_HELP) from None
+        return str(v).strip()
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, v: float | None) -> float | None:
+        if v is not None and v <= 0:
+            raise ValueError(CPUS_HELP)
+        return v
+
+
+def memory_bytes(value: str | None) -> int | None:
+    """The memory cap in bytes (None: no cap)."""
+    return None if value is None else parse_size(value, "--memory")
+
+
+def caps_of(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The caps a cell's parameters hold (only those given)."""
+    return {k: params[k] for k in ("memory", "cpus") if params.get(k) is not None}
+
+
+MARGIN = 64 << 20  # memory a server needs beside its buffer pool: processes, catalogs, sockets
+_SETTING = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)[bB]?\s*$")
+_UNITS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+Body = Callable[[RunOutcome], None]
+
+
+def _flag(key: str) -> str:
+    return f"--{key}"
+
+
+def setting_bytes(text: str, bare: int) -> int | None:
+    """Bytes of a buffer size as the engines write it (128MB, 128M, 1GB; a bare number counts
+    ``bare`` bytes: PostgreSQL's 8 kB pages); None when it is not one of those."""
+    m = _SETTING.match(str(text))
+    if m is None:
+        return None
+    number, unit = int(m.group(1)), m.group(2).lower()
+    return number * (1024 ** _UNITS[unit] if unit else bare)
+
+
+def _machine_memory() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _machine_cpus() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def check(params: Mapping[str, Any]) -> None:
+    """Refuse caps this run cannot have, before anything is recorded: a cap with ``--dsn``
+    (iolab does not own that server), a cap above the machine, a machine without the
+    controller (or not root), a memory cap below what the engine needs to start."""
+    from iolab.engines import catalog
+    from iolab.system import cgroups
+
+    caps = caps_of(params)
+    if not caps:
+        return
+    key, value = next(iter(caps.items()))
+    if params.get("dsn"):
+        raise BadInput(
+            _flag(key),
+            value,
+            "a cap holds a server iolab starts, not one named by --dsn; leave out the cap or "
+            "the DSN",
+        )
+    memory = memory_bytes(caps.get("memory"))
+    if memory is not None and memory > (total := _machine_memory()):
+        raise BadInput(
+            "--memory", caps["memory"], f"this machine has {total / 2**20:,.0f} MiB; give less"
+        )
+    cpus = caps.get("cpus")
+    if cpus is not None and cpus > (count := _machine_cpus()):
+        raise BadInput("--cpus", cpus, f"this machine has {count} CPUs; give at most {count}")
+    refused = cgroups.missing(memory is not None, cpus is not None)
+    if refused is not None:
+        which = "memory" if "memory" in caps and "memory cgroup" in refused else key
+        raise BadInput(_flag(which), caps[which], refused)
+    engine = catalog.KINDS.get(str(params.get("engine")))
+    if memory is None or engine is None or engine.buffers is None:
+        return
+    name, default, bare = engine.buffers
+    given = (params.get("settings") or {}).get(name)
+    pool = setting_bytes(str(given), bare) if given is not None else default
+    if pool is None:
+        return  # a value the engine's own check names
+    if memory < pool + MARGIN:
+        raise BadInput(
+            "--memory",
+            caps["memory"],
+            f"{engine.title} needs its {name} ({pool / 2**20:,.0f} MiB) and "
+            f"{MARGIN >> 20} MiB beside it; give at least {(pool + MARGIN) >> 20}MiB, or a "
+            f"smaller {name} with --set",
+        )
+
+
+def recorded(params: Mapping[str, Any]) -> dict[str, str]:
+    """The caps as the run's environment keeps them (beside the tools' versions)."""
+    caps = caps_of(params)
+    out: dict[str, str] = {}
+    if "memory" in caps:
+        out["memory cap"] = f"{caps['memory']} ({memory_bytes(caps['memory'])} bytes)"
+    if "cpus" in caps:
+        out["cpus cap"] = f"{caps['cpus']:g}"
+    return out
+
+
+def capped(params: Mapping[str, Any], body: Body) -> Body:
+    """``body`` run under the cell's caps: in a cgroup of its own, made before and removed
+    after (with no caps, ``body`` itself; the cgroups killed runs left are removed either
+    way)."""
+    from iolab.engines import catalog
+
+    caps = caps_of(params)
+    kind = catalog.KINDS.get(str(params.get("engine")))
+    embedded = kind is not None and not kind.server
+
+    def run(outcome: RunOutcome) -> None:
+        with _held(caps, embedded):
+            body(outcome)
+
+    return run
+
+
+@contextmanager
+def _held(caps: Mapping[str, Any], embedded: bool) -> Iterator[None]:
+    from iolab.system import cgroups
+
+    if not caps:
+        if cgroups.find("memory") is not None and os.geteuid() == 0:
+            cgroups.reap()
+        yield
+        return
+    with (
+        cgroups.held(memory_bytes(caps.get("memory")), caps.get("cpus")) as group,
+        cgroups.entered(group) if embedded else nullcontext(),
+    ):
+        yield

@@ -1,0 +1,137 @@
+"""``--memory`` and ``--cpus`` on real PostgreSQL: the cap is what the data device and the CPU
+time show (docs/caps.md).
+
+- A warm scan larger than the memory cap reads the table from the device again; the same scan
+  without the cap reads it from the page cache.
+- ``--cpus 0.5`` holds a CPU-hungry load to half a core: the group is throttled, and it never
+  gets more than its quota.
+
+(iolab killed during a capped run: tests/integration/test_faults.py.)
+
+No number here is a time: the device's bytes, the kernel's counters of the group.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from iolab.system import cgroups
+from tests.conftest import is_root, make_dirs
+from tests.integration.test_populate_cli import iolab
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not is_root(), reason="capped runs need root"),
+    pytest.mark.skipif(
+        cgroups.missing(memory=True, cpus=True) is not None,
+        reason=str(cgroups.missing(memory=True, cpus=True)),
+    ),
+]
+
+BLOCK = 8192  # PostgreSQL's page
+
+
+def _show(run: int) -> dict[str, Any]:
+    done = iolab("results", "show", str(run), "--json")
+    assert done.returncode == 0, done.stderr
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def _series(doc: dict[str, Any], probe: str, name: str) -> dict[str, Any]:
+    found = [s for s in doc["probes"]["series"] if s["probe"] == probe and s["name"] == name]
+    assert found, f"no {probe}/{name} series"
+    return found[0]
+
+
+@pytest.fixture
+def own_device(open_tmp: Path) -> Iterator[tuple[Path, str]]:
+    """An ext4 filesystem on a loop device of the test's own, mounted (mode 0755): its
+    /proc/diskstats line counts this test's reads alone, whatever else the machine's disks do.
+    Yields the mount point and the device's name."""
+    backing, mnt = open_tmp / "device.img", open_tmp / "mnt"
+    with backing.open("wb") as f:
+        f.truncate(640 << 20)
+    loop = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
+    )
+    if loop.returncode != 0:
+        pytest.skip(f"no loop device: {loop.stderr.strip()}")
+    dev = loop.stdout.strip()
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        mnt.mkdir()
+        subprocess.run(["mount", dev, str(mnt)], check=True, capture_output=True)
+        try:
+            mnt.chmod(0o755)
+            yield mnt, Path(dev).name
+        finally:
+            subprocess.run(["umount", str(mnt)], check=False)
+    finally:
+        subprocess.run(["losetup", "--detach", dev], check=False)
+
+
+def _tpch_q1(data: Path, *caps: str) -> dict[str, Any]:
+    """A warm TPC-H Q1 (a scan of lineitem, 600,572 rows at SF 0.1), shared_buffers small."""
+    done = iolab(
+        *["tpch", "--engine", "postgres", "--sf", "0.1", "--queries", "1", "--warm"],
+        *["--data-dir", str(data), "--set", "shared_buffers=16MB", *caps, "--json"],
+    )
+    assert done.returncode == 0, done.stderr
+    return _show(json.loads(done.stdout)["run"])
+
+
+def test_a_warm_scan_larger_than_the_memory_cap_reads_the_device(
+    own_device: tuple[Path, str], cache: Path, results_db: Path
+) -> None:
+    mnt, device = own_device
+    capped_dir, free_dir = make_dirs(mnt, "capped", "free")
+    capped = _tpch_q1(capped_dir, "--memory", "96MiB")
+    free = _tpch_q1(free_dir)
+
+    def device_read(doc: dict[str, Any]) -> int:
+        (q1,) = doc["query_results"]
+        return int(q1["io"][device]["read_bytes"])
+
+    # lineitem as PostgreSQL read it into its buffers, once per scan (the untimed warm-up and
+    # the timed query): each scan reads every page of it through a small ring. The counters
+    # reach the statistics up to a second late, so a run's last sample may miss some: the
+    # larger of the two runs' counts.
+    table = max(
+        _series(doc, "postgres", "blocks_read_per_s")["total"] * BLOCK / 2 for doc in (capped, free)
+    )
+    assert table > 50e6, table  # lineitem at SF 0.1 is about 100 MB
+    assert device_read(capped) >= 0.8 * table, (device_read(capped), table)
+    assert device_read(free) <= 0.05 * table, (device_read(free), table)  # the page cache's
+    # the cap held: the group's memory reached it and stayed under it
+    memory = _series(capped, "cgroup", "memory_mb")
+    limit = _series(capped, "cgroup", "memory_limit_mb")["peak"]
+    assert limit == pytest.approx(96 * 2**20 / 1e6)
+    assert 0.9 * limit <= memory["peak"] <= limit
+    assert capped["environment"]["versions"]["memory cap"] == "96MiB (100663296 bytes)"
+    assert capped["params"]["memory"] == "96MiB"
+    assert not any(s["probe"] == "cgroup" for s in free["probes"]["series"])
+
+
+def test_half_a_cpu_holds_the_server_to_half_a_core(open_tmp: Path, results_db: Path) -> None:
+    (data,) = make_dirs(open_tmp, "data")
+    done = iolab(
+        *["populate", "--engine", "postgres", "--data-dir", str(data), "--cpus", "0.5"],
+        *["--rows", "10000", "--connections", "4", "--set", "synchronous_commit=off", "--json"],
+    )
+    assert done.returncode == 0, done.stderr
+    doc = _show(json.loads(done.stdout)["run"])
+    throttled = _series(doc, "cgroup", "throttled_periods_per_s")["total"]
+    lost = _series(doc, "cgroup", "throttled_s_per_s")["total"]
+    assert throttled > 0 and lost > 0, (throttled, lost)
+    cpu = _series(doc, "cgroup", "cpu_cores")
+    seconds = doc["probes"]["duration"]
+    assert cpu["total"] <= 0.5 * seconds * 1.1 + 0.1, (cpu["total"], seconds)
+    assert _series(doc, "cgroup", "cpu_limit_cores")["peak"] == 0.5
+    assert doc["environment"]["versions"]["cpus cap"] == "0.5"

@@ -1,0 +1,102 @@
+"""The "limited by" verdict on limits iolab induces itself (the short version of
+bench/diagnosis_truth.py): per engine, the WAL / redo log on a testbed device throttled to 100
+write IOPS must read ``wal-device``, and an open-loop ``--rate`` far below capacity ``rate``,
+each with its evidence in ``iolab results show --json`` and in the text."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iolab import testbed
+from tests.conftest import requires_mariadb
+
+pytestmark = pytest.mark.integration
+NO_TESTBED = testbed.unavailable_reason(limits=True)
+
+DEVICES = """
+[devices.whywal]
+size = "256MiB"  # MariaDB preallocates a 96 MiB redo log
+write_iops = 100
+"""
+
+
+def iolab(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "iolab", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def walbed(open_tmp: Path, results_db: Path) -> Iterator[dict[str, str]]:
+    """A private testbed with one WAL device capped at 100 write IOPS; taken down after."""
+    env = {**os.environ, "IOLAB_TESTBED_DIR": str(open_tmp / "testbed")}
+    spec = open_tmp / "bed.toml"
+    spec.write_text(DEVICES)
+    up = iolab("testbed", "up", str(spec), env=env)
+    assert up.returncode == 0, up.stderr
+    try:
+        yield env
+    finally:
+        down = iolab("testbed", "down", env=env)
+        assert down.returncode == 0, down.stderr
+
+
+def diagnosis(run: int, env: dict[str, str]) -> tuple[dict[str, object], str]:
+    shown = iolab("results", "show", str(run), "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    text = iolab("results", "show", str(run), env=env)
+    return json.loads(shown.stdout)["diagnosis"], " ".join(text.stdout.split())
+
+
+@pytest.mark.skipif(NO_TESTBED is not None, reason=str(NO_TESTBED))
+@pytest.mark.parametrize("engine", ["postgres", pytest.param("mariadb", marks=requires_mariadb)])
+def test_a_capped_wal_device_and_a_held_rate_are_named(engine: str, walbed: dict[str, str]) -> None:
+    env = walbed
+    capped = iolab(
+        "populate", "--engine", engine, "--wal-dir", "device:whywal", "--rows", "600",
+        "--connections", "4", env=env,
+    )  # fmt: skip
+    assert capped.returncode == 0, capped.stderr
+    d, text = diagnosis(1, env)
+    assert d["limit"] == "wal-device", d
+    numbers = {n["name"]: n for n in d["numbers"]}  # type: ignore[attr-defined]
+    cap = numbers["wal.cap_share"]
+    assert cap["unit"] == "%" and cap["value"] >= 90, cap
+    assert "of its write IOPS cap (testbed throttle of whywal)" in text
+    assert "limited by wal-device" in text
+    if engine == "postgres":  # MariaDB 10.8+ times no redo log wait: the cap speaks alone
+        assert d["share"] is not None and d["share"] >= 0.5, d
+        assert "sessions waited on the WAL / redo log" in text
+
+    rate = iolab(
+        "populate", "--engine", engine, "--rate", "40", "--rows", "120", "--connections", "2",
+        env=env,
+    )  # fmt: skip
+    assert rate.returncode == 0, rate.stderr
+    d, text = diagnosis(2, env)
+    assert d["limit"] == "rate", d
+    numbers = {n["name"]: n for n in d["numbers"]}  # type: ignore[attr-defined]
+    assert numbers["rate.offered"] == {"name": "rate.offered", "value": 40.0, "unit": "rows/s"}
+    assert "limited by rate" in text and "offered 40 rows/s" in text
+
+    # iolab compare says each side's limit and that it moved
+    compared = iolab(
+        "compare", "1", "2", "--metric", "latency.transaction.p99_us", "--json", env=env
+    )
+    assert compared.returncode == 0, compared.stderr
+    why = json.loads(compared.stdout)["why"]
+    assert (why["a"]["limit"], why["b"]["limit"]) == ("wal-device", "rate")
+    assert "the limit moved from rate (runs 2) to wal-device (runs 1)" in why["why"]

@@ -1,0 +1,66 @@
+"""The caps' pieces that need no cgroup: the options' values, the engines' buffer sizes, the
+hierarchies a mountinfo text offers, and that a file without caps keeps its cells' names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from iolab.system.cgroups import Hierarchy, find
+from iolab.workloads.caps import recorded, setting_bytes
+from iolab.workloads.populate.options import PopulateWorkload
+from iolab.workloads.tpch.options import TpchWorkload
+
+HYBRID = """\
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+COMOUNTED = "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+
+
+def test_v1_hierarchies_are_found_by_their_controller() -> None:
+    assert find("memory", HYBRID) == Hierarchy(
+        "v1", Path("/sys/fs/cgroup/memory"), ("rw", "memory")
+    )
+    assert find("cpu", HYBRID) == Hierarchy("v1", Path("/sys/fs/cgroup/cpu"), ("rw", "cpu"))
+    assert find("cpuacct", COMOUNTED) == find("cpu", COMOUNTED)
+    assert find("memory", COMOUNTED) is None
+
+
+def test_v2_without_the_controller_is_no_hierarchy() -> None:
+    # the unified mount of HYBRID has no cgroup.controllers here (or an empty one): no v2 cpuacct
+    assert find("cpuacct", "41 31 0:38 / /nonexistent rw - cgroup2 cgroup2 rw\n") is None
+    assert find("memory", "41 31 0:38 / /nonexistent rw - cgroup2 cgroup2 rw\n") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "bare", "expected"),
+    [
+        ("128MB", 8192, 128 << 20),
+        ("1GB", 8192, 1 << 30),
+        ("16384", 8192, 128 << 20),  # PostgreSQL: 8 kB pages
+        ("128M", 1, 128 << 20),  # MariaDB
+        ("134217728", 1, 128 << 20),
+        ("lots", 1, None),
+    ],
+)
+def test_buffer_sizes_as_the_engines_write_them(text: str, bare: int, expected: int | None) -> None:
+    assert setting_bytes(text, bare) == expected
+
+
+def test_no_caps_no_keys_so_cells_keep_their_names() -> None:
+    plain = PopulateWorkload.model_validate({"kind": "populate"}).model_dump()
+    assert "memory" not in plain and "cpus" not in plain
+    capped = TpchWorkload.model_validate({"kind": "tpch", "memory": "1GiB", "cpus": "0.5"})
+    assert capped.model_dump()["memory"] == "1GiB" and capped.model_dump()["cpus"] == 0.5
+
+
+def test_the_caps_in_the_environment() -> None:
+    assert recorded({"memory": "256MiB", "cpus": 1.5}) == {
+        "memory cap": "256MiB (268435456 bytes)",
+        "cpus cap": "1.5",
+    }
+    assert recorded({}) == {}

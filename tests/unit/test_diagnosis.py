@@ -1,0 +1,308 @@
+"""The verdict of what limited a run, on synthetic probe data: the mapping of wait events to
+resources, each threshold on both sides, cells and findings."""
+
+from __future__ import annotations
+
+from iolab.analysis import diagnosis as dx
+from iolab.probes.data import ProbeData, Series
+from iolab.probes.interface import Checkpoint, Kind, SeriesKey, WaitStat
+
+
+def series(probe: str, name: str, mean: float, subject: str, role: str = "") -> Series:
+    kind = Kind.RATE if name.endswith(("iops", "mbps")) else Kind.RATIO
+    key = SeriesKey(probe, name, "", kind, subject=subject, role=role)
+    return Series(key, 0.0, 1.0, 10.0, 10, mean * 10, 10.0, mean)
+
+
+def device(dev: str, role: str, *, util: float = 10, write_iops: float = 100) -> list[Series]:
+    return [
+        series("device", "util_pct", util, dev, role),
+        series("device", "aqu_sz", 0.5, dev, role),
+        series("device", "write_iops", write_iops, dev, role),
+        series("device", "read_iops", 0, dev, role),
+        series("device", "write_await_ms", 0.4, dev, role),
+        series("device", "write_mbps", 1, dev, role),
+    ]
+
+
+def host(busy: float) -> list[Series]:
+    return [
+        series("host", "cpu_user_pct", busy / 2, "all"),
+        series("host", "cpu_system_pct", busy / 2, "all"),
+    ]
+
+
+def pg_waits(**shares: float) -> tuple[WaitStat, ...]:
+    """Wait table from {"LWLock:WALWrite": 0.6, ...}: 1000 session-samples at 10 Hz."""
+    out = []
+    for name, share in shares.items():
+        cls, event = name.split(":")
+        out.append(WaitStat("pg_stat_activity", cls, event, int(share * 1000), share, share * 100))
+    return tuple(out)
+
+
+def probes(*parts: list[Series], waits: tuple[WaitStat, ...] = (), **kw: object) -> ProbeData:
+    return ProbeData(1.0, 0.1, 10.0, tuple(s for p in parts for s in p), waits, **kw)  # type: ignore[arg-type]
+
+
+def env_cap(dev: str, role: str, write_iops: int) -> dict[str, object]:
+    limits = {"read_iops": None, "write_iops": write_iops, "read_bps": None, "write_bps": None}
+    return {
+        "storage": {role: {"device": {"name": dev}, "testbed": {"name": "slow", "limits": limits}}}
+    }
+
+
+PG = dx.RunFacts("postgres", "populate", {"connections": 8})
+
+
+def test_postgres_events_map_to_resources() -> None:
+    r = dx.resource_of
+    assert r("pg_stat_activity", "LWLock", "WALWrite") == dx.WAL
+    assert r("pg_stat_activity", "IO", "WalSync") == dx.WAL
+    assert r("pg_stat_activity", "IO", "DataFileRead") == dx.DATA
+    assert r("pg_stat_activity", "IO", "BufFileWrite") == dx.TEMP
+    assert r("pg_stat_activity", "CPU", "running") == dx.CPU
+    assert r("pg_stat_activity", "Client", "ClientRead") == dx.CLIENT
+    assert r("pg_stat_activity", "Lock", "tuple") == dx.CONTENTION
+    assert r("pg_stat_activity", "Lock", "extend") == dx.CONTENTION  # unless the device is full
+    assert r("pg_stat_activity", "LWLock", "LockManager") == dx.CONTENTION
+    assert r("pg_stat_activity", "IPC", "ExecuteGather") is None
+
+
+def test_mariadb_events_map_to_resources() -> None:
+    r = dx.resource_of
+    ps = "performance_schema"
+    assert r(ps, "wait/io/file", "innodb/innodb_log_file") == dx.WAL
+    assert r(ps, "wait/io/file", "innodb/innodb_data_file") == dx.DATA
+    assert r(ps, "wait/io/file", "innodb/innodb_temp_file") == dx.TEMP
+    assert r(ps, "wait/synch/sxlock", "innodb/index_tree_rw_lock") == dx.CONTENTION
+    assert r(ps, "wait/lock/metadata", "sql/mdl") == dx.CONTENTION
+    assert r(ps, "wait/io/socket", "sql/client_connection") == dx.CLIENT
+    assert r(ps, "wait/io/table", "sql/handler") is None  # nests the file waits
+
+
+def test_wal_waits_with_the_wal_device_at_its_cap() -> None:
+    p = probes(
+        device("loop0", "wal", util=2, write_iops=98),
+        device("vda", "data"),
+        host(40),
+        waits=pg_waits(**{"LWLock:WALWrite": 0.55, "IO:WalSync": 0.1, "CPU:running": 0.35}),
+    )
+    facts = dx.RunFacts("postgres", "populate", {}, {}, env_cap("loop0", "wal", 100))
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.WAL
+    assert d.share is not None and abs(d.share - 0.65) < 1e-9
+    names = {e.name: (e.value, e.unit) for e in d.evidence}
+    assert names["wal.cap_share"] == (98.0, "%")
+    assert names["wal-device.session_share"][1] == "%"
+    assert "98% of its write IOPS cap" in " ".join(d.sentences())
+    assert d.line == "limited by wal-device (65% of session time)"
+
+
+def test_a_device_at_its_cap_that_sessions_barely_wait_on_is_not_the_limit() -> None:
+    p = probes(
+        device("loop0", "wal", write_iops=99),
+        host(95),
+        waits=pg_waits(**{"CPU:running": 0.9, "IO:WalSync": 0.1}),
+    )
+    facts = dx.RunFacts("postgres", "populate", {}, {}, env_cap("loop0", "wal", 100))
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.CPU
+
+
+def test_uninstrumented_redo_waits_leave_the_device_cap_to_speak() -> None:
+    waits = (WaitStat("performance_schema", "wait/io/table", "sql/handler", 100, 0.9, 0.5),)
+    p = probes(device("loop0", "wal", write_iops=100), host(30), waits=waits)
+    facts = dx.RunFacts("mariadb", "populate", {"connections": 8}, {}, env_cap("loop0", "wal", 100))
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.WAL and d.share is None
+    assert any("does not time" in n for n in d.notes)
+
+
+def test_the_lead_threshold_on_both_sides() -> None:
+    # 0.45 against 0.28: 1.6x the next, over LEAD_SHARE -> contention
+    p = probes(
+        host(60), waits=pg_waits(**{"Lock:tuple": 0.45, "CPU:running": 0.28, "IO:WalSync": 0.27})
+    )
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.CONTENTION
+    # 0.45 against 0.35: 1.3x the next -> none, with both candidates
+    p = probes(
+        host(60), waits=pg_waits(**{"Lock:tuple": 0.45, "CPU:running": 0.35, "IO:WalSync": 0.2})
+    )
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.NONE
+    assert [c.limit for c in d.candidates] == [dx.CONTENTION, dx.CPU]
+    assert d.as_json()["candidates"][0]["share"] == 0.45
+
+
+def test_a_cpu_lead_on_an_idle_host_is_contradicted() -> None:
+    p = probes(host(30), waits=pg_waits(**{"CPU:running": 0.8, "Lock:tuple": 0.2}))
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.NONE
+    p = probes(host(70), waits=pg_waits(**{"CPU:running": 0.8, "Lock:tuple": 0.2}))
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.CPU
+
+
+def test_a_rate_held_is_rate_and_one_missed_is_diagnosed() -> None:
+    p = probes(host(20), waits=pg_waits(**{"Client:ClientRead": 1.0}))
+    held = dx.RunFacts("postgres", "populate", {"rate": 50.0}, {"rows_per_second": 49.9})
+    d = dx.diagnose(p, held)
+    assert d is not None and d.limit == dx.RATE
+    assert {e.name for e in d.evidence} >= {"rate.offered", "rate.achieved"}
+    missed = dx.RunFacts("postgres", "populate", {"rate": 50.0}, {"rows_per_second": 30.0})
+    d = dx.diagnose(p, missed)
+    assert d is not None and d.limit == dx.CLIENT
+
+
+def test_the_host_alone_names_the_cpu_for_mariadb() -> None:
+    waits = (WaitStat("performance_schema", "wait/synch/mutex", "innodb/x", 10, 1.0, 0.2),)
+    facts = dx.RunFacts("mariadb", "populate", {"connections": 8})
+    d = dx.diagnose(probes(host(90), waits=waits), facts)
+    assert d is not None and d.limit == dx.CPU
+    d = dx.diagnose(probes(host(60), waits=waits), facts)
+    assert d is not None and d.limit == dx.NONE
+
+
+def test_a_dsn_server_is_judged_by_its_waits_alone() -> None:
+    p = probes(device("vda", "data", util=99), host(99), waits=pg_waits(**{"IO:DataFileRead": 0.9}))
+    facts = dx.RunFacts("postgres", "populate", {"dsn": "postgresql://x@h/db"})
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.DATA
+    assert not any(e.name.startswith("data.") for e in d.evidence)
+    assert any("--dsn" in n for n in d.notes)
+
+
+def test_checkpoints_share_counts_overlaps_once() -> None:
+    cps = (
+        Checkpoint(1.0, 4.0, 10, "time"),
+        Checkpoint(3.0, 5.0, 10, "wal"),
+        Checkpoint(9.0, None, None, "time"),
+    )
+    assert abs(dx.checkpoint_share(probes(checkpoints=cps)) - 0.5) < 1e-9
+
+
+def test_disk_profiles_get_the_device_side() -> None:
+    p = probes(device("loop0", "target", util=97, write_iops=100), host(20))
+    facts = dx.RunFacts("", "disk", {}, {}, env_cap("loop0", "target", 100))
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.DEVICE
+    assert any(e.name == "target.cap_share" and e.value == 100.0 for e in d.evidence)
+
+
+def test_cell_verdicts_and_finding_whys() -> None:
+    cpu = dx.Diagnosis(dx.CPU, 0.8, (dx.Evidence("host.cpu_busy", 95, "%", "host 95 % busy"),))
+    wal = dx.Diagnosis(dx.WAL, 0.6, ())
+    a = dx.cell_verdict("separate WAL", [cpu, cpu, wal])
+    b = dx.cell_verdict("shared", [cpu, cpu, cpu])
+    assert a.limit == dx.CPU and a.text == "cpu (2 of 3 runs)"
+    assert dx.cell_verdict("x", [cpu, wal]).limit == dx.VARIES
+    why = dx.finding_why(a, b, better=1.02, significant=False, key="wal_dir")
+    assert why.text == (
+        "separate WAL vs shared 1.02x, not significant: both cells were limited by cpu "
+        "(host 95 % busy)"
+    )
+    assert not why.flagged
+    walled = dx.cell_verdict("wal on ssd", [wal, wal])
+    hdd = dx.cell_verdict("wal on hdd", [wal])
+    # a faster WAL device, both WAL-bound: consistent
+    why = dx.finding_why(walled, hdd, better=1.5, significant=True, key="wal_dir")
+    assert not why.flagged
+    # more data files, both WAL-bound, yet significant: the change did not touch the limit
+    why = dx.finding_why(walled, hdd, better=1.5, significant=True, key="files")
+    assert why.flagged and "files does not move the wal device" in why.text
+    moved = dx.finding_why(walled, b, better=1.3, significant=True)
+    assert "moved from cpu (shared) to wal-device (wal on ssd)" in moved.text
+
+
+def test_on_a_saturated_host_waits_on_an_uncapped_device_or_the_client_are_the_cpus() -> None:
+    waits = pg_waits(**{"LWLock:WALWrite": 0.6, "Client:ClientRead": 0.38, "CPU:running": 0.02})
+    p = probes(device("vda", "data+wal", util=65, write_iops=2000), host(95), waits=waits)
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.CPU
+    assert d.share is not None and abs(d.share - 1.0) < 1e-9
+    assert {"wal-device.session_share", "client.session_share", "host.cpu_busy"} <= {
+        e.name for e in d.evidence
+    }
+    # the same waits on a host with CPU to spare: the WAL device
+    d = dx.diagnose(probes(device("vda", "data+wal", util=65), host(50), waits=waits), PG)
+    assert d is not None and d.limit == dx.WAL
+    # and a device at its cap stays the limit however busy the host
+    p = probes(device("loop0", "wal", write_iops=100), host(95), waits=waits)
+    facts = dx.RunFacts("postgres", "populate", {}, {}, env_cap("loop0", "wal", 100))
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.WAL
+
+
+def test_the_extension_lock_is_contention_unless_the_data_device_is_at_its_cap() -> None:
+    waits = pg_waits(**{"Lock:extend": 0.77, "IO:DataFileExtend": 0.11, "CPU:running": 0.12})
+    p = probes(device("loop3", "data", write_iops=300), host(40), waits=waits)
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.CONTENTION
+    env = {
+        "storage": {
+            "data0": {
+                "device": {"name": "loop3"},
+                "testbed": {"name": "slow", "limits": {"write_bps": 1_000_000}},
+            }
+        }
+    }
+    p = probes(
+        [*device("loop3", "data", write_iops=300), series("device", "write_mbps", 1.0, "loop3")],
+        host(40),
+        waits=waits,
+    )
+    d = dx.diagnose(p, dx.RunFacts("postgres", "populate", {}, {}, env))
+    assert d is not None and d.limit == dx.DATA
+    assert d.share is not None and abs(d.share - 0.88) < 1e-9
+    assert d.evidence[0].name == "data-device.held_lock_share"
+
+
+def test_the_why_section_renders_cells_and_flagged_findings() -> None:
+    from iolab.report import why as why_report
+
+    wal = dx.Diagnosis(dx.WAL, 0.6, (dx.Evidence("x", 1, "%", "the <wal> device 94 % busy"),))
+    a = dx.cell_verdict("ssd", [wal, wal])
+    b = dx.cell_verdict("hdd", [wal])
+    finding = dx.finding_why(a, b, better=1.4, significant=True, key="files")
+    w = dx.Why((a, b), (finding,))
+    page = why_report.html_section(w)
+    assert "<section id='why'>" in page and "the &lt;wal&gt; device 94 % busy" in page
+    assert "<li class='warn'>flagged: ssd vs hdd 1.40x" in page
+    doc = why_report.document(w)
+    assert doc is not None
+    assert doc["cells"][0] == {  # type: ignore[index]
+        "cell": "ssd",
+        "limit": "wal-device",
+        "runs": 2,
+        "counts": {"wal-device": 2},
+        "evidence": ["the <wal> device 94 % busy"],
+    }
+    assert doc["findings"][0]["flagged"] is True  # type: ignore[index]
+    assert why_report.run_limits(w)["hdd"].startswith("cell limited by wal-device (1 of 1 runs)")
+    lines = [t.plain for t in why_report.text(w)]
+    assert lines[0] == "Why" and lines[1] == "  ssd: limited by wal-device (2 of 2 runs)"
+    assert lines[-1].startswith("flagged: ssd vs hdd 1.40x: both cells were limited by wal-device")
+
+
+def test_mariadb_waits_without_a_session_count_are_not_weighed() -> None:
+    waits = (WaitStat("performance_schema", "wait/synch/mutex", "innodb/x", 10, 1.0, 30.0),)
+    facts = dx.RunFacts("mariadb", "sysbench", {"threads": None})
+    d = dx.diagnose(probes(host(60), waits=waits), facts)
+    assert d is not None and d.limit == dx.NONE
+    assert any("not weighed" in n for n in d.notes)
+    d = dx.diagnose(
+        probes(host(60), waits=waits), dx.RunFacts("mariadb", "sysbench", {"threads": 4})
+    )
+    assert d is not None and d.limit == dx.CONTENTION and d.share == 0.75
+
+
+def test_a_handful_of_wait_samples_is_not_weighed() -> None:
+    few = (
+        WaitStat("pg_stat_activity", "IO", "DataFileRead", 1, 0.5, 0.1),
+        WaitStat("pg_stat_activity", "Client", "ClientRead", 1, 0.5, 0.1),
+    )
+    d = dx.diagnose(probes(host(40), waits=few), PG)
+    assert d is not None and d.limit == dx.NONE
+    assert any("sampled 2 times" in n for n in d.notes)
