@@ -200,6 +200,14 @@ FLEET = [
         "--node-ip-address: '1.2.3'",
     ),
 ]
+TPCC = [
+    (["tpcc", "--engine", "duckdb"], "--engine"),
+    (["tpcc", "--warehouses", "0"], "--warehouses"),
+    (["tpcc", "--mix", "50,50,1,0,0"], "--mix"),
+    (["tpcc", "--engine", "sqlite", "--mode", "server"], "--mode"),
+    (["tpcc", "--rampup", "soon"], "--rampup"),
+    (["tpcc", "--duration", "never"], "--duration"),
+]
 DRIVERS = [
     (["pgbench", "--", "-h", "/tmp", "-T", "3"], "'-h /tmp'"),
     (["pgbench", "--", "-c", "2", "mydb"], "'mydb'"),
@@ -211,9 +219,9 @@ DRIVERS = [
     (["sysbench", "--", "{tmp}/missing.lua"], "missing.lua"),
     (["sysbench"], "sysbench SCRIPT"),
 ]
-RECORDING = ("disk", "tpch", "pgbench", "sysbench")  # commands that would record a run
+RECORDING = ("disk", "tpch", "tpcc", "pgbench", "sysbench")  # commands that would record a run
 CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO + FLEET
-CASES += DRIVERS
+CASES += TPCC + DRIVERS
 TESTBEDS = {
     "bad-size.toml": '[devices.a]\nsize = "0"\n',
     "bad-key.toml": '[devices.a]\nsise = "64MiB"\n',

@@ -235,6 +235,11 @@ CASES: list[tuple[str, str, str]] = [
         "matrix.memory: '64TiB' is not allowed; this machine has",
     ),
     ("matrix-cpus", matrix("cpus = [1, -2]"), "cpus: -2 is not allowed"),
+    # tpcc
+    ("tpcc-engine", exp('kind = "tpcc"\nengine = "duckdb"'), "workload.engine"),
+    ("tpcc-warehouses", exp('kind = "tpcc"\nwarehouses = 0'), "workload.warehouses"),
+    ("tpcc-mix", exp('kind = "tpcc"\nmix = "50,50,1,0,0"'), "workload.mix"),
+    ("tpcc-rampup", exp('kind = "tpcc"\nrampup = "soon"'), "workload.rampup"),
     # [layouts]
     ("no-layouts", '[experiment]\nname = "bad"\n[workload]\nkind = "disk"\n', "layouts"),
     ("data-dirs-empty", exp(layout="data_dirs = []"), "layouts.a.data_dirs"),

@@ -544,6 +544,37 @@ FLEET: list[tuple[list[str], str]] = [
         "--node-ip-address: '10.0.0.300' {} give an IP address of this machine, e.g. 10.0.0.11",
     ),
 ]
+TPCC: list[tuple[list[str], str]] = [
+    (
+        ["tpcc", "--engine", "duckdb"],
+        "--engine: 'duckdb' {} choose one of: postgres, mariadb, sqlite",
+    ),
+    (["tpcc", "--warehouses", "0"], "--warehouses: 0 {} give 1 or more warehouses"),
+    (["tpcc", "--connections", "0"], "--connections: 0 {} give 1 to 1000 virtual users"),
+    (
+        ["tpcc", "--mix", "50,40,4,4,4"],
+        "--mix: '50,40,4,4,4' {} the shares sum to 102; give five whole percentages for "
+        "new_order,payment,order_status,delivery,stock_level that sum to 100, e.g. 45,43,4,4,4",
+    ),
+    (
+        ["tpcc", "--engine", "sqlite", "--mode", "server"],
+        "--mode: 'server' {} SQLite runs TPC-C in client mode only (it has no server-side "
+        "routines)",
+    ),
+    (["tpcc", "--mode", "fast"], "--mode: 'fast' {} choose one of: server, client, default"),
+    (["tpcc", "--rampup", "soon"], f"--rampup: 'soon' {{}} {DURATION}"),
+    (["tpcc", "--duration", "0"], "--duration: '0' {} give more than 0 s"),
+    (["tpcc", "--rate", "0"], "--rate: 0.0 {} give a positive number of transactions a second"),
+    (
+        ["tpcc", "--keep"],
+        "--keep: 'on' {} --keep goes with --dsn (iolab removes the servers it starts)",
+    ),
+    (
+        ["tpcc", "--dsn", "postgresql://u@h/db", "--wal-dir", "{tmp}"],
+        "--wal-dir: '{tmp}' {} nothing: with --dsn iolab does not manage the server, so its "
+        "layout and settings are the server's own (configure them on the server)",
+    ),
+]
 CONNECTION_PG = (
     "iolab connects pgbench to the engine's private socket; give no host, port, user or database"
 )
@@ -602,7 +633,7 @@ DRIVERS: list[tuple[list[str], str]] = [
         "sysbench arguments: 'run' {} iolab runs prepare, then run; give neither",
     ),
 ]
-ERRORS = DISK + POPULATE + TPCH + DEMO + RESULTS + REPORT + FILES + FLEET + DRIVERS
+ERRORS = DISK + POPULATE + TPCH + TPCC + DEMO + RESULTS + REPORT + FILES + FLEET + DRIVERS
 
 
 @pytest.mark.parametrize(("argv", "line"), ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
@@ -614,7 +645,8 @@ def test_bad_value_is_one_line_naming_it(argv: list[str], line: str, place: dict
 
 def test_every_command_has_refusals_here() -> None:
     commands = {a[0] for a, _ in ERRORS}
-    assert commands >= {"disk", "populate", "tpch", "demo", "results", "report", "compare"}
+    assert commands >= {"disk", "populate", "tpch", "tpcc", "demo", "results", "report"}
+    assert "compare" in commands
     assert commands >= {"export", "timeline", "testbed", "plan", "run", "fleet"}
     assert commands >= {"pgbench", "sysbench"}
     assert len(ERRORS) >= 100
@@ -893,12 +925,12 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "no-kind",
         exp("rows = 100"),
-        "workload.kind: missing; choose one of: populate, disk, tpch, pgbench, sysbench",
+        "workload.kind: missing; choose one of: populate, disk, tpch, tpcc, pgbench, sysbench",
     ),
     (
         "kind",
         exp('kind = "fio"'),
-        "workload.kind: 'fio' {} choose one of: populate, disk, tpch, pgbench, sysbench",
+        "workload.kind: 'fio' {} choose one of: populate, disk, tpch, tpcc, pgbench, sysbench",
     ),
     (
         "engine",

@@ -139,7 +139,8 @@ def test_help_lists_every_command_without_loading_the_library(tmp_path: Path) ->
     code, out, modules = start(tmp_path, "--help")
     assert code == 0
     for command in ("demo", "disk", "populate", "plan", "run", "report", "compare", "export",
-                    "tpch", "timeline", "serve", "results", "testbed", "fleet"):  # fmt: skip
+                    "tpch", "tpcc", "timeline", "serve", "results", "testbed",
+                    "fleet"):  # fmt: skip
         assert re.search(rf"^  {command} +\S", out, re.M), command
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, ("typer.rich_utils",)) == []  # the group's help: click's plain layout

@@ -33,6 +33,7 @@ COMMANDS = {
     "compare": "iolab.cli.report:compare",
     "export": "iolab.cli.report:export",
     "tpch": "iolab.cli.tpch:tpch",
+    "tpcc": "iolab.cli.tpcc:tpcc",
     "pgbench": "iolab.cli.pgbench:pgbench",
     "sysbench": "iolab.cli.sysbench:sysbench",
     "timeline": "iolab.cli.timeline:timeline",

@@ -84,6 +84,7 @@ def show(
     from iolab.report import disk as disk_report
     from iolab.report import populate as populate_report
     from iolab.report import probes as probes_report
+    from iolab.report import tpcc as tpcc_report
     from iolab.report import tpch as tpch_report
     from iolab.report import why
     from iolab.store import open_store
@@ -133,6 +134,9 @@ def show(
         out.print(tpch_report.summary_table(run.summary, "tpch"))
     if queries:
         out.print(tpch_report.queries_table(queries))
+    if run.workload == "tpcc" and "consistency" in run.summary:
+        for table in tpcc_report.tables(run.summary):
+            out.print(table)
     if diagnosis is not None:
         for line in why.show_lines(diagnosis):
             out.print(line)

@@ -40,9 +40,15 @@ class OpKind(StrEnum):
     TRANSACTION = "transaction"  # a statement in autocommit: it commits itself (seeds' case)
     STATEMENT = "statement"  # an INSERT or COPY chunk inside an explicit transaction
     COMMIT = "commit"  # the COMMIT that ends an explicit transaction
+    # TPC-C's five transactions (workloads/tpcc), each timed whole, retries included
+    NEW_ORDER = "new_order"
+    PAYMENT = "payment"
+    ORDER_STATUS = "order_status"
+    DELIVERY = "delivery"
+    STOCK_LEVEL = "stock_level"
 
 
-KIND_ORDER = (OpKind.TRANSACTION, OpKind.STATEMENT, OpKind.COMMIT)
+KIND_ORDER = (OpKind.TRANSACTION, OpKind.STATEMENT, OpKind.COMMIT)  # a loader's kinds
 
 
 @dataclass(frozen=True)
@@ -329,7 +335,7 @@ def merged_by_kind(intervals: Iterable[Interval], *, warmup: bool = False) -> di
         if i.warmup and not warmup:
             continue
         out.setdefault(i.kind.value, Histogram()).add(i.histogram)
-    return {k.value: out[k.value] for k in KIND_ORDER if k.value in out}
+    return {k.value: out[k.value] for k in OpKind if k.value in out}
 
 
 def series_points(intervals: Sequence[Interval], kind: str) -> list[tuple[int, Histogram]]:

@@ -11,9 +11,12 @@ from iolab.workloads.interface import Section, Workload
 from iolab.workloads.pgbench.workload import WORKLOAD as PGBENCH
 from iolab.workloads.populate.workload import WORKLOAD as POPULATE
 from iolab.workloads.sysbench.workload import WORKLOAD as SYSBENCH
+from iolab.workloads.tpcc.workload import WORKLOAD as TPCC
 from iolab.workloads.tpch.workload import WORKLOAD as TPCH
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (POPULATE, DISK, TPCH, PGBENCH, SYSBENCH)}
+WORKLOADS: dict[str, Workload] = {
+    w.name: w for w in (POPULATE, DISK, TPCH, TPCC, PGBENCH, SYSBENCH)
+}
 MODELS: dict[str, type[Section]] = {name: w.model for name, w in WORKLOADS.items()}
 
 

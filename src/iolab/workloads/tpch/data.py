@@ -20,14 +20,15 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from iolab.errors import BadInput, IolabError, MissingTool, RunFailed, Unavailable
+from iolab.errors import BadInput, MissingTool, RunFailed
 from iolab.events import EventSink, Phase
-from iolab.ownership import can_write, owned_name, reap, remove
+from iolab.ownership import owned_name, reap, remove
 from iolab.process import run
 from iolab.units import format_bytes
+from iolab.workloads import cache
+from iolab.workloads.cache import CACHE_ENV, free_bytes
 from iolab.workloads.tpch.dialect import TABLES, TpchFiles
 
-CACHE_ENV = "IOLAB_CACHE"
 KIND_GENERATING = "tpchgen"
 MANIFEST = "manifest.json"
 # CSV bytes per scale-factor unit: 1.07 GB measured at SF 0.01, 1.11 GB at SF 1; rounded up.
@@ -39,12 +40,7 @@ HOW_TO_GET = "pip install tpchgen-cli (or pip install 'iolab[engines]')"
 
 def cache_root() -> Path:
     """Where generated data is kept: ``$IOLAB_CACHE/tpch`` or ``~/.cache/iolab/tpch``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env) / "tpch"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "iolab" / "tpch"
+    return cache.cache_root("tpch")
 
 
 def sf_label(scale_factor: float) -> str:
@@ -72,18 +68,6 @@ def tpchgen_binary() -> str:
     return found
 
 
-def _existing_ancestor(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
-def free_bytes(path: Path) -> int:
-    """Bytes available to this user on the filesystem that holds (or would hold) ``path``."""
-    st = os.statvfs(_existing_ancestor(path))
-    return st.f_bavail * st.f_frsize
-
-
 def cached(scale_factor: float, root: Path | None = None) -> TpchFiles | None:
     """The complete data of ``scale_factor`` in the cache, or None."""
     directory = data_dir(scale_factor, root)
@@ -106,24 +90,7 @@ def expected_rows(files: TpchFiles) -> dict[str, int]:
 
 def check_cache(root: Path | None = None) -> None:
     """Refuse, before a run is recorded, a cache directory iolab cannot create or write."""
-    root = root or cache_root()
-    existing = _existing_ancestor(root)
-    if not existing.is_dir():
-        raise _unusable(root, f"{existing} is not a directory")
-    reason = can_write(existing)
-    if reason is not None:
-        raise _unusable(root, f"no file can be created in {existing} ({reason})")
-
-
-def _unusable(root: Path, reason: str) -> IolabError:
-    """The cache at ``root`` cannot be used: naming IOLAB_CACHE only when it is set."""
-    custom = os.environ.get(CACHE_ENV)
-    if custom:
-        return BadInput(CACHE_ENV, custom, f"give a directory iolab can create and write: {reason}")
-    return Unavailable(
-        f"the TPC-H data cache {root}",
-        f"{reason}; set {CACHE_ENV} to a directory iolab can create and write",
-    )
+    cache.check_cache(root or cache_root(), "TPC-H")
 
 
 def check_space(scale_factor: float, root: Path | None = None) -> None:
@@ -153,7 +120,7 @@ def ensure(scale_factor: float, events: EventSink, root: Path | None = None) -> 
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise _unusable(root, f"it cannot be created ({exc.strerror})") from None
+        raise cache.unusable(root, "TPC-H", f"it cannot be created ({exc.strerror})") from None
     reap(root, KIND_GENERATING)
     work = root / owned_name(KIND_GENERATING)
     target = data_dir(scale_factor, root)

@@ -5,9 +5,9 @@ engine's ``TpchDialect`` owns the SQL: the tables spread over the layout's data 
 load from the generated CSV files, keys/indexes/statistics after the load, the queries in its
 dialect and how a query is stopped at its timeout.
 
-Server engines load in parallel with the same two pieces: :func:`chunks` cuts the CSV files at
-line ends into pieces of about :data:`CHUNK_BYTES`, and :func:`run_parallel` hands tasks (chunks,
-index builds) to a number of connections, each in its own thread.
+Server engines load in parallel: :func:`chunks` cuts the CSV files at line ends into pieces of
+about :data:`CHUNK_BYTES`, and :func:`iolab.workloads.parallel.run_parallel` hands tasks
+(chunks, index builds) to a number of connections, each in its own thread.
 
 The schema is TPC-H's (specification 1.4): fixed text as ``CHAR(n)``, variable text as
 ``VARCHAR(n)``, money and quantities as ``DECIMAL(15,2)``, dates as ``DATE``. Each table is
@@ -16,20 +16,15 @@ split over the data files by its first key column (``PARTITION_KEY``).
 
 from __future__ import annotations
 
-import contextlib
-import queue
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-from iolab.engines.connection import Connection, cancel_statements
-from iolab.errors import RunFailed
-from iolab.workers import Worker, wait_all
+from iolab.engines.connection import Connection
+from iolab.workloads.parallel import Chunk
 
 CHUNK_BYTES = 16 * 2**20  # CSV bytes per chunk of a parallel load
-BLOCK_BYTES = 1 * 2**20  # bytes read from a chunk at a time
 
 # Load order: small tables first does not matter for the load; the largest go first so that
 # parallel loaders finish together.
@@ -161,31 +156,6 @@ class TpchFiles:
         return sum(self.bytes(t) for t in TABLES)
 
 
-@dataclass(frozen=True)
-class Chunk:
-    """Bytes ``start`` to ``end`` of a table's CSV file: whole lines, no header."""
-
-    table: str
-    path: Path
-    start: int
-    end: int
-
-    def blocks(self, stop: threading.Event | None = None) -> Iterator[bytes]:
-        """The chunk's bytes, :data:`BLOCK_BYTES` at a time; :class:`Stopped` once ``stop``
-        is set."""
-        with self.path.open("rb") as f:
-            f.seek(self.start)
-            left = self.end - self.start
-            while left > 0:
-                if stop is not None and stop.is_set():
-                    raise Stopped
-                block = f.read(min(BLOCK_BYTES, left))
-                if not block:
-                    raise RunFailed(f"{self.path} is shorter than when the load began")
-                left -= len(block)
-                yield block
-
-
 def chunks(files: TpchFiles, size: int = CHUNK_BYTES) -> list[Chunk]:
     """Every table's CSV cut at line ends into chunks of about ``size`` bytes, largest first."""
     found: list[Chunk] = []
@@ -243,70 +213,3 @@ class TpchDialect(Protocol):
     def row_counts(self, conn: Connection) -> dict[str, int]:
         """Rows in each table."""
         ...
-
-
-T = TypeVar("T")  # a task of run_parallel
-
-
-STOP_TIMEOUT = 30.0  # seconds to wait for workers to stop before their connections close
-
-
-class Stopped(Exception):
-    """A worker stopped because another failed or the run was interrupted."""
-
-
-def run_parallel(
-    engine: str,
-    connect: Connect,
-    workers: int,
-    tasks: list[T],
-    work: Callable[[Connection, T, threading.Event], None],
-) -> None:
-    """``work(conn, task, stop)`` for every task, on ``workers`` connections from ``connect``,
-    each in its own thread; the first error stops the others and is raised as RunFailed naming
-    ``engine``. ``work`` raises :class:`Stopped` when it sees ``stop`` set."""
-    pending: queue.SimpleQueue[T] = queue.SimpleQueue()
-    for task in tasks:
-        pending.put(task)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-    conns = []
-    try:
-        for _ in range(max(1, min(workers, len(tasks)))):
-            conns.append(connect())
-
-        def worker(conn: Connection) -> None:
-            while not stop.is_set():
-                try:
-                    task = pending.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    work(conn, task, stop)
-                except Stopped:
-                    return
-                except BaseException as exc:
-                    errors.append(exc)
-                    stop.set()
-                    return
-
-        running = [Worker(worker, (c,), f"tpch-{i}") for i, c in enumerate(conns)]
-        try:
-            for w in running:
-                w.start()
-            for w in running:
-                while not w.ended.wait(0.2):
-                    pass
-        except BaseException:  # Ctrl-C: the workers stop at their next task, then conns close
-            stop.set()
-            cancel_statements(conns)
-            wait_all(running, STOP_TIMEOUT)
-            raise
-    finally:
-        for conn in conns:
-            with contextlib.suppress(Exception):
-                conn.close()
-    if errors:
-        first = errors[0]
-        text = str(first).strip().splitlines()[0] if str(first).strip() else repr(first)
-        raise RunFailed(f"{engine}: {text}") from first

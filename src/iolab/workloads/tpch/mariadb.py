@@ -51,12 +51,12 @@ from typing import Any
 from iolab.engines.innodb import checkpoint, placement, sql_string
 from iolab.engines.interface import Engine
 from iolab.errors import BadInput, RunFailed
+from iolab.workloads.parallel import Chunk, run_parallel
 from iolab.workloads.tpch.dialect import (
     COLUMNS,
     INDEXES,
     PRIMARY_KEYS,
     TABLES,
-    Chunk,
     Connect,
     Progress,
     QueryTimeout,
@@ -64,7 +64,6 @@ from iolab.workloads.tpch.dialect import (
     chunks,
     column_names,
     partition_key,
-    run_parallel,
 )
 
 ENGINE = "MariaDB"

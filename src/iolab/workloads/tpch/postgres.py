@@ -30,19 +30,18 @@ from typing import Any
 
 from iolab.engines.interface import Engine
 from iolab.errors import BadInput
+from iolab.workloads.parallel import Chunk, run_parallel
 from iolab.workloads.tpch.dialect import (
     COLUMNS,
     INDEXES,
     PRIMARY_KEYS,
     TABLES,
-    Chunk,
     Connect,
     Progress,
     QueryTimeout,
     TpchFiles,
     chunks,
     partition_key,
-    run_parallel,
 )
 
 ENGINE = "PostgreSQL"

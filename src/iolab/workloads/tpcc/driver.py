@@ -1,0 +1,433 @@
+"""The virtual users and the measured window.
+
+Each of ``connections`` users has its own connection and home warehouse (user ``i`` at
+warehouse ``i mod W + 1``; with ``all_warehouses`` each transaction picks one at random), draws
+transaction types by the mix and inputs as the spec, and runs them back to back (or, with
+``think``, with the spec's keying and think times; or, with ``rate``, on an open schedule: the
+``j``-th transaction of all users due ``j / rate`` seconds after the start, its latency from
+that due time, so a stall counts against every transaction it holds back).
+
+The window: ``rampup`` seconds, then ``duration`` measured seconds. At each edge the users are
+held at a :class:`Gate` between two transactions (none is in flight), the database's counts are
+read, and the users go on: every transaction lies wholly inside or outside the window, so the
+database's New-Order count (``sum(d_next_o_id)``), its count of orders and the client's count
+of committed New-Orders measure the same transactions.
+
+A serialization failure or deadlock is rolled back and the transaction run again (counted as a
+retry of its type, never hidden); any other error stops the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from array import array
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from iolab.errors import RunFailed
+from iolab.latency.histogram import Histogram
+from iolab.latency.recording import Interval, OpKind, merged_by_kind
+from iolab.workloads.tpcc import spec
+from iolab.workloads.tpcc.dialect import Connect, TpccDialect
+from iolab.workloads.tpcc.modes import SERVER
+from iolab.workloads.tpcc.spec import Constants, Random
+from iolab.workloads.tpcc.transactions import WRITES, UserRollback, draw, run_client
+
+MAX_RETRIES = 100  # of one transaction; more is a livelock, reported as an error
+STOP_TIMEOUT = 60.0
+RAMPUP, MEASURED, DONE = "rampup", "measured", "done"
+
+
+@dataclass(frozen=True)
+class DriverOptions:
+    warehouses: int
+    connections: int
+    mode: str
+    mix: Mapping[str, int] = field(default_factory=lambda: dict(spec.DEFAULT_MIX))
+    all_warehouses: bool = False
+    rampup: float = 0.0
+    duration: float = 60.0
+    rate: float | None = None  # transactions per second over all users (open loop)
+    think: bool = False
+    seed: int = 1
+    interval_s: float = 1.0  # latency histograms: one per user, type and interval
+
+
+@dataclass
+class TypeCounts:
+    """One transaction type's counts in the measured window (one user's, or merged); its
+    latencies are in the run's intervals."""
+
+    commits: int = 0
+    rollbacks: int = 0  # the spec's New-Order rollbacks
+    retries: int = 0  # attempts rolled back by a serialization failure or deadlock
+
+    def add(self, other: TypeCounts) -> None:
+        self.commits += other.commits
+        self.rollbacks += other.rollbacks
+        self.retries += other.retries
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    at: float  # perf_counter seconds
+    next_o_ids: int  # sum(d_next_o_id)
+    orders: int  # count(*) of orders
+    counter: int | None  # the engine's own commits + rollbacks
+
+
+@dataclass
+class DriveResult:
+    t0: float  # perf_counter seconds when the users started
+    start: Snapshot
+    end: Snapshot
+    counts: dict[str, TypeCounts]
+    flushes: int  # transactions the counter flush itself added inside the window
+    intervals: list[Interval]  # each user's histogram per type per interval, rampup marked
+
+    @property
+    def seconds(self) -> float:
+        return self.end.at - self.start.at
+
+    def per_minute(self, n: float) -> float:
+        return n * 60.0 / self.seconds if self.seconds > 0 else math.nan
+
+    @property
+    def nopm(self) -> float:
+        return self.per_minute(self.end.next_o_ids - self.start.next_o_ids)
+
+    @property
+    def nopm_orders(self) -> float:
+        return self.per_minute(self.end.orders - self.start.orders)
+
+    @property
+    def nopm_client(self) -> float:
+        return self.per_minute(self.counts["new_order"].commits)
+
+    @property
+    def ended_client(self) -> int:
+        """Transactions the users ended in the window: commits, rollbacks and retried tries."""
+        return sum(c.commits + c.rollbacks + c.retries for c in self.counts.values())
+
+    @property
+    def tpm(self) -> float | None:
+        if self.start.counter is None or self.end.counter is None:
+            return None
+        return self.per_minute(self.end.counter - self.start.counter - self.flushes)
+
+    @property
+    def tpm_client(self) -> float:
+        return self.per_minute(self.ended_client)
+
+    def transactions(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        merged = merged_by_kind(self.intervals)
+        for kind in spec.TRANSACTIONS:
+            c = self.counts[kind]
+            h = merged.get(kind, Histogram())
+            ps: dict[float, float | None] = (
+                dict(h.percentiles((50.0, 95.0, 99.0, 99.9)))
+                if h.total
+                else dict.fromkeys((50.0, 95.0, 99.0, 99.9))  # none ran: no latency (not NaN)
+            )
+            out[kind] = {
+                "count": c.commits,
+                "rollbacks": c.rollbacks,
+                "retries": c.retries,
+                "p50_us": ps[50.0],
+                "p95_us": ps[95.0],
+                "p99_us": ps[99.0],
+                "p999_us": ps[99.9],
+                "max_us": h.max_us if h.total else None,
+            }
+        return out
+
+
+class Gate:
+    """Holds users between transactions while the window's edge is read."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._inside = 0
+        self._closed = False
+        self.stopping = False
+
+    def enter(self) -> bool:
+        with self._cond:
+            while self._closed and not self.stopping:
+                self._cond.wait()
+            if self.stopping:
+                return False
+            self._inside += 1
+            return True
+
+    def leave(self) -> None:
+        with self._cond:
+            self._inside -= 1
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Return once no user is inside a transaction; none enters until :meth:`open`."""
+        with self._cond:
+            self._closed = True
+            while self._inside:
+                self._cond.wait(0.1)
+
+    def open(self) -> None:
+        with self._cond:
+            self._closed = False
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self.stopping = True
+            self._cond.notify_all()
+
+
+class _User:
+    def __init__(
+        self,
+        index: int,
+        conn: Any,
+        dialect: TpccDialect,
+        options: DriverOptions,
+        constants: Constants,
+        shared: _Shared,
+    ) -> None:
+        self.index = index
+        self.conn = conn
+        self.dialect = dialect
+        self.options = options
+        self.random = Random(f"{options.seed}:user:{index}", constants)
+        self.shared = shared
+        self.home = index % options.warehouses + 1
+        self.counts = {kind: TypeCounts() for kind in spec.TRANSACTIONS}
+        self.new_orders = 0  # committed, all phases (the live series)
+        self.ended = 0  # transactions ended: commits, rollbacks, retried tries
+        # latencies by (interval number, type, in the rampup)
+        self.by_interval: dict[tuple[int, str, bool], array[int]] = {}
+        self.error: BaseException | None = None
+        kinds = [k for k in spec.TRANSACTIONS if options.mix.get(k, 0) > 0]
+        self._kinds = kinds
+        self._weights = [options.mix[k] for k in kinds]
+
+    def run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:
+            self.error = exc
+            self.shared.failed.set()
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.shared.stop.wait(seconds)
+
+    def _loop(self) -> None:
+        o, r, shared = self.options, self.random, self.shared
+        while not shared.stop.is_set():
+            kind = r.rng.choices(self._kinds, self._weights)[0]
+            w = r.uniform(1, o.warehouses) if o.all_warehouses else self.home
+            tx = draw(kind, r, w, o.warehouses)
+            if o.think:
+                self._sleep(spec.KEYING_SECONDS[kind])
+            due: float | None = None
+            if o.rate is not None:
+                due = shared.t0 + shared.next_due() / o.rate
+                self._sleep(due - time.perf_counter())
+            if not shared.gate.enter():
+                return
+            try:
+                start = due if due is not None else time.perf_counter()
+                outcome, retries = self._attempt(kind, tx)
+                now = time.perf_counter()
+                micros = int((now - start) * 1e6)
+                self.ended += 1 + retries
+                self.new_orders += int(outcome and kind == "new_order")
+                seq = int((now - shared.t0) / o.interval_s)
+                key = (seq, kind, shared.phase == RAMPUP)
+                found = self.by_interval.get(key)
+                if found is None:
+                    found = self.by_interval[key] = array("q")
+                found.append(micros)
+                if shared.phase == MEASURED:
+                    c = self.counts[kind]
+                    c.retries += retries
+                    if outcome:
+                        c.commits += 1
+                    else:
+                        c.rollbacks += 1
+            finally:
+                shared.gate.leave()
+            if o.think:
+                mean = spec.THINK_MEAN_SECONDS[kind]
+                self._sleep(min(-math.log(max(r.rng.random(), 1e-12)) * mean, 10 * mean))
+
+    def _attempt(self, kind: str, tx: Any) -> tuple[bool, int]:
+        """Run ``tx`` until it ends: (committed, retries); False for the spec's rollback."""
+        d, conn = self.dialect, self.conn
+        retries = 0
+        while True:
+            try:
+                if self.options.mode == SERVER:
+                    d.call(conn, tx)
+                else:
+                    d.begin(conn, kind in WRITES)
+                    cur = conn.cursor()
+                    try:
+                        run_client(d, cur, tx)
+                    finally:
+                        cur.close()
+                    d.commit(conn)
+                return True, retries
+            except UserRollback:
+                d.rollback(conn)
+                return False, retries
+            except Exception as exc:
+                d.rollback(conn)
+                if d.user_rollback(exc):
+                    return False, retries
+                if d.retryable(exc) and retries < MAX_RETRIES:
+                    retries += 1
+                    continue
+                raise
+
+
+class _Shared:
+    def __init__(self) -> None:
+        self.gate = Gate()
+        self.stop = threading.Event()
+        self.failed = threading.Event()
+        self.phase = RAMPUP
+        self.t0 = time.perf_counter()
+        self._due = 0
+        self._lock = threading.Lock()
+
+    def next_due(self) -> int:
+        with self._lock:
+            j = self._due
+            self._due += 1
+            return j
+
+
+def snapshot(dialect: TpccDialect, conn: Any) -> Snapshot:
+    """The database's counts now (read in one go on the monitor connection)."""
+    counter = dialect.counter(conn)
+    cur = conn.cursor()
+    try:
+        cur.execute("SELECT (SELECT sum(d_next_o_id) FROM district), (SELECT count(*) FROM orders)")
+        next_o_ids, orders = cur.fetchone()
+    finally:
+        cur.close()
+    dialect.rollback(conn)
+    return Snapshot(time.perf_counter(), int(next_o_ids), int(orders), counter)
+
+
+def drive(
+    dialect: TpccDialect,
+    connect: Connect,
+    options: DriverOptions,
+    constants: Constants,
+    on_phase: Callable[[str, float], None] | None = None,
+    around: Callable[[list[Any], Live], AbstractContextManager[object]] | None = None,
+) -> DriveResult:
+    """Run the users through rampup and the measured window; the window's numbers.
+    ``around(connections, live)``: a context (the probes) entered once the users' connections
+    are open, left when they have stopped."""
+    shared = _Shared()
+    monitor = connect()
+    users: list[_User] = []
+    threads: list[threading.Thread] = []
+    outer = ExitStack()
+    try:
+        for i in range(options.connections):
+            conn = connect()
+            dialect.prepare(conn, options.mode)
+            users.append(_User(i, conn, dialect, options, constants, shared))
+        if around is not None:
+            outer.enter_context(around([u.conn for u in users], Live(users)))
+        shared.t0 = time.perf_counter()
+        for u in users:
+            t = threading.Thread(target=u.run, name=f"tpcc-user-{u.index}", daemon=True)
+            threads.append(t)
+            t.start()
+        if on_phase is not None:
+            on_phase(RAMPUP, options.rampup)
+        shared.failed.wait(options.rampup)
+        _check(users)
+        start, _ = _edge(dialect, shared, users, monitor, MEASURED)
+        if on_phase is not None:
+            on_phase(MEASURED, options.duration)
+        shared.failed.wait(options.duration)
+        _check(users)
+        end, flushes = _edge(dialect, shared, users, monitor, DONE)
+    finally:
+        shared.stop.set()
+        shared.gate.stop()
+        shared.gate.open()
+        for t in threads:
+            t.join(STOP_TIMEOUT)
+        outer.close()
+        for u in users:
+            with contextlib.suppress(Exception):
+                u.conn.close()
+        monitor.close()
+    _check(users)
+    counts = {kind: TypeCounts() for kind in spec.TRANSACTIONS}
+    for u in users:
+        for kind, c in u.counts.items():
+            counts[kind].add(c)
+    return DriveResult(shared.t0, start, end, counts, flushes, _intervals(users, options))
+
+
+class Live:
+    """The users' running totals, read by the probes while they run (cheap, no lock)."""
+
+    def __init__(self, users: list[_User]) -> None:
+        self._users = users
+
+    def new_orders(self) -> int:
+        return sum(u.new_orders for u in self._users)
+
+    def ended(self) -> int:
+        return sum(u.ended for u in self._users)
+
+
+def _intervals(users: list[_User], options: DriverOptions) -> list[Interval]:
+    step = options.interval_s
+    out = []
+    for u in users:
+        for (seq, kind, rampup), values in sorted(u.by_interval.items()):
+            h = Histogram()
+            h.add_values(values)
+            out.append(
+                Interval(u.index, OpKind(kind), seq, rampup, seq * step, (seq + 1) * step, h)
+            )
+    return out
+
+
+def _edge(
+    dialect: TpccDialect, shared: _Shared, users: list[_User], monitor: Any, phase: str
+) -> tuple[Snapshot, int]:
+    """Hold the users between transactions, flush their counts, read the database, go on."""
+    shared.gate.close()
+    try:
+        flushes = sum(dialect.flush_counter(u.conn) for u in users)
+        found = snapshot(dialect, monitor)
+        shared.phase = phase
+    finally:
+        if phase != DONE:
+            shared.gate.open()
+    return found, flushes
+
+
+def _check(users: list[_User]) -> None:
+    for u in users:
+        if u.error is not None:
+            exc = u.error
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise RunFailed(f"virtual user {u.index + 1}: {text}") from exc

@@ -1,0 +1,210 @@
+"""TPC-C against real engines at one warehouse: the load, the five transactions in both modes,
+the three NOPM counts agreeing, the consistency conditions holding after the run and catching a
+database that breaks them; `iolab tpcc` and an experiment of kind "tpcc" end to end.
+
+The generated data (about 80 MB, once) lives in the session's shared cache (``cache``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from iolab.engines import catalog
+from iolab.engines.interface import Layout, running
+from iolab.engines.postgres import PORT, PostgresEngine
+from iolab.events import Collect
+from iolab.workloads.tpcc import consistency, data, dialects, spec
+from iolab.workloads.tpcc import steps as tpcc
+from iolab.workloads.tpcc.driver import DriverOptions
+from iolab.workloads.tpcc.modes import CLIENT, SERVER
+from tests.conftest import make_dirs, requires_mariadb
+from tests.integration.conftest import iolab
+
+pytestmark = pytest.mark.integration
+
+USERS = 3
+SECRET = "s3cret-Pw-never-stored"
+
+
+def measured(engine: Any, mode: str, files: data.TpccFiles) -> dict[str, Any]:
+    dialect = dialects.dialect(engine, 2)
+    options = DriverOptions(warehouses=1, connections=USERS, mode=mode, rampup=1, duration=3)
+    result, conditions = tpcc.measure(dialect, engine.connect, options, files.constants())
+    doc = tpcc.summary(result, conditions)
+    assert tpcc.verdict(doc) is None, tpcc.verdict(doc)
+    # the database's New-Order count, its orders and the client's commits: the same orders
+    assert doc["new_orders"] > 0
+    assert doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
+    assert doc["transactions"]["new_order"]["count"] == doc["new_orders"]
+    for kind in spec.TRANSACTIONS:
+        t = doc["transactions"][kind]
+        assert t["count"] > 0, kind
+        assert 0 < t["p50_us"] <= t["p99_us"] <= t["max_us"], kind
+    assert doc["consistency"]["ok"] is True
+    assert [c["name"] for c in doc["consistency"]["conditions"]] == [
+        "condition 1",
+        "condition 2",
+        "condition 3",
+        "condition 4",
+        "unused_item",
+    ]
+    return doc
+
+
+def loaded(engine: Any, mode: str, files: data.TpccFiles) -> None:
+    done = tpcc.load(dialects.dialect(engine, 2), engine.connect, files, mode, Collect())
+    assert done.rows == files.rows()
+    assert done.rows["stock"] == spec.STOCK and done.rows["new_order"] == 9_000
+    assert 295_000 < done.rows["order_line"] < 305_000  # 30,000 orders of 5-15 lines
+
+
+def test_postgres_server_then_client_mode_on_two_tablespaces(cache: Path, open_tmp: Path) -> None:
+    a, b = make_dirs(open_tmp, "a", "b")
+    files = data.ensure(1, Collect())
+    assert files.directory.parent == cache / "tpcc"
+    engine: Any = catalog.create("postgres", Layout(data_dirs=(a, b), files=2))
+    with running(engine):
+        loaded(engine, SERVER, files)
+        with engine.connect() as conn:
+            spaces = dict(
+                conn.execute(
+                    "SELECT tablename, coalesce(tablespace, (SELECT spcname FROM pg_database d "
+                    "JOIN pg_tablespace s ON s.oid = d.dattablespace "
+                    "WHERE datname = current_database())) "
+                    "FROM pg_tables WHERE schemaname = 'public'"
+                ).fetchall()
+            )
+        assert set(spaces) == set(spec.TABLES)
+        assert set(spaces.values()) == {"iolab_ts_0", "iolab_ts_1"}
+        doc = measured(engine, SERVER, files)
+        # the routines raised the spec's rollback; nothing of a rolled-back order remains
+        assert doc["tpm_source"] == "database"
+        assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
+        measured(engine, CLIENT, files)
+        # a database that breaks the conditions: each broken one is named
+        with engine.connect() as conn:
+            conn.execute("UPDATE warehouse SET w_ytd = w_ytd + 1")
+            conn.execute("DELETE FROM order_line WHERE ol_o_id = 5 AND ol_d_id = 3")
+            conn.execute(
+                "INSERT INTO order_line VALUES (1, 1, 1, 99, 100001, 1, NULL, 1, 1.0, 'x')"
+            )
+            conn.commit()
+            found = {c.name: c for c in consistency.check(conn)}
+    assert not found["condition 1"].ok and "warehouse 1: w_ytd" in found["condition 1"].detail
+    assert found["condition 2"].ok and found["condition 3"].ok
+    assert (
+        not found["condition 4"].ok and "district 3 of warehouse 1" in found["condition 4"].detail
+    )
+    assert not found["unused_item"].ok and "1 order lines" in found["unused_item"].detail
+
+
+@requires_mariadb
+def test_mariadb_through_the_command_and_results_show(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    (a,) = make_dirs(open_tmp, "a")
+    argv = ["tpcc", "--engine", "mariadb", "--data-dir", str(a), "--connections", str(USERS)]
+    done = iolab(*argv, "--rampup", "1s", "--duration", "2s", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["status"], doc["mode"], doc["warehouses"], doc["connections"]) == (
+        "done",
+        "server",
+        1,
+        USERS,
+    )
+    assert (doc["rampup_seconds"], doc["duration_seconds"]) == (1.0, 2.0)
+    assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
+    assert doc["tpm_source"] == "database"
+    assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
+    assert doc["consistency"]["ok"] is True
+    assert set(doc["transactions"]) == set(spec.TRANSACTIONS)
+    for t in doc["transactions"].values():
+        assert set(t) >= {"count", "rollbacks", "retries", "p50_us", "p95_us", "p99_us", "max_us"}
+    assert doc["load_seconds"] > 0 and doc["on_disk_bytes"] > 50_000_000
+    assert list(a.iterdir()) == []  # the instance was removed
+    stored = json.loads(iolab("results", "show", str(doc["run"]), "--json").stdout)
+    assert stored["summary"]["nopm"] == doc["nopm"]
+    assert stored["summary"]["transactions"] == doc["transactions"]
+    assert stored["params"]["mode"] == "server" and stored["params"]["mix"] == "45,43,4,4,4"
+    shown = iolab("results", "show", str(doc["run"])).stdout
+    assert f"{doc['nopm']:,.0f}" in shown and "NOPM (database: sum(d_next_o_id))" in shown
+    assert "condition 4" in shown and "new_order" in shown
+
+
+def test_sqlite_experiment_reports_nopm_higher_is_better(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    make_dirs(open_tmp, "a", "b")
+    exp = open_tmp / "exp.toml"
+    exp.write_text(
+        """
+[experiment]
+name = "tpcc-small"
+repetitions = 1
+[workload]
+kind = "tpcc"
+engine = "sqlite"
+connections = 2
+rampup = "1s"
+duration = "2s"
+[layouts.two]
+data_dirs = ["a", "b"]
+files = 2
+[isolation]
+settle_seconds = 0
+"""
+    )
+    done = iolab("run", str(exp), "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert (doc["done"], doc["metric"]) == (1, "nopm")
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    assert len(runs) == 1
+    for run in runs:
+        s = run["summary"]
+        assert s["nopm"] > 0 and s["nopm"] == s["nopm_client"] == s["nopm_orders"]
+        assert s["mode"] == "client" and s["tpm_source"] == "client"
+        assert s["consistency"]["ok"] is True
+    report = iolab("report", str(exp))
+    assert report.returncode == 0, report.stderr
+    assert "tpcc-small · nopm (higher is better)" in report.stdout
+    assert list((open_tmp / "a").iterdir()) == [] and list((open_tmp / "b").iterdir()) == []
+
+
+def test_a_postgres_server_of_yours_through_a_dsn_kept_and_never_dropped(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    (d,) = make_dirs(open_tmp, "server")
+    server = PostgresEngine(Layout(data_dirs=(d,)))
+    with running(server):
+        dsn = (
+            f"postgresql://{server.user.name}:{SECRET}@/iolab?host={server.socket_dir}&port={PORT}"
+        )
+        argv = ["tpcc", "--dsn", dsn, "--connections", "2", "--rampup", "1s", "--duration", "2s"]
+        done = iolab(*argv, "--keep", "--json")
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        assert (doc["engine"], doc["mode"], doc["on_disk_bytes"]) == ("postgres", "server", None)
+        assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
+        assert doc["consistency"]["ok"] is True
+        assert SECRET not in done.stdout + done.stderr
+        for path in results_db.parent.glob(results_db.name + "*"):
+            assert SECRET.encode() not in path.read_bytes()
+        # kept: the user's own SQL reads the tables as the run ended them
+        with server.connect() as conn:
+            (next_ids,) = conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone()
+            (routines,) = conn.execute(
+                "SELECT count(*) FROM pg_proc WHERE proname LIKE 'tpcc\\_%%'"
+            ).fetchone()
+        assert next_ids >= 10 * 3001 + doc["new_orders"] and routines == 6
+        # a database that holds the tables already is refused, and nothing of it is dropped
+        again = iolab(*argv)
+        assert again.returncode == 1
+        assert "already holds" in again.stderr and SECRET not in again.stderr
+        with server.connect() as conn:
+            assert conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone() == (next_ids,)

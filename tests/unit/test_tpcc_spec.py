@@ -1,0 +1,124 @@
+"""TPC-C's random inputs and initial data as the specification draws them, and the run's
+verdict on its numbers."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+from iolab.workloads.tpcc import data, spec
+from iolab.workloads.tpcc.dialect import chunks
+from iolab.workloads.tpcc.spec import Constants, Random
+from iolab.workloads.tpcc.steps import verdict
+from iolab.workloads.tpcc.transactions import NewOrder, OrderStatus, Payment, draw
+
+
+def test_last_names_are_three_syllables_of_a_number() -> None:
+    assert spec.last_name(0) == "BARBARBAR"
+    assert spec.last_name(371) == "PRICALLYOUGHT"
+    assert spec.last_name(999) == "EINGEINGEING"
+    assert len({spec.last_name(n) for n in range(1000)}) == 1000
+
+
+def test_the_runs_last_name_constant_keeps_the_specs_distance_from_the_loads() -> None:
+    for seed in range(200):
+        load = Constants.for_load(random.Random(seed))
+        run = load.for_run(random.Random(seed + 1))
+        delta = abs(run.c_last - load.c_last)
+        assert 65 <= delta <= 119 and delta not in (96, 112)
+
+
+def test_nurand_stays_in_its_range_and_is_skewed() -> None:
+    r = Random(7, Constants(100, 200, 300))
+    ids = [r.customer_id() for _ in range(20_000)]
+    assert min(ids) >= 1 and max(ids) <= spec.CUSTOMERS
+    top = Counter(ids).most_common(1)[0][1]
+    assert top > 3 * 20_000 / spec.CUSTOMERS  # non-uniform: some customers far more often
+    items = [r.item_id() for _ in range(20_000)]
+    assert min(items) >= 1 and max(items) <= spec.ITEMS
+
+
+def test_inputs_follow_the_spec_shares() -> None:
+    r = Random(11, Constants(100, 200, 300))
+    orders = [draw("new_order", r, 1, 4) for _ in range(20_000)]
+    assert all(isinstance(o, NewOrder) and 5 <= len(o.items) <= 15 for o in orders)
+    rolled = [o for o in orders if isinstance(o, NewOrder) and o.items[-1][0] == spec.UNUSED_ITEM]
+    assert 150 <= len(rolled) <= 250  # 1 %
+    assert all(
+        i != spec.UNUSED_ITEM for o in orders if isinstance(o, NewOrder) for i, _, _ in o.items[:-1]
+    )
+    remote = sum(1 for o in orders if isinstance(o, NewOrder) and not o.all_local)
+    assert 0 < remote < 0.2 * len(orders)  # 1 % of lines come from another warehouse
+    payments = [draw("payment", r, 2, 4) for _ in range(10_000)]
+    by_name = sum(1 for p in payments if isinstance(p, Payment) and p.c_last is not None)
+    assert 5_600 <= by_name <= 6_400  # 60 %
+    away = sum(1 for p in payments if isinstance(p, Payment) and p.c_w_id != 2)
+    assert 1_200 <= away <= 1_800  # 15 % pay at another warehouse
+    assert all(isinstance(p, Payment) and 1 <= p.amount <= 5000 for p in payments)
+    statuses = [draw("order_status", r, 1, 1) for _ in range(1_000)]
+    assert all(
+        isinstance(s, OrderStatus) and (s.c_id is None) != (s.c_last is None) for s in statuses
+    )
+    # one warehouse: nothing remote
+    single = [draw("new_order", r, 1, 1) for _ in range(2_000)]
+    assert all(isinstance(o, NewOrder) and o.all_local for o in single)
+
+
+def test_initial_orders_agree_with_their_lines_and_customers() -> None:
+    c = Constants(1, 2, 3)
+    orders = [line.split(",") for line in data._orders(Random("x", c), 3)]
+    assert len(orders) == spec.DISTRICTS * spec.ORDERS
+    first = [o for o in orders if o[1] == "1"]
+    assert sorted(int(o[3]) for o in first) == list(range(1, spec.CUSTOMERS + 1))
+    carriers = [o[5] for o in first]
+    assert all(carriers[i] != "" for i in range(2100)) and all(v == "" for v in carriers[2100:])
+    _, counts, _ = data._shape(3, 1)
+    assert [int(o[6]) for o in first] == counts
+    # the same seed draws the same data
+    again = [line.split(",") for line in data._orders(Random("x", c), 3)]
+    assert again == orders
+
+
+def test_districts_start_where_their_orders_end() -> None:
+    rows = [line.split(",") for line in data._districts(Random("d", Constants(1, 2, 3)), 2)]
+    assert [r[0] for r in rows] == [str(d) for d in range(1, 11)]
+    assert {r[-1] for r in rows} == {"3001"} and {r[-2] for r in rows} == {"30000.00"}
+
+
+def test_chunks_cut_at_line_ends(tmp_path: Path) -> None:
+    for table in spec.TABLES:
+        (tmp_path / f"{table}.csv").write_text("".join(f"{i},abc\n" for i in range(1000)))
+    found = chunks(tmp_path, size=100)
+    for table in spec.TABLES:
+        parts = [c for c in found if c.table == table]
+        text = b"".join(b"".join(c.blocks()) for c in parts)
+        assert text == (tmp_path / f"{table}.csv").read_bytes()
+        assert all(b"".join(c.blocks()).endswith(b"\n") for c in parts)
+
+
+def _doc(nopm: float, client: float, orders: float, ok: bool = True) -> dict[str, object]:
+    conditions = [{"name": "condition 1", "ok": ok, "detail": "w_ytd = sum(d_ytd) fails: x"}]
+    return {
+        "nopm": nopm,
+        "nopm_client": client,
+        "nopm_orders": orders,
+        "consistency": {"ok": ok, "conditions": conditions},
+    }
+
+
+def test_verdict_names_the_broken_condition_and_the_disagreeing_counts() -> None:
+    assert verdict(_doc(1000, 1000, 995)) is None
+    why = verdict(_doc(1000, 980, 1000))
+    assert why is not None and "client 980.0" in why and "1%" in why
+    why = verdict(_doc(1000, 1000, 1000, ok=False))
+    assert why is not None and why.startswith("condition 1: w_ytd")
+
+
+def test_the_wal_device_example_is_four_cells_of_tpcc() -> None:
+    from iolab.config import experiment as config
+
+    exp = config.load(Path(__file__).resolve().parents[2] / "examples" / "oltp-wal-device.toml")
+    assert exp.kind == "tpcc"
+    assert len(exp.cells) == 4
+    assert {c.params.get("wal_dir") is None for c in exp.cells} == {True, False}
