@@ -170,7 +170,8 @@ class Gate:
     def leave(self) -> None:
         with self._cond:
             self._inside -= 1
-            self._cond.notify_all()
+            if self._closed:  # only :meth:`close` waits for users to leave
+                self._cond.notify_all()
 
     def close(self) -> None:
         """Return once no user is inside a transaction; none enters until :meth:`open`."""
