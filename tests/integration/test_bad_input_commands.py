@@ -203,6 +203,10 @@ FLEET = [
 TPCC = [
     (["tpcc", "--engine", "duckdb"], "--engine"),
     (["tpcc", "--warehouses", "0"], "--warehouses"),
+    (["tpcc", "--memory", "lots"], "--memory"),
+    (["tpcc", "--engine", "postgres", "--memory", "128MiB"], "--memory"),
+    (["tpcc", "--cpus", "4096"], "--cpus"),
+    (["tpcc", "--dsn", "postgresql://u@h/db", "--memory", "1GiB"], "--memory"),
     (["tpcc", "--mix", "50,50,1,0,0"], "--mix"),
     (["tpcc", "--engine", "sqlite", "--mode", "server"], "--mode"),
     (["tpcc", "--rampup", "soon"], "--rampup"),

@@ -238,6 +238,7 @@ CASES: list[tuple[str, str, str]] = [
     # tpcc
     ("tpcc-engine", exp('kind = "tpcc"\nengine = "duckdb"'), "workload.engine"),
     ("tpcc-warehouses", exp('kind = "tpcc"\nwarehouses = 0'), "workload.warehouses"),
+    ("tpcc-memory", exp('kind = "tpcc"\nmemory = "lots"'), "workload.memory: 'lots'"),
     ("tpcc-mix", exp('kind = "tpcc"\nmix = "50,50,1,0,0"'), "workload.mix"),
     ("tpcc-rampup", exp('kind = "tpcc"\nrampup = "soon"'), "workload.rampup"),
     # [layouts]

@@ -135,3 +135,25 @@ def test_half_a_cpu_holds_the_server_to_half_a_core(open_tmp: Path, results_db: 
     assert cpu["total"] <= 0.5 * seconds * 1.1 + 0.1, (cpu["total"], seconds)
     assert _series(doc, "cgroup", "cpu_limit_cores")["peak"] == 0.5
     assert doc["environment"]["versions"]["cpus cap"] == "0.5"
+
+
+def test_a_capped_tpcc_run_holds_the_server_and_records_the_group(
+    open_tmp: Path, results_db: Path
+) -> None:
+    (data,) = make_dirs(open_tmp, "data")
+    done = iolab(
+        *["tpcc", "--engine", "postgres", "--data-dir", str(data), "--warehouses", "1"],
+        *["--connections", "2", "--rampup", "1s", "--duration", "3s"],
+        *["--memory", "384MiB", "--cpus", "1", "--json"],
+    )
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert run["nopm"] == run["nopm_orders"] == run["nopm_client"] and run["nopm"] > 0
+    doc = _show(run["run"])
+    assert (doc["params"]["memory"], doc["params"]["cpus"]) == ("384MiB", 1.0)
+    versions = doc["environment"]["versions"]
+    assert versions["memory cap"] == "384MiB (402653184 bytes)"
+    assert versions["cpus cap"] == "1"
+    assert _series(doc, "cgroup", "memory_limit_mb")["peak"] == pytest.approx(402.653184)
+    assert _series(doc, "cgroup", "cpu_limit_cores")["peak"] == 1.0
+    assert 0 < _series(doc, "cgroup", "memory_mb")["peak"] <= 402.653184

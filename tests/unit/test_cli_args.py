@@ -565,6 +565,8 @@ TPCC: list[tuple[list[str], str]] = [
     (["tpcc", "--rampup", "soon"], f"--rampup: 'soon' {{}} {DURATION}"),
     (["tpcc", "--duration", "0"], "--duration: '0' {} give more than 0 s"),
     (["tpcc", "--rate", "0"], "--rate: 0.0 {} give a positive number of transactions a second"),
+    (["tpcc", "--memory", "lots"], f"--memory: 'lots' {{}} {MEMORY_HELP}"),
+    (["tpcc", "--cpus", "0"], f"--cpus: '0' {{}} {CPUS_HELP}"),
     (
         ["tpcc", "--keep"],
         "--keep: 'on' {} --keep goes with --dsn (iolab removes the servers it starts)",

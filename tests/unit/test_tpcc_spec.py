@@ -9,7 +9,7 @@ from pathlib import Path
 
 from iolab.workloads.tpcc import data, spec
 from iolab.workloads.tpcc.dialect import chunks
-from iolab.workloads.tpcc.spec import Constants, Random
+from iolab.workloads.tpcc.spec import Constants, Random, RunRandom
 from iolab.workloads.tpcc.steps import verdict
 from iolab.workloads.tpcc.transactions import NewOrder, OrderStatus, Payment, draw
 
@@ -122,3 +122,14 @@ def test_the_wal_device_example_is_four_cells_of_tpcc() -> None:
     assert exp.kind == "tpcc"
     assert len(exp.cells) == 4
     assert {c.params.get("wal_dir") is None for c in exp.cells} == {True, False}
+
+
+def test_the_runs_random_inputs_keep_the_ranges_and_skew() -> None:
+    r = RunRandom(7, Constants(100, 200, 300))
+    ids = [r.customer_id() for _ in range(20_000)]
+    assert min(ids) >= 1 and max(ids) <= spec.CUSTOMERS
+    assert max(Counter(ids).values()) > 3 * 20_000 / spec.CUSTOMERS
+    assert {r.uniform(5, 15) for _ in range(2_000)} == set(range(5, 16))
+    assert {r.other_warehouse(2, 3) for _ in range(500)} == {1, 3}
+    items = [r.item_id() for _ in range(20_000)]
+    assert min(items) >= 1 and max(items) <= spec.ITEMS

@@ -12,7 +12,9 @@ from rich.markup import escape
 
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
+    CpusOption,
     JsonOption,
+    MemoryOption,
     NoProbesOption,
     ResultsOption,
     SampleIntervalOption,
@@ -130,6 +132,8 @@ def tpcc(
             "--keep", help="With --dsn: leave the tables as the run ended them, for your own SQL."
         ),
     ] = False,
+    memory: MemoryOption = None,
+    cpus: CpusOption = None,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
     results: ResultsOption = None,
@@ -165,6 +169,7 @@ def tpcc(
             **{"all_warehouses": all_warehouses, "rampup": rampup, "duration": duration},
             **{"rate": rate, "think": think, "loaders": loaders},
             "pg_bin": str(pg_bin) if pg_bin else None,
+            **{"memory": memory, "cpus": cpus},
         },
     )
     with scratch_dir(not dirs and target is None, "tpcc") as scratch:
@@ -186,16 +191,19 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     from iolab.errors import RunFailed
     from iolab.runner.single import CommandRun, execute
     from iolab.store import open_store
+    from iolab.workloads.caps import caps_of
     from iolab.workloads.interface import layout_of
     from iolab.workloads.tpcc.workload import WORKLOAD, tpcc_options
 
     options = tpcc_options(params, layout_of(params, Path))
     view = ProgressView()
     prepared, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
+    capped = caps_of(params)  # in the run's name and its cell's parameters
     name = f"tpcc {options.engine} w{options.warehouses} c{options.connections}" + (
         f" {options.dsn.redacted}" if options.dsn is not None else ""
     )
-    spec = CommandRun(name, "tpcc", options.params(), roles, versions)
+    name += "".join(f" {k}={v}" for k, v in capped.items())
+    spec = CommandRun(name, "tpcc", options.params() | capped, roles, versions)
     kept: list[RunOutcome] = []
 
     def body(outcome: RunOutcome) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator
 
+from iolab.workloads.caps import Caps
 from iolab.workloads.interface import Section, duration_check, one_of
 from iolab.workloads.tpcc import dialects, spec
 from iolab.workloads.tpcc.modes import MODES
@@ -43,7 +44,7 @@ def _mode(value: str) -> str:
     return value
 
 
-class TpccWorkload(Section):
+class TpccWorkload(Section, Caps):
     hints: ClassVar[Mapping[str, str]] = {
         "warehouses": "give 1 or more warehouses",
     }

@@ -22,6 +22,7 @@ from iolab.errors import BadInput, RunFailed
 from iolab.events import EventSink, Measured, Phase
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
+from iolab.probes.cgroup import cgroup_probes
 from iolab.probes.devices import DeviceProbe
 from iolab.probes.host import HostProbe
 from iolab.probes.recorder import Recorder, recording
@@ -293,6 +294,7 @@ def _measured(
                     *engine_probes(engine, placement, session_ids(engine, conns)),
                     CounterProbe("nopm", "NOPM", lambda: 60 * live.new_orders()),
                     CounterProbe("tpm", "TPM", lambda: 60 * live.ended()),
+                    *cgroup_probes(),  # the run's caps, when it has any
                 ],
                 interval=options.sample_interval,
                 events=events,

@@ -11,6 +11,7 @@ from iolab.engines.interface import Layout, check_layout
 from iolab.errors import BadInput
 from iolab.events import EventSink, Warning
 from iolab.units import format_bytes
+from iolab.workloads import caps
 from iolab.workloads.interface import (
     DEFAULT_SAMPLE_INTERVAL,
     Body,
@@ -88,6 +89,7 @@ def _check(params: Mapping[str, Any], checked: Checked) -> None:
     layout, on_device = checked.layout(params)
     options = tpcc_options(params, layout)
     options.validate()
+    caps.check(params)
     engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
@@ -104,12 +106,14 @@ def _prepare(
 
     layout = layout_of(params, resolve)
     options = tpcc_options(params, layout)
+    caps.check(params)  # before preflight, which reaches a --dsn's server
     warnings = preflight(options)
     check_layout(layout)
     check_space(options, free_space)
     for text in warnings:
         events(Warning(text))
-    return (lambda outcome: run_tpcc(options, outcome, events)), layout.roles(), {}
+    body = caps.capped(params, lambda outcome: run_tpcc(options, outcome, events))
+    return body, layout.roles(), caps.recorded(params)
 
 
 def _estimate(params: Mapping[str, Any]) -> float:
