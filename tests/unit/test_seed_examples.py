@@ -37,6 +37,38 @@ def test_seed_000_models_compares_the_scsi_array_and_two_ssd_formats_over_1_4_16
     assert rates["ssd50"] == pytest.approx(550, rel=0.03)
 
 
+def test_seed_001_models_puts_the_log_on_the_data_array_sata_and_two_ssd_raids() -> None:
+    path = EXAMPLES / "seed-001-log-device-models.toml"
+    exp = config.load(path)
+    assert exp.name == "seed-001-log-device-models"
+    assert [c.values["layout"] for c in exp.cells] == ["shared", "sata", "ssd_raid1", "ssd_raid0"]
+    assert exp.baseline is not None and exp.baseline.values == {"layout": "sata"}
+    wal = {c.values["layout"]: c.params["wal_dir"] for c in exp.cells}
+    assert wal == {
+        "shared": "device:data/wal",
+        "sata": "device:sata",
+        "ssd_raid1": "device:ssd_raid1",
+        "ssd_raid0": "device:ssd_raid0",
+    }
+    # the seed's load: 16 connections, a commit per row; the data always on the SCSI array, in
+    # a directory of its own so that the shared layout's log can sit beside it
+    for cell in exp.cells:
+        assert cell.params["connections"] == 16 and cell.params["commit_every"] == 1
+        assert cell.params["data_dirs"] == ["device:data/data"]
+        assert cell.params["settings"] == {"max_wal_size": "64MB"}
+    devices = {d.name: d for d in load_file(path)}
+    assert sorted(devices) == ["data", "sata", "ssd_raid0", "ssd_raid1"]
+    kinds = {n: (d.model_params or {}).get("model") for n, d in devices.items()}
+    assert kinds == {"data": "raid10", "sata": "raid10", "ssd_raid1": "raid1", "ssd_raid0": "raid0"}
+    # the comment's figure: 240 MB/s sustained per half at the model's default 28 % spare
+    params = devices["ssd_raid0"].model_params
+    assert params is not None
+    flash = _flash(params["member"])
+    assert sequential(flash, "write", 256 << 20, 1 << 20, qd=8) == pytest.approx(
+        550 / (1.28 / 0.56), rel=0.03
+    )
+
+
 def test_seed_004_models_has_six_ssds_whose_sum_stays_below_the_stack() -> None:
     exp = config.load(EXAMPLES / "seed-004-tpch-models.toml")
     assert len(exp.cells) == 6
