@@ -96,8 +96,13 @@ def test_sigkill_at_each_phase_then_resume_runs_each_run_once(
     exp = open_tmp / "exp.toml"
     exp.write_text(EXPERIMENT)
 
-    def launching() -> bool:  # a program started by iolab, not yet tied to it by its launcher
-        return any("launch.py" in args and str(open_tmp) in args for args in commands())
+    running_before = 0
+
+    def launching() -> bool:  # a program started by iolab, not yet tied to it by its launcher,
+        # for a claimed run (the plan's checks before the claim launch the engine's binary too)
+        return statuses(results_db).count("running") > running_before and any(
+            "launch.py" in args and str(open_tmp) in args for args in commands()
+        )
 
     def provisioning() -> bool:
         return bool(owned(data)) and not servers_of(open_tmp)
@@ -112,6 +117,7 @@ def test_sigkill_at_each_phase_then_resume_runs_each_run_once(
 
     for phase in (launching, provisioning, loading, recorded):
         done_before = statuses(results_db).count("done")
+        running_before = statuses(results_db).count("running")
         kill_when(exp, phase)
         assert no_server_under(open_tmp), f"a server outlived iolab killed while {phase.__name__}"
         assert "running" in statuses(results_db) or phase is recorded
