@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from iolab.system.cgroups import Hierarchy, find
-from iolab.workloads.caps import recorded, setting_bytes
+from iolab.workloads.caps import busy_processes, recorded, setting_bytes
 from iolab.workloads.populate.options import PopulateWorkload
 from iolab.workloads.tpch.options import TpchWorkload
 
@@ -64,3 +64,12 @@ def test_the_caps_in_the_environment() -> None:
         "cpus cap": "1.5",
     }
     assert recorded({}) == {}
+
+
+def test_the_group_weighs_as_the_sessions_the_run_opens() -> None:
+    # a cgroup is one entity in the CPU scheduler: it weighs as the run's busy processes
+    assert busy_processes({"connections": 16, "cpus": 2.0}) == 16
+    assert busy_processes({"clients": 8}) == 8
+    assert busy_processes({"cpus": 1.5}) == 2  # no session count: one per CPU of the cap
+    assert busy_processes({"cpus": 0.25}) == 1
+    assert busy_processes({"connections": True}) == 1

@@ -332,3 +332,20 @@ def test_a_cpu_cap_that_held_the_engine_is_the_cpu_on_an_idle_host() -> None:
     )
     d = dx.diagnose(loose, PG)
     assert d is not None and d.limit != dx.CPU
+
+
+def test_a_quota_run_out_of_in_most_periods_held_the_engine() -> None:
+    # MariaDB under --cpus 0.25 on a host 80 % busy (2026-11-25): the group used 0.20 of its
+    # 0.25 cores on the whole-run mean, its quota run out of in 6.4 of its 10 periods a second
+    facts = dx.RunFacts("mariadb", "populate", {"connections": 4})
+    waits = (
+        WaitStat("performance_schema", "wait/io/file", "innodb/innodb_data_file", 4, 0.2, 0.1),
+    )
+    d = dx.diagnose(probes(host(80), cgroup(0.20, 0.25, 6.4), waits=waits), facts)
+    assert d is not None and d.limit == dx.CPU
+    found = {e.name: e for e in d.evidence}
+    assert round(found["cpu_cap.share"].value) == 80
+    assert found["cpu_cap.throttled_periods"].value == 6.4
+    # throttled now and then, far below its quota: not held
+    d = dx.diagnose(probes(host(80), cgroup(0.10, 0.25, 2.0), waits=waits), facts)
+    assert d is not None and d.limit != dx.CPU

@@ -82,6 +82,8 @@ CPU_IDLE = 0.50  # a CPU lead is contradicted below this host CPU busy
 RATE_HELD = 0.95  # an open-loop load within this share of its offered rate was held by it
 MIN_SAMPLES = 20  # session-samples below which sampled waits are not weighed (2 s of one session)
 CONTEXT_SHARE = 0.10  # waits a saturated CPU explains are listed from this share of the time
+QUOTA_PERIODS = 10.0  # --cpus quota periods a second (cgroups.CPU_PERIOD_US: 100 ms)
+QUOTA_THROTTLED = 0.5  # a quota run out of in this share of its periods held the engine
 
 
 @dataclass(frozen=True)
@@ -431,8 +433,12 @@ class CpuCap:
 
     @property
     def held(self) -> bool:
-        """The cap held the engine: it used nearly all of its quota and ran out of it."""
-        return self.share >= AT_CAP and self.throttled > 0
+        """The cap held the engine: it used nearly all of its quota and ran out of it, or ran
+        out of it in most periods (a short run's start, or a busy host's other work, pulls the
+        mean use below the quota while the quota still stops the engine)."""
+        if self.throttled <= 0:
+            return False
+        return self.share >= AT_CAP or self.throttled >= QUOTA_THROTTLED * QUOTA_PERIODS
 
     def evidence(self) -> list[Evidence]:
         return [

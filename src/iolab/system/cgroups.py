@@ -32,6 +32,10 @@ from iolab.ownership import is_orphan, owned_name
 
 KIND = "cgroup"  # the ownership kind of the groups' names
 CPU_PERIOD_US = 100_000  # the quota's period: the kernel's default, 100 ms
+# the CPU weight of one busy process outside any group (v1 cpu.shares; v2 cpu.weight), the
+# most the kernel takes
+SHARES_ONE, SHARES_MAX = 1024, 262_144
+WEIGHT_ONE, WEIGHT_MAX = 100, 10_000
 
 
 @dataclass(frozen=True)
@@ -129,9 +133,14 @@ def _enable_v2(hierarchy: Hierarchy, controller: str) -> None:
         _write(control, f"+{controller}")
 
 
-def make(memory: int | None, cpus: float | None) -> Group:
+def make(memory: int | None, cpus: float | None, processes: int = 1) -> Group:
     """A fresh group holding ``memory`` bytes (page cache included) and ``cpus`` CPUs' time;
-    removes the groups killed runs left first (:func:`reap`)."""
+    removes the groups killed runs left first (:func:`reap`).
+
+    With ``cpus``, the group weighs as ``processes`` busy processes in the CPU scheduler
+    (``cpu.shares`` 1024 each, ``cpu.weight`` 100 each): a group is one entity there, and at
+    the default weight all the server's busy processes inside it together get the share of
+    one process outside it on a busy host (docs/caps.md). The quota still bounds its time."""
     reap()
     name = owned_name(KIND)
     made: list[Path] = []
@@ -158,11 +167,14 @@ def make(memory: int | None, cpus: float | None) -> Group:
         if cpus is not None:
             cpu_dir, v2 = directory("cpu")
             quota = max(1000, round(cpus * CPU_PERIOD_US))
+            n = max(1, processes)
             if v2:
                 _write(cpu_dir / "cpu.max", f"{quota} {CPU_PERIOD_US}")
+                _write(cpu_dir / "cpu.weight", str(min(WEIGHT_MAX, WEIGHT_ONE * n)))
             else:
                 _write(cpu_dir / "cpu.cfs_period_us", str(CPU_PERIOD_US))
                 _write(cpu_dir / "cpu.cfs_quota_us", str(quota))
+                _write(cpu_dir / "cpu.shares", str(min(SHARES_MAX, SHARES_ONE * n)))
                 acct_dir = directory("cpuacct")[0] if find("cpuacct") is not None else None
     except BaseException:
         for path in reversed(made):
@@ -231,9 +243,9 @@ def left() -> list[Path]:
 
 
 @contextlib.contextmanager
-def held(memory: int | None, cpus: float | None) -> Iterator[Group]:
+def held(memory: int | None, cpus: float | None, processes: int = 1) -> Iterator[Group]:
     """A group for the block: the active one (servers started in it join it), removed after."""
-    group = make(memory, cpus)
+    group = make(memory, cpus, processes)
     _ACTIVE["run"] = group
     try:
         yield group

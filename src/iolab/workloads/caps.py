@@ -18,6 +18,7 @@ and probes.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -180,14 +181,26 @@ def capped(params: Mapping[str, Any], body: Body) -> Body:
     embedded = kind is not None and not kind.server
 
     def run(outcome: RunOutcome) -> None:
-        with _held(caps, embedded):
+        with _held(caps, embedded, busy_processes(params)):
             body(outcome)
 
     return run
 
 
+def busy_processes(params: Mapping[str, Any]) -> int:
+    """How many of the engine's processes a run keeps busy at once: one per session it opens
+    (connections, clients, threads, loaders), else one per CPU of its ``cpus`` cap, at least
+    1. The cgroup weighs as that many (:func:`iolab.system.cgroups.make`)."""
+    for key in ("connections", "clients", "threads", "loaders"):
+        value = params.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    cpus = params.get("cpus")
+    return max(1, math.ceil(float(cpus))) if isinstance(cpus, int | float) else 1
+
+
 @contextmanager
-def _held(caps: Mapping[str, Any], embedded: bool) -> Iterator[None]:
+def _held(caps: Mapping[str, Any], embedded: bool, processes: int = 1) -> Iterator[None]:
     from iolab.system import cgroups
 
     if not caps:
@@ -196,7 +209,7 @@ def _held(caps: Mapping[str, Any], embedded: bool) -> Iterator[None]:
         yield
         return
     with (
-        cgroups.held(memory_bytes(caps.get("memory")), caps.get("cpus")) as group,
+        cgroups.held(memory_bytes(caps.get("memory")), caps.get("cpus"), processes) as group,
         cgroups.entered(group) if embedded else nullcontext(),
     ):
         yield
