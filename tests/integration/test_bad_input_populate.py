@@ -251,6 +251,12 @@ CASES: list[tuple[str, list[str], str, bool]] = [
         False,
     ),
     ("memory-below-buffer-pool", [*MARIADB, "--memory", "150MiB"], "innodb_buffer_pool", False),
+    (
+        "memory-below-mariadb-beside-pool",  # killed at start under 176 MiB with a 16 MiB pool
+        [*MARIADB, "--memory", "176MiB", "--set", "innodb_buffer_pool_size=16M"],
+        "give at least 208MiB",
+        False,
+    ),
     ("memory-above-machine", [*PG, "--memory", "64TiB"], "this machine has", False),
     ("cpus-zero", [*PG, "--cpus", "0"], "--cpus: '0' is not allowed", False),
     ("cpus-negative", [*PG, "--cpus", "-1"], "--cpus: '-1' is not allowed", False),

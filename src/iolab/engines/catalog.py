@@ -48,6 +48,9 @@ class EngineKind:
     # its buffer pool, the floor of a --memory cap: (setting, default bytes, bytes of a bare
     # number); None: no pool of a fixed size that a cap must hold
     buffers: tuple[str, int, int] | None = None
+    # memory the server needs beside its buffer pool under a --memory cap (its processes,
+    # catalogs; MariaDB's performance_schema tables), measured: see docs/caps.md
+    beside_buffers: int = 64 << 20
 
     def open_files(self, layout: Layout) -> int:
         """Open files one loader connection holds on ``layout``."""
@@ -192,6 +195,7 @@ KINDS: dict[str, EngineKind] = {
             check_layout=_mariadb_check,
             needs=("pymysql",),
             buffers=("innodb_buffer_pool_size", 128 << 20, 1),
+            beside_buffers=192 << 20,  # with a 16 MiB pool it was killed at 176 MiB, ran at 192
         ),
         EngineKind(
             name="duckdb",

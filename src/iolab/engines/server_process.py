@@ -135,11 +135,17 @@ def _views_refused() -> str | None:
 
 
 def _as_user(
-    argv: Sequence[str | Path], user: ServerUser, reach: Iterable[Path], death_signal: str
+    argv: Sequence[str | Path],
+    user: ServerUser,
+    reach: Iterable[Path],
+    death_signal: str,
+    *,
+    capped: bool = True,
 ) -> list[str]:
     """The command line that runs ``argv`` as ``user``, tied to iolab by ``death_signal``, with
-    the directories in ``reach`` in its reach (see :mod:`iolab.system.launch`)."""
-    group = cgroups.active()  # a capped run's servers run in its cgroup
+    the directories in ``reach`` in its reach (see :mod:`iolab.system.launch`); in the run's
+    cgroup when ``capped`` and the run has one."""
+    group = cgroups.active() if capped else None  # a capped run's servers run in its cgroup
     joined = group.paths if group is not None else []
     if user.is_current:
         return launch.command(argv, death_signal=death_signal, cgroup=joined)
@@ -197,7 +203,9 @@ def run_as(
     ``before_kill``: given the session's leader before that kill, it returns what to do after
     it (remove what the killed processes could not, as PostgreSQL's shared memory).
     """
-    args = _as_user(argv, user, reach, "KILL")  # and dies with iolab
+    # and dies with iolab; outside the run's cgroup: a tool that makes the instance (initdb,
+    # mariadb-install-db's bootstrap with the default buffer pool) is not what the caps measure
+    args = _as_user(argv, user, reach, "KILL", capped=False)
     proc = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,

@@ -80,7 +80,6 @@ def caps_of(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: params[k] for k in ("memory", "cpus") if params.get(k) is not None}
 
 
-MARGIN = 64 << 20  # memory a server needs beside its buffer pool: processes, catalogs, sockets
 _SETTING = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)[bB]?\s*$")
 _UNITS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 Body = Callable[[RunOutcome], None]
@@ -149,12 +148,13 @@ def check(params: Mapping[str, Any]) -> None:
     pool = setting_bytes(str(given), bare) if given is not None else default
     if pool is None:
         return  # a value the engine's own check names
-    if memory < pool + MARGIN:
+    margin = engine.beside_buffers
+    if memory < pool + margin:
         raise BadInput(
             "--memory",
             caps["memory"],
             f"{engine.title} needs its {name} ({pool / 2**20:,.0f} MiB) and "
-            f"{MARGIN >> 20} MiB beside it; give at least {(pool + MARGIN) >> 20}MiB, or a "
+            f"{margin >> 20} MiB beside it; give at least {(pool + margin) >> 20}MiB, or a "
             f"smaller {name} with --set",
         )
 
