@@ -349,3 +349,12 @@ def test_a_quota_run_out_of_in_most_periods_held_the_engine() -> None:
     # throttled now and then, far below its quota: not held
     d = dx.diagnose(probes(host(80), cgroup(0.10, 0.25, 2.0), waits=waits), facts)
     assert d is not None and d.limit != dx.CPU
+
+
+def test_two_cells_without_a_single_limit_are_not_said_to_move() -> None:
+    a = dx.cell_verdict("A", [dx.Diagnosis(dx.NONE, None, ())])
+    b = dx.cell_verdict("B", [dx.Diagnosis(dx.NONE, None, ())])
+    why = dx.finding_why(a, b, better=1.1, significant=False)
+    said = "both cells had no single limit, so the evidence does not say why"
+    assert why.text == f"A vs B 1.10x, not significant: {said}"
+    assert "moved" not in why.text

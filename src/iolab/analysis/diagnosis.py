@@ -845,6 +845,9 @@ def finding_why(
         if significant and a.limit in ROLE_OF and touched and ROLE_OF[a.limit] not in touched:
             flagged = True
             text += f"; yet {key} does not move the {ROLE_OF[a.limit]} device"
+    elif a.limit == b.limit:  # none or varies on both sides: nothing to say moved
+        said = "no single limit" if a.limit == NONE else "limits that varied between runs"
+        text = f"{what}: both cells had {said}, so the evidence does not say why"
     else:
         text = f"{what}: the limit moved from {b.limit} ({b.label}) to {a.limit} ({a.label})"
         if not significant:
