@@ -223,7 +223,8 @@ def test_an_experiment_page_is_the_report_with_its_runs(
     assert run_iolab(seeded[1], "report", "serve-seed", "--html", str(page)).returncode == 0
     text = page.read_text()
     block = re.search(
-        rf" · run {run_id}</h3><div class='iplot' data-fig='([^']+)'[^>]*></div>"
+        rf" · run {run_id}</h3>(?:<p class='caption'>[^<]*</p>)?"
+        r"<div class='iplot' data-fig='([^']+)'[^>]*></div>"
         r"<script type='application/json' id='\1'>(.*?)</script>",
         text,
         re.S,

@@ -36,6 +36,7 @@ from iolab.runner.executors import Executor, LocalExecutor, Task
 from iolab.runner.single import Executed, commit
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
+from iolab.store.database import signals_held
 from iolab.store.live import ChunkWriter
 from iolab.workloads.interface import Workload
 from iolab.workloads.registry import WORKLOADS
@@ -346,35 +347,37 @@ def _run(experiment: Experiment, store: Store, events: EventSink, executor: Exec
                 )
             )
 
-    def submit(task: Task) -> None:
-        """Hand a run to the executor; a claim given up before it ran is deleted."""
-        try:
-            executor.submit(task)
-        except BaseException:
-            if task.run_id is not None:
-                store.release(task.run_id)
-                limits.pop(task.run_id, None)
-            raise
-
     def claim(cell: Cell, limit: int | None) -> bool:
         """Claim the next run of the cell and submit it (False: the cell has ``limit`` runs
-        done or running elsewhere, so another driver does this one)."""
+        done or running elsewhere, so another driver does this one). A claim given up before
+        the executor has it (Ctrl-C between the two, a failed submit) is deleted: a signal
+        waits until the claim is known, so no claimed run is left 'running' by a live driver."""
         nonlocal total, runs_since_baseline
-        taken = store.claim_run(exp_id, cell.id, limit)
-        if taken is None:
-            total -= 1
-            return False
-        run_id, repetition = taken
-        limits[run_id] = limit
-        runs_since_baseline += 1
-        # the runs left, shared by the hosts that run at once
-        left = (sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]) / executor.width
-        events(
-            ExperimentProgress(
-                finished, total, outcome.failed, left, f"{cell.label} · run {repetition}"
+        taken: tuple[RunId, int] | None = None
+        try:
+            with signals_held():
+                taken = store.claim_run(exp_id, cell.id, limit)
+            if taken is None:
+                total -= 1
+                return False
+            run_id, repetition = taken
+            limits[run_id] = limit
+            runs_since_baseline += 1
+            # the runs left, shared by the hosts that run at once
+            left = (
+                sum(seconds_each[c.id] for c, _ in queue) + seconds_each[cell.id]
+            ) / executor.width
+            events(
+                ExperimentProgress(
+                    finished, total, outcome.failed, left, f"{cell.label} · run {repetition}"
+                )
             )
-        )
-        submit(Task(cell, run_id, repetition))
+            executor.submit(Task(cell, run_id, repetition))
+        except BaseException:
+            if taken is not None:
+                store.release(taken[0])
+                limits.pop(taken[0], None)
+            raise
         return True
 
     def ended(task: Task, executed: Executed) -> RunStatus:
