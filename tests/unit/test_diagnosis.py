@@ -358,3 +358,59 @@ def test_two_cells_without_a_single_limit_are_not_said_to_move() -> None:
     said = "both cells had no single limit, so the evidence does not say why"
     assert why.text == f"A vs B 1.10x, not significant: {said}"
     assert "moved" not in why.text
+
+
+def bursts(dev: str, role: str, write_mbps: list[float]) -> list[Series]:
+    """A device writing in bursts: one sample a second, MB/s each."""
+    key = SeriesKey("device", "write_mbps", "MB/s", Kind.RATE, subject=dev, role=role)
+    n = len(write_mbps)
+    rate = Series(key, 0.0, 1.0, float(n), n, sum(write_mbps), float(n), max(write_mbps))
+    return [
+        series("device", "util_pct", 60, dev, role),
+        series("device", "write_iops", 50, dev, role),
+        Series(**{**rate.__dict__, "values": tuple(write_mbps)}),
+    ]
+
+
+def env_mbps_cap(dev: str, role: str, write_mbps: float) -> dict[str, object]:
+    limits = {
+        "read_iops": None,
+        "write_iops": None,
+        "read_bps": None,
+        "write_bps": write_mbps * 1e6,
+    }
+    return {
+        "storage": {role: {"device": {"name": dev}, "testbed": {"name": "slow", "limits": limits}}}
+    }
+
+
+def test_a_device_at_its_cap_in_bursts_is_the_limit_though_its_mean_is_lower() -> None:
+    """Checkpoint flushes at a write cap: 80 % of the samples at the cap, a mean of 85 %."""
+    waits = (
+        WaitStat(
+            "performance_schema", "wait/synch/sxlock", "innodb/index_tree_rw_lock", 90, 0.3, 1
+        ),
+    )
+    facts = dx.RunFacts(
+        "mariadb", "populate", {"connections": 8}, {}, env_mbps_cap("loop1", "data", 10)
+    )
+    at_cap = [10.0] * 8 + [3.0, 2.0]
+    d = dx.diagnose(probes(bursts("loop1", "data", at_cap), host(40), waits=waits), facts)
+    assert d is not None and d.limit == dx.DATA
+    names = {e.name: e.value for e in d.evidence}
+    assert round(names["data.cap_share"]) == 85
+    assert names["data.time_at_cap"] == 80.0
+    assert "at 90% of that cap or more in 80% of the samples" in " ".join(d.sentences())
+    # the same mean held steadily below the cap is not at it
+    steady = [8.5] * 10
+    d = dx.diagnose(probes(bursts("loop1", "data", steady), host(40), waits=waits), facts)
+    assert d is not None and d.limit != dx.DATA
+    # without the samples (a report reads the means only), they are read from ``samples``
+    means = probes(
+        [series("device", "util_pct", 60, "loop1", "data")]
+        + [Series(**{**s.__dict__, "values": ()}) for s in bursts("loop1", "data", at_cap)[1:]],
+        host(40),
+        waits=waits,
+    )
+    d = dx.diagnose(means, facts, None, probes(bursts("loop1", "data", at_cap)))
+    assert d is not None and d.limit == dx.DATA

@@ -43,6 +43,7 @@ VARIES = "varies"
 
 ROLE_OF = {WAL: "wal", DATA: "data", TEMP: "temp"}
 # the (probe, series) a verdict reads: a store need not read the others
+CAP_SERIES = tuple(("device", n) for n in ("read_iops", "write_iops", "read_mbps", "write_mbps"))
 SERIES = tuple(
     [
         ("device", n)
@@ -75,6 +76,8 @@ WORDS = {
 LEAD_SHARE = 0.40  # the leading resource explains at least this share of the sessions' time
 LEAD_RATIO = 1.5  # ... and at least this many times the next one's
 AT_CAP = 0.90  # a device doing this share of a known cap (IOPS or MB/s) is at its limit
+AT_CAP_TIME = 0.50  # ... and so is one at that share of its cap in this share of the samples
+# (checkpoints and flushes come in bursts: a run at its cap 85 % of the time has a lower mean)
 CAP_WAIT_SHARE = 0.20  # ... and is the limit when sessions waited on it at least this much
 DEVICE_IDLE = 0.30  # a device lead is contradicted below this saturation (busy or cap share)
 CPU_BUSY = 0.85  # host CPU busy (user + system + steal) that makes the CPU the limit alone
@@ -330,6 +333,7 @@ class DeviceUse:
     read_ms: float
     write_ms: float
     caps: Caps | None
+    time_at_cap: float = 0.0  # the share of the samples at AT_CAP of a known cap or more
 
     def cap_share(self) -> tuple[float, str] | None:
         """The largest share of a known cap the device reached, and which (``write IOPS``)."""
@@ -352,14 +356,49 @@ class DeviceUse:
         busy = self.util_pct / 100 if math.isfinite(self.util_pct) else 0.0
         return max(busy, cap[0]) if cap else busy
 
+    @property
+    def at_cap(self) -> bool:
+        """At a known cap: on average, or in most of the samples (bursts of writes)."""
+        cap = self.cap_share()
+        return cap is not None and (cap[0] >= AT_CAP or self.time_at_cap >= AT_CAP_TIME)
+
 
 def _mean(probes: ProbeData, probe: str, name: str, subject: str) -> float:
     s = probes.one(probe, name, subject=subject)
     return s.mean if s is not None else math.nan
 
 
-def devices(probes: ProbeData, caps: Mapping[str, Caps]) -> list[DeviceUse]:
-    """Every device of the run with its roles, means and caps (``caps`` by device name)."""
+def _time_at_cap(probes: ProbeData, dev: str, caps: Caps | None) -> float:
+    """The share of the device's samples in which it did AT_CAP of a known cap or more."""
+    if caps is None:
+        return 0.0
+    columns = [
+        (s.values, cap)
+        for name, cap in (
+            ("read_iops", caps.read_iops),
+            ("write_iops", caps.write_iops),
+            ("read_mbps", caps.read_mbps),
+            ("write_mbps", caps.write_mbps),
+        )
+        if cap and (s := probes.one("device", name, subject=dev)) is not None and s.values
+    ]
+    if not columns:
+        return 0.0
+    n = min(len(v) for v, _ in columns)
+    counted = at = 0
+    for i in range(n):
+        shares = [v[i] / cap for v, cap in columns if math.isfinite(v[i])]
+        if shares:
+            counted += 1
+            at += max(shares) >= AT_CAP
+    return at / counted if counted else 0.0
+
+
+def devices(
+    probes: ProbeData, caps: Mapping[str, Caps], samples: ProbeData | None = None
+) -> list[DeviceUse]:
+    """Every device of the run with its roles, means and caps (``caps`` by device name); the
+    time at a cap is read from ``samples`` when given, else from ``probes``' values."""
     out: list[DeviceUse] = []
     seen: set[str] = set()
     for s in probes.series:
@@ -381,6 +420,7 @@ def devices(probes: ProbeData, caps: Mapping[str, Caps]) -> list[DeviceUse]:
                 read_ms=_mean(probes, "device", "read_await_ms", dev),
                 write_ms=_mean(probes, "device", "write_await_ms", dev),
                 caps=caps.get(dev),
+                time_at_cap=_time_at_cap(samples or probes, dev, caps.get(dev)),
             )
         )
     return out
@@ -554,6 +594,16 @@ def _device_evidence(d: DeviceUse, role: str) -> list[Evidence]:
                 g,
             )
         )
+        if d.time_at_cap > 0 and cap[0] < AT_CAP:  # bursts: say how long it was at the cap
+            out.append(
+                Evidence(
+                    f"{role}.time_at_cap",
+                    d.time_at_cap * 100,
+                    "%",
+                    f"at {AT_CAP:.0%} of that cap or more in {d.time_at_cap:.0%} of the samples",
+                    g,
+                )
+            )
     return out
 
 
@@ -573,13 +623,18 @@ def _device_for(resource: str, devs: Sequence[DeviceUse]) -> DeviceUse | None:
 
 
 def diagnose(
-    probes: ProbeData | None, facts: RunFacts, disk_caps: Mapping[str, Caps] | None = None
+    probes: ProbeData | None,
+    facts: RunFacts,
+    disk_caps: Mapping[str, Caps] | None = None,
+    samples: ProbeData | None = None,
 ) -> Diagnosis | None:
-    """What limited the run (None: it recorded no probes)."""
+    """What limited the run (None: it recorded no probes). ``samples``: the device series of
+    :data:`CAP_SERIES` with their values, when ``probes`` came without them (how long a device
+    was at its cap is read from its samples)."""
     if probes is None:
         return None
     caps = testbed_caps(facts.environment) | dict(disk_caps or {})
-    devs = devices(probes, caps)
+    devs = devices(probes, caps, samples)
     busy = host_busy(probes)
     quota = cpu_cap(probes)
     if facts.workload == "disk":
@@ -659,7 +714,7 @@ def diagnose(
     for r in (WAL, DATA, TEMP):
         d = _device_for(r, devs)
         cap = d.cap_share() if d is not None else None
-        if cap is None or cap[0] < AT_CAP:
+        if d is None or cap is None or not d.at_cap:
             continue
         share = st.at_cap_share(r) if st is not None else None
         # MariaDB times neither redo log syncs nor the waits for free pages its page cleaner
@@ -750,7 +805,7 @@ SATURATED = (
 def _device_full(resource: str, devs: Sequence[DeviceUse]) -> bool:
     """The role's device at a known cap or busy nearly all the time."""
     d = _device_for(resource, devs)
-    return d is not None and d.saturation >= AT_CAP
+    return d is not None and (d.saturation >= AT_CAP or d.at_cap)
 
 
 def _contradicted(resource: str, devs: Sequence[DeviceUse], busy: float) -> bool:

@@ -80,11 +80,14 @@ def run_diagnosis(
     engine = str(run.params.get("engine") or run.summary.get("engine") or "")
     facts = dx.RunFacts(engine, run.workload, run.params, run.summary, env)
     if caps is None:
-        return dx.diagnose(probes, facts, disk_caps(store, env))
+        caps = {}
     key = str(run.env_id)
     if key not in caps:
         caps[key] = disk_caps(store, env)
-    return dx.diagnose(probes, facts, caps[key])
+    # how long a device with a known cap was at it: its samples, read only then
+    known = bool(caps[key]) or bool(dx.testbed_caps(env))
+    samples = store.probes(run.id, names=dx.CAP_SERIES) if known else None
+    return dx.diagnose(probes, facts, caps[key], samples)
 
 
 def show_lines(d: dx.Diagnosis) -> list[str]:
