@@ -73,3 +73,17 @@ def test_the_group_weighs_as_the_sessions_the_run_opens() -> None:
     assert busy_processes({"cpus": 1.5}) == 2  # no session count: one per CPU of the cap
     assert busy_processes({"cpus": 0.25}) == 1
     assert busy_processes({"connections": True}) == 1
+
+
+def test_off_is_no_cap_and_keeps_its_name_in_a_matrix() -> None:
+    from iolab.workloads.caps import caps_of, memory_bytes
+
+    off = TpchWorkload.model_validate({"kind": "tpch", "memory": "off", "cpus": "off"})
+    params = off.model_dump()
+    assert params["memory"] == "off" and params["cpus"] == "off"  # the cell reads "memory=off"
+    assert caps_of(params) == {} and recorded(params) == {}
+    assert memory_bytes("off") is None and busy_processes(params) == 1
+    assert caps_of({"memory": "256MiB", "cpus": "off"}) == {"memory": "256MiB"}
+    for bad in ("of", "nan", float("inf"), 0, -1):
+        with pytest.raises(ValueError, match='or "off"'):
+            TpchWorkload.model_validate({"kind": "tpch", "cpus": bad})

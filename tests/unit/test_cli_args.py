@@ -279,7 +279,7 @@ POPULATE: list[tuple[list[str], str]] = [
     ),
     (["populate", "--memory", "lots"], f"--memory: 'lots' {{}} {MEMORY_HELP}"),
     (["populate", "--cpus", "0"], f"--cpus: '0' {{}} {CPUS_HELP}"),
-    (["populate", "--cpus", "many"], "--cpus: 'many' {} give a number, e.g. 1 or 0.01"),
+    (["populate", "--cpus", "many"], f"--cpus: 'many' {{}} {CPUS_HELP}"),
 ]
 TPCH: list[tuple[list[str], str]] = [
     (

@@ -3,9 +3,11 @@ before a run is recorded, and the cgroup the run runs in (docs/caps.md).
 
 **The options**: :class:`Caps`, a mixin of the workloads that run an engine (populate, tpch):
 ``--memory 256MiB``, ``--cpus 0.5``; ``memory = "256MiB"`` in a file or a matrix. The model
-checks only the values (a size above zero, CPUs above zero); :func:`check` what the machine and
-the engine say of them. A cap left out is not in a cell's parameters, so that files without
-caps keep their cells' names.
+checks only the values (a size above zero, CPUs above zero, or ``"off"``: no cap, so that a
+matrix can set capped cells beside uncapped ones); :func:`check` what the machine and the
+engine say of them. A cap left out is not in a cell's parameters, so that files without caps
+keep their cells' names; ``"off"`` is kept, so that a matrix's cell is labelled as its file
+says.
 
 **Servers** (PostgreSQL's postmaster and backends, mariadbd) run in the run's cgroup: they join
 it as they start (:mod:`iolab.system.cgroups`). iolab's own process, its loaders and its probes
@@ -24,16 +26,17 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from iolab.errors import BadInput
 from iolab.results import RunOutcome
 from iolab.units import parse_size
+from iolab.workloads.interface import OFF
 
-MEMORY_HELP = "give a size above zero with its unit, e.g. 256MiB or 2GiB"
-CPUS_HELP = "give CPUs above zero, fractions allowed, e.g. 0.5, 1 or 1.5"
+MEMORY_HELP = 'give a size above zero with its unit, e.g. 256MiB or 2GiB, or "off"'
+CPUS_HELP = 'give CPUs above zero, fractions allowed, e.g. 0.5, 1 or 1.5, or "off"'
 
 
 def _absent(value: Any) -> bool:
@@ -47,12 +50,12 @@ class Caps(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     memory: str | None = Field(default=None, exclude_if=_absent)
-    cpus: float | None = Field(default=None, exclude_if=_absent, allow_inf_nan=False)
+    cpus: float | Literal["off"] | None = Field(default=None, exclude_if=_absent)
 
     @field_validator("memory", mode="before")
     @classmethod
     def _memory(cls, v: object) -> object:
-        if v is None:
+        if v is None or v == OFF:
             return v
         if isinstance(v, bool) or not isinstance(v, str | int):
             raise ValueError(MEMORY_HELP)
@@ -62,22 +65,30 @@ class Caps(BaseModel):
             raise ValueError(MEMORY_HELP) from None
         return str(v).strip()
 
-    @field_validator("cpus")
+    @field_validator("cpus", mode="before")
     @classmethod
-    def _cpus(cls, v: float | None) -> float | None:
-        if v is not None and v <= 0:
+    def _cpus(cls, v: object) -> object:
+        if v is None or v == OFF:
+            return v
+        if isinstance(v, bool) or not isinstance(v, int | float | str):
             raise ValueError(CPUS_HELP)
-        return v
+        try:
+            cpus = float(v)
+        except ValueError:
+            raise ValueError(CPUS_HELP) from None
+        if not math.isfinite(cpus) or cpus <= 0:
+            raise ValueError(CPUS_HELP)
+        return cpus
 
 
 def memory_bytes(value: str | None) -> int | None:
     """The memory cap in bytes (None: no cap)."""
-    return None if value is None else parse_size(value, "--memory")
+    return None if value in (None, OFF) else parse_size(str(value), "--memory")
 
 
 def caps_of(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The caps a cell's parameters hold (only those given)."""
-    return {k: params[k] for k in ("memory", "cpus") if params.get(k) is not None}
+    """The caps a cell's parameters hold (only those given, and not "off")."""
+    return {k: params[k] for k in ("memory", "cpus") if params.get(k) not in (None, OFF)}
 
 
 _SETTING = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]?)[bB]?\s*$")
