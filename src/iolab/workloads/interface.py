@@ -37,7 +37,7 @@ from iolab.errors import BadInput
 from iolab.events import EventSink
 from iolab.metrics import Metric
 from iolab.results import RunOutcome
-from iolab.units import parse_duration
+from iolab.units import parse_duration, parse_size
 
 M = TypeVar("M", bound=BaseModel)
 # What a number out of range or not a number means, in the words of its key: the experiment's
@@ -255,7 +255,8 @@ class Checked:
         """The cell's layout at plan time, and whether a path of it is on a testbed device:
         such a path stands for itself (the device may not be up yet), so only what needs no
         directory is checked on it. Made once per distinct layout."""
-        key = repr([params[k] for k in ("data_dirs", "files", "wal_dir", "temp_dir", "settings")])
+        names = ("data_dirs", "files", "wal_dir", "temp_dir", "settings", "engine", "memory")
+        key = repr([params.get(k) for k in names])
         found = self._layouts.get(key)
         if found is None:
             found = self._layouts[key] = (layout_of(params, Path), on_device(params))
@@ -365,14 +366,31 @@ def command_layout(
 
 
 def layout_of(params: Mapping[str, Any], resolve: Resolve) -> Layout:
-    """The cell's layout with every directory resolved (``device:NAME`` to its mount point)."""
+    """The cell's layout with every directory resolved (``device:NAME`` to its mount point),
+    and under a ``memory`` cap the engine's settings fitted to it (docs/caps.md)."""
     return Layout(
         data_dirs=tuple(resolve(d) for d in params["data_dirs"]),
         files=int(params["files"]),
         wal_dir=resolve(params["wal_dir"]) if params.get("wal_dir") else None,
         temp_dir=resolve(params["temp_dir"]) if params.get("temp_dir") else None,
-        settings=dict(params.get("settings") or {}),
+        settings=settings_of(params),
     )
+
+
+def settings_of(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine's settings a cell gives, and under a ``memory`` cap those of its own the
+    engine fits to the cap where they are not given (:meth:`EngineKind.fitted`)."""
+    from iolab.engines import catalog
+
+    given = dict(params.get("settings") or {})
+    memory, kind = params.get("memory"), catalog.KINDS.get(str(params.get("engine")))
+    if memory in (None, OFF) or kind is None:
+        return given
+    try:
+        cap = parse_size(str(memory), "memory")
+    except BadInput:
+        return given  # the options' model names it
+    return {**kind.fitted(given, cap), **given}
 
 
 def on_device(params: Mapping[str, Any]) -> bool:
