@@ -323,6 +323,9 @@ def test_a_cpu_cap_that_held_the_engine_is_the_cpu_on_an_idle_host() -> None:
     )
     d = dx.diagnose(capped, PG)
     assert d is not None and d.limit == dx.CPU
+    # a report reads only dx.SERIES (store.probes(names=...)): the same verdict from them
+    kept = [s for s in capped.series if (s.key.probe, s.key.name) in dx.SERIES]
+    assert len(kept) == len(capped.series)
     found = {e.name: e for e in d.evidence}
     assert round(found["cpu_cap.share"].value) == 98
     assert "0.49 of its 0.5 CPU cores" in found["cpu_cap.share"].text

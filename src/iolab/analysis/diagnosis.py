@@ -59,7 +59,8 @@ SERIES = tuple(
         )
     ]
     + [("host", n) for n in ("cpu_user_pct", "cpu_system_pct", "cpu_steal_pct")]
-)
+    + [("cgroup", n) for n in ("cpu_cores", "cpu_limit_cores", "throttled_periods_per_s")]
+)  # every series diagnose() reads: a report reads only these (tests/unit/test_diagnosis.py)
 WORDS = {
     WAL: "the WAL / redo log device",
     DATA: "the data device",
