@@ -116,6 +116,12 @@ def test_a_warm_scan_larger_than_the_memory_cap_reads_the_device(
     assert 0.9 * limit <= memory["peak"] <= limit
     assert capped["environment"]["versions"]["memory cap"] == "96MiB (100663296 bytes)"
     assert capped["params"]["memory"] == "96MiB"
+    # what the cap fitted (a sixteenth of it per index build), and what was given kept
+    versions = capped["environment"]["versions"]
+    assert versions["fitted to the memory cap"] == "maintenance_work_mem=6MB"
+    assert capped["summary"]["settings"]["maintenance_work_mem"] == "6MB"
+    assert capped["summary"]["settings"]["shared_buffers"] == "16MB"
+    assert "fitted to the memory cap" not in free["environment"]["versions"]
     assert not any(s["probe"] == "cgroup" for s in free["probes"]["series"])
 
 
