@@ -222,6 +222,15 @@ DRIVERS = [
     (["sysbench", "--", "oltp_read_write", "--mysql-socket=/tmp/x"], "--mysql-socket"),
     (["sysbench", "--", "{tmp}/missing.lua"], "missing.lua"),
     (["sysbench"], "sysbench SCRIPT"),
+    (["sysbench", "--dsn", "mysql://u@h/db", "--", "oltp_read_write"], "--dsn"),  # --no-init
+    (
+        ["sysbench", "--dsn", "postgresql://u@h/db", "--no-init", "--", "oltp_read_write"],
+        "--engine",
+    ),
+    (
+        ["sysbench", "--dsn", "mysql://u@h/db", "--no-init", "--data-dir", "{tmp}", "--", "x"],
+        "--data-dir",
+    ),
 ]
 RECORDING = ("disk", "tpch", "tpcc", "pgbench", "sysbench")  # commands that would record a run
 CASES = DISK + TPCH + RESULTS + REPORT + COMPARE + EXPORT + TIMELINE + TESTBED + DEMO + FLEET

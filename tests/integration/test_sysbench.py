@@ -6,18 +6,23 @@ leaves nothing behind. Real servers, Debian's sysbench (2 tables of 1000 rows, 3
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from iolab.engines.interface import Layout
+from iolab.engines.interface import Layout, running
+from iolab.engines.mariadb import MariaDBEngine
+from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.errors import RunFailed
 from iolab.events import Collect
 from iolab.results import RunOutcome, RunStatus
 from iolab.workloads.sysbench.arguments import SCRIPT_DIR
 from iolab.workloads.sysbench.run import SysbenchOptions, run_sysbench
 from tests.conftest import make_dirs, requires_mariadb
+from tests.integration.conftest import iolab
 
 pytestmark = [
     pytest.mark.integration,
@@ -100,3 +105,92 @@ def test_a_failing_script_fails_the_run_with_sysbench_s_words(open_tmp: Path) ->
         run_sysbench(options, outcome, Collect())
     assert "sysbench failed" in str(failed.value) and "no_such_table" in str(failed.value)
     assert list(data.iterdir()) == []
+
+
+SECRET = "s3cret-Sb-never-stored"
+
+
+@requires_mariadb
+def test_sysbench_on_a_mariadb_server_of_yours_through_a_dsn_with_a_password(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """A user who needs a password: sysbench gets it in its environment (MYSQL_PWD), never on
+    its command line; it is in no output and not stored; the server keeps what it held."""
+    (data,) = make_dirs(open_tmp, "data")
+    engine = MariaDBEngine(Layout(data_dirs=(data,)))
+    with running(engine):
+        conn = engine.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE USER 'bench'@'localhost' IDENTIFIED BY '{SECRET}'")
+                cur.execute("GRANT ALL ON iolab.* TO 'bench'@'localhost'")
+            conn.commit()
+        finally:
+            conn.close()
+        table = ("oltp_point_select", "--tables=1", "--table-size=200")
+        subprocess.run(  # the user's own preparation
+            ["sysbench", "--db-driver=mysql", f"--mysql-socket={engine.socket}",
+             "--mysql-user=root", "--mysql-db=iolab", *table, "prepare"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+        dsn = f"mysql://bench:{SECRET}@localhost/iolab?unix_socket={engine.socket}"
+        refused = iolab("sysbench", "--dsn", dsn, "--", *table)
+        assert refused.returncode == 2 and "give --no-init with it" in refused.stderr
+        assert SECRET not in refused.stderr
+        done = iolab(
+            "sysbench", "--dsn", dsn, "--no-init", "--json", "--", *table, "--threads=2",
+            "--time=2",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert SECRET not in done.stdout + done.stderr
+        doc = json.loads(done.stdout)
+        assert doc["status"] == "done" and doc["tps"] > 0 and doc["prepared"] is False
+        assert doc["dsn"] == f"mysql://bench@localhost/iolab?unix_socket={engine.socket}"
+        conn = engine.connect()
+        try:
+            with conn.cursor() as cur:  # what was there is there still
+                cur.execute("SELECT count(*) FROM iolab.sbtest1")
+                assert cur.fetchone() == (200,)
+        finally:
+            conn.close()
+    assert SECRET not in results_db.read_bytes().decode(errors="replace")
+
+
+def test_sysbench_on_a_postgres_server_of_yours_through_a_dsn_with_a_password(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """The DSN's own parts reach libpq (sysbench's defaults for host, port and user emptied),
+    the password in PGPASSWORD for a user whose local connections need one."""
+    (data,) = make_dirs(open_tmp, "data")
+    engine = PostgresEngine(Layout(data_dirs=(data,)))
+    with running(engine):
+        with engine.connect() as conn:
+            conn.execute(f"CREATE USER bench PASSWORD '{SECRET}'")
+            conn.execute("ALTER DATABASE iolab OWNER TO bench")
+            row = conn.execute("SHOW hba_file").fetchone()
+            assert row is not None
+            hba = Path(row[0])
+        hba.write_text("local all bench scram-sha-256\n" + hba.read_text())
+        with engine.connect() as conn:
+            conn.execute("SELECT pg_reload_conf()")
+        table = ("oltp_point_select", "--tables=1", "--table-size=200")
+        dsn = f"postgresql://bench:{SECRET}@/iolab?host={engine.socket_dir}&port={PORT}"
+        prepared = subprocess.run(  # the user's own preparation, as the user
+            ["sysbench", "--db-driver=pgsql", f"--pgsql-host={engine.socket_dir}",
+             f"--pgsql-port={PORT}", "--pgsql-user=bench", "--pgsql-db=iolab", *table, "prepare"],
+            capture_output=True, text=True, check=False,
+            env={"PATH": "/usr/bin:/bin", "PGPASSWORD": SECRET},
+        )  # fmt: skip
+        assert prepared.returncode == 0, prepared.stdout + prepared.stderr
+        done = iolab(
+            "sysbench", "--engine", "postgres", "--dsn", dsn, "--no-init", "--json", "--",
+            *table, "--threads=2", "--time=2",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert SECRET not in done.stdout + done.stderr
+        doc = json.loads(done.stdout)
+        assert doc["status"] == "done" and doc["tps"] > 0
+        with engine.connect() as conn:
+            row = conn.execute("SELECT count(*) FROM sbtest1").fetchone()
+        assert row == (200,)
+    assert SECRET not in results_db.read_bytes().decode(errors="replace")

@@ -41,6 +41,16 @@ def sysbench(
     temp_dir: TempDirOption = None,
     setting: SetOption = None,
     no_init: NoInitOption = False,
+    dsn: Annotated[
+        str | None,
+        typer.Option(
+            help="A server of yours instead of a layout: mysql://USER@HOST:PORT/DB, "
+            "mysql://USER@localhost/DB?unix_socket=PATH or postgresql://USER@HOST:PORT/DB with "
+            "--engine postgres (the password from MYSQL_PWD or PGPASSWORD, handed to sysbench "
+            "in its environment, never stored); needs --no-init.",
+            show_default=False,
+        ),
+    ] = None,
     pg_bin: PgBinOption = None,
     interval_s: SampleIntervalOption = "1s",
     no_probes: NoProbesOption = False,
@@ -58,6 +68,7 @@ def sysbench(
     """
     from iolab.cli.drivers import layout_params, run
     from iolab.cli.populate import scratch_dir
+    from iolab.engines.external import parse_dsn
     from iolab.errors import BadInput
     from iolab.workloads.interface import from_flags
     from iolab.workloads.sysbench.options import SysbenchWorkload
@@ -76,10 +87,17 @@ def sysbench(
             "pg_bin": str(pg_bin) if pg_bin else None,
         },
     )
-    with scratch_dir(not data_dir, "sysbench") as scratch:
+    target = parse_dsn(dsn) if dsn is not None else None
+    with scratch_dir(not data_dir and target is None, "sysbench") as scratch:
+        layout = layout_params(data_dir, files, wal_dir, temp_dir, setting, scratch)
+        if target is not None and not data_dir:
+            layout["data_dirs"] = []  # the server's layout is its own
         params = {
             **workload.model_dump(),
-            **layout_params(data_dir, files, wal_dir, temp_dir, setting, scratch),
+            **layout,
+            "dsn": dsn,
             "sample_interval": sample_interval(interval_s, no_probes),
         }
-        run("sysbench", f"sysbench {engine} {words[0]}", params, results, as_json)
+        where = target.redacted if target is not None else engine
+        stored = {**params, "dsn": target.redacted} if target is not None else params
+        run("sysbench", f"sysbench {where} {words[0]}", params, results, as_json, stored)

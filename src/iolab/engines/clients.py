@@ -8,6 +8,7 @@ engines a driver drives is the driver's to say (``workloads/<driver>/run.py``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ class Endpoint:
 
     protocol: str  # POSTGRES or MYSQL
     host: str | None  # PostgreSQL: a socket directory or a host name; MySQL: the socket file
+    # (a path) or a host name
     port: int | None
     user: str | None
     database: str | None  # a server of the user's: its DSN without the password (libpq's form)
@@ -34,7 +36,7 @@ class Endpoint:
 
 def endpoint(engine: object) -> Endpoint:
     """The endpoint of a provisioned, running engine (iolab's, or a server of the user's)."""
-    from iolab.engines.external import ExternalPostgres
+    from iolab.engines.external import ExternalMariaDB, ExternalPostgres
     from iolab.engines.mariadb import DATABASE as MARIADB_DATABASE
     from iolab.engines.mariadb import MariaDBEngine
     from iolab.engines.postgres import DATABASE as POSTGRES_DATABASE
@@ -44,10 +46,26 @@ def endpoint(engine: object) -> Endpoint:
         return Endpoint(POSTGRES, str(engine.socket_dir), PORT, engine.user.name, POSTGRES_DATABASE)
     if isinstance(engine, MariaDBEngine) and engine.datadir is not None:
         return Endpoint(MYSQL, str(engine.socket), None, "root", MARIADB_DATABASE)
+    # a server of the user's: the DSN's password, else the one the user's environment gives
+    # the client libraries (a driver runs with a clean environment: the password is handed on)
     if isinstance(engine, ExternalPostgres):  # libpq takes the whole DSN as the database name
         t = engine.target
-        return Endpoint(POSTGRES, None, None, None, t.redacted, t.password)
+        return Endpoint(POSTGRES, None, None, None, t.redacted, t.password or _env("PGPASSWORD"))
+    if isinstance(engine, ExternalMariaDB):
+        t = engine.target
+        return Endpoint(
+            MYSQL,
+            t.unix_socket or t.host or "localhost",
+            t.port if not t.unix_socket else None,
+            t.user or os.environ.get("USER") or "root",
+            t.database,
+            t.password or _env("MYSQL_PWD"),
+        )
     raise IolabError(f"{type(engine).__name__} has no endpoint a client program can reach")
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
 
 
 def bundled(engine: object, program: str) -> Path | None:

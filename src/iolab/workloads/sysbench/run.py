@@ -8,8 +8,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from iolab.engines import catalog
+from iolab.engines import catalog, external
 from iolab.engines.clients import MYSQL, Endpoint, endpoint
+from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.errors import BadInput
 from iolab.events import EventSink, Measured, Phase
@@ -35,14 +36,35 @@ NO_PREPARE = "does not implement the 'prepare' command"
 LATENCY_SOURCE = "sysbench --histogram buckets (each count at its printed value, ~2 % wide)"
 
 
+DSN_INIT = (
+    "give --no-init with it: sysbench's prepare creates tables and its cleanup drops them, and "
+    "iolab neither makes nor deletes anything on a server of yours; prepare it yourself"
+)
+
+
 def connection(ep: Endpoint) -> list[str]:
-    """sysbench's driver and connection options for an engine's endpoint."""
+    """sysbench's driver and connection options for an engine's endpoint (never a password:
+    see :func:`password_env`)."""
     if ep.protocol == MYSQL:
+        where = (
+            [f"--mysql-socket={ep.host}"]
+            if ep.host is not None and ep.host.startswith("/")
+            else [f"--mysql-host={ep.host}", *([f"--mysql-port={ep.port}"] if ep.port else [])]
+        )
         return [
             "--db-driver=mysql",
-            f"--mysql-socket={ep.host}",
+            *where,
             f"--mysql-user={ep.user}",
-            f"--mysql-db={ep.database}",
+            *([f"--mysql-db={ep.database}"] if ep.database else []),
+        ]
+    if ep.host is None:  # a server of the user's: libpq reads the whole DSN as the database;
+        # sysbench's own defaults (localhost, 5432, sbtest) emptied so that the DSN's parts hold
+        return [
+            "--db-driver=pgsql",
+            "--pgsql-host=",
+            "--pgsql-port=",
+            "--pgsql-user=",
+            f"--pgsql-db={ep.database}",
         ]
     return [
         "--db-driver=pgsql",
@@ -51,6 +73,14 @@ def connection(ep: Endpoint) -> list[str]:
         f"--pgsql-user={ep.user}",
         f"--pgsql-db={ep.database}",
     ]
+
+
+def password_env(ep: Endpoint) -> dict[str, str]:
+    """The password in the environment the client library reads (never on the command line,
+    where every user of the machine sees it)."""
+    if ep.password is None:
+        return {}
+    return {"MYSQL_PWD" if ep.protocol == MYSQL else "PGPASSWORD": ep.password}
 
 
 @dataclass(frozen=True)
@@ -65,6 +95,7 @@ class SysbenchOptions:
     pg_bin: Path | None = None
     sample_interval: float | None = 1.0  # seconds between probe samples; None: probes off
     cwd: Path | None = None
+    dsn: ExternalTarget | None = None  # a server of the user's instead of a layout (--no-init)
 
     @property
     def workdir(self) -> Path:
@@ -77,6 +108,14 @@ class SysbenchOptions:
             raise BadInput(
                 "--engine", self.engine, "sysbench drives " + " or ".join(ENGINES) + " only"
             )
+        if self.dsn is not None:
+            if self.dsn.engine != self.engine:
+                raise BadInput(
+                    "--engine", self.engine, f"{self.dsn.engine}, the engine of the --dsn given"
+                )
+            check_external_layout(self.layout, self.pg_bin)
+            if self.init:
+                raise BadInput("--dsn", self.dsn.redacted, DSN_INIT)
         if self.sample_interval is not None and not self.sample_interval >= 0.1:
             raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
         return arguments.check(self.words, self.workdir)
@@ -86,13 +125,22 @@ def preflight(options: SysbenchOptions) -> tuple[str, SysbenchArgs]:
     """Checks that need no run record: sysbench installed, the options, the engine."""
     program = tool_path("sysbench", PACKAGE)
     checked = options.validate()
-    catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
+    if options.dsn is None:
+        catalog.check(options.engine, options.layout, pg_bin=options.pg_bin)
     return program, checked
 
 
 def run_sysbench(options: SysbenchOptions, outcome: RunOutcome, events: EventSink) -> None:
-    """The engine on the layout, ``prepare``, the measured ``run``; results into ``outcome``."""
+    """The engine on the layout (or the server of ``--dsn``), ``prepare``, the measured
+    ``run``; results into ``outcome``."""
     program, checked = preflight(options)
+    if options.dsn is not None:  # a server of the user's: iolab creates and drops nothing
+        target = external.create(options.dsn, external.Objects())
+        events(Phase(f"connecting to {options.dsn.redacted}"))
+        with running(target, "the sysbench run") as placement:
+            outcome.summary["dsn"] = options.dsn.redacted  # never the password
+            drive(target, placement, program, options, checked, outcome, events)
+        return
     engine = catalog.create(options.engine, options.layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
     with running(engine, "the sysbench run") as placement:
@@ -113,7 +161,7 @@ def drive(
     outcome.logs[checked.script.log_name] = checked.script.text
     ep = endpoint(engine)
     base = [program, *connection(ep), checked.script.given, *checked.args]
-    env = tool_env()
+    env = tool_env(**password_env(ep))
     cwd = options.workdir
     summary = outcome.summary
     summary.update(

@@ -42,9 +42,11 @@ def words(w: SysbenchWorkload) -> tuple[str, ...]:
 
 
 def sysbench_options(params: Mapping[str, Any], layout: Layout) -> SysbenchOptions:
+    from iolab.engines.external import parse_dsn
     from iolab.workloads.sysbench.run import SysbenchOptions
 
     w = model_of(SysbenchWorkload, params)
+    dsn = params.get("dsn")  # a command's --dsn: a server iolab does not manage
     return SysbenchOptions(
         engine=w.engine,
         layout=layout,
@@ -52,6 +54,7 @@ def sysbench_options(params: Mapping[str, Any], layout: Layout) -> SysbenchOptio
         init=w.init,
         pg_bin=Path(w.pg_bin) if w.pg_bin else None,
         sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
+        dsn=parse_dsn(dsn) if dsn else None,
     )
 
 
@@ -59,6 +62,8 @@ def _check(params: Mapping[str, Any], checked: Checked) -> None:
     layout, on_device = checked.layout(params)
     options = sysbench_options(params, layout)
     options.validate()
+    if options.dsn is not None:  # a server of the user's: its layout is its own
+        return
     engine_check(options.engine, layout, params.get("pg_bin"), checked)
     if not on_device:
         checked.once(("dirs", tuple(layout.named_dirs())), lambda: check_layout(layout))
@@ -72,7 +77,8 @@ def _prepare(
     layout = layout_of(params, resolve)
     options = sysbench_options(params, layout)
     preflight(options)
-    check_layout(layout)
+    if options.dsn is None:
+        check_layout(layout)
     return (lambda outcome: run_sysbench(options, outcome, events)), layout.roles(), {}
 
 
