@@ -104,6 +104,8 @@ def test_under_a_memory_cap_postgres_settings_left_unset_are_fitted_to_it() -> N
     assert settings_of({**base, "memory": "2GiB"}) == base["settings"]  # the defaults fit
     assert settings_of({**base, "memory": "off"}) == base["settings"]
     assert settings_of({**base, "engine": "mariadb", "memory": "256MiB"}) == base["settings"]
+    duck = settings_of({"engine": "duckdb", "memory": "256MiB", "settings": {"threads": 6}})
+    assert duck == {"memory_limit": "128MiB", "threads": 6}  # half: it allocates beyond it
     assert recorded({**base, "memory": "256MiB"})["fitted to the memory cap"] == (
         "shared_buffers=32MB maintenance_work_mem=16MB"
     )

@@ -60,9 +60,9 @@ MemoryOption = Annotated[
         help="Hold the engine under test and the page cache its files fill to this size "
         "(e.g. 256MiB), in a cgroup of iolab's own made for the run: data larger than it is "
         "read from the devices. Servers run inside; an embedded engine runs in iolab, which "
-        "enters the cgroup for the run. PostgreSQL's shared_buffers and maintenance_work_mem "
-        "not given with --set are fitted to it (an eighth, a sixteenth). Root. See "
-        "docs/caps.md.",
+        "enters the cgroup for the run. Settings not given with --set are fitted to it: "
+        "PostgreSQL's shared_buffers and maintenance_work_mem (an eighth, a sixteenth), "
+        "DuckDB's memory_limit (a half). Root. See docs/caps.md.",
         show_default=False,
     ),
 ]

@@ -20,6 +20,7 @@ from typing import Any
 
 from iolab.engines.duckdb import duckdb_module, sql_string
 from iolab.engines.interface import Engine
+from iolab.errors import RunFailed
 from iolab.workloads.tpch.dialect import (
     COLUMNS,
     TABLES,
@@ -65,6 +66,7 @@ class DuckDBTpch:
 
     def load(self, connect: Connect, files: TpchFiles, progress: Progress) -> None:
         conn: Any = connect()  # the driver's own connection
+        table = TABLES[0]
         try:
             for table in TABLES:
                 types = ", ".join(
@@ -85,6 +87,8 @@ class DuckDBTpch:
                         f"INSERT INTO {self.part_table(table, i)} SELECT * FROM {source}{where}"
                     )
                     progress(size // self.parts + (size % self.parts if i == 0 else 0))
+        except duckdb_module().Error as exc:  # out of memory, a full disk: the run failed
+            raise RunFailed(f"DuckDB could not load {table}: {_first_line(exc)}") from exc
         finally:
             conn.close()
 
@@ -94,6 +98,8 @@ class DuckDBTpch:
             conn.execute("FORCE CHECKPOINT")  # file 0, the default database
             for catalog in self.catalogs[1:]:
                 conn.execute(f"FORCE CHECKPOINT {catalog}")
+        except duckdb_module().Error as exc:
+            raise RunFailed(f"DuckDB could not write its checkpoint: {_first_line(exc)}") from exc
         finally:
             conn.close()
 
@@ -128,3 +134,7 @@ class DuckDBTpch:
 def dialect(engine: Engine, *, compression: bool, loaders: int) -> DuckDBTpch:
     """The TPC-H SQL for an instance's catalogs (DuckDB loads over one connection)."""
     return DuckDBTpch(engine.spaces(), compression=compression)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
