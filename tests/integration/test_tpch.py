@@ -47,6 +47,24 @@ def test_duckdb_answers_all_22_on_two_files(cache: Path, open_tmp: Path, results
     assert all(q["answer_ok"] is True for q in stored["query_results"])
 
 
+def test_duckdb_out_of_memory_while_loading_fails_the_run_in_one_line(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    (data,) = make_dirs(open_tmp, "data")
+    done = iolab(
+        "tpch", "--engine", "duckdb", "--sf", SF, "--data-dir", str(data),
+        "--set", "memory_limit=1MB",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: DuckDB could not load lineitem: ")
+    assert "Out of Memory Error" in errors[0]
+    listed = iolab("results", "list").stdout
+    assert "failed" in listed and "tpch duckdb" in listed
+    assert list(data.iterdir()) == []
+
+
 def test_postgres_answers_all_22_with_two_tablespaces_on_two_dirs(
     cache: Path, open_tmp: Path, results_db: Path
 ) -> None:
