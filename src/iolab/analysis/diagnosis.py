@@ -81,6 +81,10 @@ AT_CAP_TIME = 0.50  # ... and so is one at that share of its cap in this share o
 # (checkpoints and flushes come in bursts: a run at its cap 85 % of the time has a lower mean)
 CAP_WAIT_SHARE = 0.20  # ... and is the limit when sessions waited on it at least this much
 DEVICE_IDLE = 0.30  # a device lead is contradicted below this saturation (busy or cap share)
+# ... and on a device without a throttle iolab knows, below this busy time: it had time to
+# spare, so the sessions waited on its latency, not on its capacity (a faster device helps,
+# but it was not at its limit)
+DEVICE_SPARE = 0.70
 CPU_BUSY = 0.85  # host CPU busy (user + system + steal) that makes the CPU the limit alone
 CPU_IDLE = 0.50  # a CPU lead is contradicted below this host CPU busy
 RATE_HELD = 0.95  # an open-loop load within this share of its offered rate was held by it
@@ -814,10 +818,14 @@ def _contradicted(resource: str, devs: Sequence[DeviceUse], busy: float) -> bool
     lead on a host mostly idle."""
     if resource in ROLE_OF:
         d = _device_for(resource, devs)
+        if d is None:
+            return False
         # a throttle is a hard limit; the best an iolab disk test measured (deep queues, large
         # blocks) says little of how slow a device is for one session's commits
-        known = d is not None and d.caps is not None and d.caps.word == "cap"
-        return known and d is not None and d.saturation < DEVICE_IDLE
+        if d.caps is not None and d.caps.word == "cap":
+            return d.saturation < DEVICE_IDLE
+        # without one, its busy time: a device idle a third of the run had capacity to spare
+        return math.isfinite(d.util_pct) and d.util_pct / 100 < DEVICE_SPARE
     if resource == CPU:
         return math.isfinite(busy) and busy < CPU_IDLE
     return False
