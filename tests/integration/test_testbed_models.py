@@ -258,7 +258,10 @@ def test_an_ssd_model_keeps_its_latency_after_a_burst(bed: Path) -> None:
     assert min(took["ssd"]) >= cost_us  # never before the model's time
     # each SSD read minus the null read after it: what the load adds to both cancels out
     added = statistics.median(a - b for a, b in zip(took["ssd"], took["null"], strict=True))
-    assert added == pytest.approx(cost_us, rel=0.10), (added, min(took["ssd"]))
+    # no less than the model's time (within 10 %); more only by how late a busy machine wakes
+    # a sleeping thread, which the null read does not pay (115 us for 100 in a CI run beside
+    # other work, 2026-11-26): the model charges its time, the scheduler adds to it
+    assert 0.9 * cost_us <= added <= 1.5 * cost_us, (added, cost_us, min(took["ssd"]))
 
 
 @requires_stack
