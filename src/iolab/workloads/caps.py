@@ -172,15 +172,12 @@ def check(params: Mapping[str, Any]) -> None:
 
 def recorded(params: Mapping[str, Any]) -> dict[str, str]:
     """The caps as the run's environment keeps them (beside the tools' versions)."""
-    from iolab.engines import catalog
-
     caps = caps_of(params)
     out: dict[str, str] = {}
     if "memory" in caps:
-        memory = memory_bytes(caps["memory"])
-        out["memory cap"] = f"{caps['memory']} ({memory} bytes)"
-        kind = catalog.KINDS.get(str(params.get("engine")))
-        fitted = kind.fitted(params.get("settings") or {}, memory or 0) if kind else {}
+        out["memory cap"] = f"{caps['memory']} ({memory_bytes(caps['memory'])} bytes)"
+        given = params.get("settings") or {}
+        fitted = {k: v for k, v in settings_of(params).items() if k not in given}
         if fitted:
             out["fitted to the memory cap"] = " ".join(f"{k}={v}" for k, v in fitted.items())
     if "cpus" in caps:
