@@ -60,7 +60,9 @@ def test_postgres_events_map_to_resources() -> None:
     assert r("pg_stat_activity", "LWLock", "WALWrite") == dx.WAL
     assert r("pg_stat_activity", "IO", "WalSync") == dx.WAL
     assert r("pg_stat_activity", "IO", "DataFileRead") == dx.DATA
-    assert r("pg_stat_activity", "IO", "BufFileWrite") == dx.TEMP
+    assert r("pg_stat_activity", "IO", "BufFileWrite") == dx.TEMP  # up to PostgreSQL 16
+    assert r("pg_stat_activity", "IO", "BuffileRead") == dx.TEMP  # 17 on (pg_wait_events)
+    assert r("pg_stat_activity", "IO", "SharedFileSet") == dx.TEMP
     assert r("pg_stat_activity", "CPU", "running") == dx.CPU
     assert r("pg_stat_activity", "Client", "ClientRead") == dx.CLIENT
     assert r("pg_stat_activity", "Lock", "tuple") == dx.CONTENTION

@@ -206,7 +206,9 @@ class RunFacts:
 
 PG_WAL_LWLOCKS = frozenset({"WALWrite", "WALBufMapping", "WALSync"})
 PG_DATA_LWLOCKS = frozenset({"BufferIO"})
-PG_TEMP_IO = ("BufFile", "SharedFileSet")
+# temp files: ``BufFileRead`` up to PostgreSQL 16, ``BuffileRead`` from 17 on (the names are
+# generated from a list since), and the shared file sets of parallel hash joins and sorts
+PG_TEMP_IO = ("buffile", "sharedfileset")
 # Locks held across a device's I/O: contention between sessions, unless that device is at its
 # cap (then the lock's holder waits on the device, and the others wait behind it)
 HELD_ACROSS = {("Lock", "extend"): DATA}  # the relation extension lock: the extension's write
@@ -229,7 +231,7 @@ def _postgres_resource(cls: str, event: str) -> str | None:
     if cls == "IO":
         if event.startswith("Wal"):
             return WAL
-        if event.startswith(PG_TEMP_IO):
+        if event.lower().startswith(PG_TEMP_IO):
             return TEMP
         return DATA
     if cls == "LWLock":
