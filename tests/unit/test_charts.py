@@ -144,6 +144,28 @@ def test_timeline_panels_from_probe_data() -> None:
         "I/O latency (per completed request)",
         "queue depth (requests in flight)",
     ]
+
+    # TPC-C: NOPM and TPM in one panel, the p99 of each transaction type in another
+    tpcc = ProbeData(
+        interval=1.0,
+        wait_interval=0.1,
+        duration=4.0,
+        series=(
+            series("workload", "nopm", "NOPM", [9000, 9100, 8900, 9050]),
+            series("workload", "tpm", "TPM", [20000, 20200, 19800, 20100]),
+            series("latency", "p99_ms", "ms", [4, 5, 4, 6], subject="new_order"),
+            series("latency", "p99_ms", "ms", [2, 2, 3, 2], subject="payment"),
+            series("latency", "p50_ms", "ms", [1, 1, 1, 1], subject="payment"),
+        ),
+    )
+    panels = timeline.plots(tpcc)
+    assert [p.title for p in panels] == [
+        "throughput",
+        "p99 latency per transaction type (per interval)",
+    ]
+    assert [line.label for line in panels[0].lines] == ["NOPM", "TPM"]
+    assert list(panels[0].lines[0].ys) == [9000, 9100, 8900, 9050]
+    assert [line.label for line in panels[1].lines] == ["new_order p99", "payment p99"]
     page = timeline.html_page(data, "run 7", ["intro"])
     assert page.startswith("<!DOCTYPE html>") and "<script type='application/json'" in page
     assert page.count("* plotly.js v") == 1 and "<script src" not in page  # once, inline

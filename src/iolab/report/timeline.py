@@ -37,6 +37,7 @@ ENGINES = tuple(k.name for k in catalog.KINDS.values() if k.counts_pages)  # pag
 DRIVERS = ("pgbench", "sysbench")  # the probes of the drivers' own progress (transactions/s)
 SERIES: tuple[tuple[str, str], ...] = (
     ("workload", "rows_per_s"),
+    *(("workload", name) for name in ("nopm", "tpm")),  # TPC-C's New-Orders and transactions
     *((probe, "tps") for probe in DRIVERS),
     *((probe, "pages_allocated_per_s") for probe in ENGINES),
     *(("device", name) for name in DEVICE),
@@ -97,6 +98,10 @@ def plots(
             label = f"steady {rate:,.0f} rows/s"
             lines.append(Line(label, [start, end], [rate, rate], STEADY_COLOUR, dashed=True))
         out.append(Plot("throughput", "rows/s", lines, bands, marks=marks))
+    orders = [s for name in ("nopm", "tpm") for s in data.find("workload", name)]
+    if orders:
+        lines = [_line(s, s.key.name.upper()) for s in orders]
+        out.append(Plot("throughput", "per minute", lines, bands, marks=marks))
     tps = [s for probe in DRIVERS for s in data.find(probe, "tps")]
     if tps:
         line = _line(tps[0], f"transactions/s ({tps[0].key.probe}'s progress)")
@@ -141,7 +146,8 @@ def plots(
 
 def _operation_latency(data: ProbeData) -> tuple[str, list[Line]] | None:
     """The panel of the loaders' own latency: p50, p99 and max per interval of the first kind
-    of operation the run timed (commits where there are separate ones)."""
+    of operation the run timed (commits where there are separate ones); for a run that timed
+    other kinds (TPC-C's transaction types), the p99 of each."""
     for kind in KINDS_SHOWN:
         if not data.find("latency", "p99_ms", subject=kind):
             continue
@@ -151,6 +157,10 @@ def _operation_latency(data: ProbeData) -> tuple[str, list[Line]] | None:
             for s in data.find("latency", name, subject=kind)
         ]
         return f"{kind} latency (per interval)", lines
+    each = data.find("latency", "p99_ms")
+    if each:
+        lines = [_line(s, f"{s.key.subject} p99") for s in each]
+        return "p99 latency per transaction type (per interval)", lines
     return None
 
 
