@@ -233,6 +233,30 @@ def _on_a_server(
         _measured(target, placement, options, files, outcome, events)
 
 
+def tpcc_recorder(
+    engine: Engine,
+    placement: Placement,
+    conns: list[Any],
+    live: Live,
+    interval: float,
+    events: EventSink,
+) -> Recorder:
+    """The probes of a TPC-C run: devices per role, host, the engine's counters and the users'
+    waits, NOPM and TPM as the driver counts them, and the caps' cgroup when the run has any."""
+    return Recorder(
+        [
+            DeviceProbe(placement_roles(placement)),
+            HostProbe(),
+            *engine_probes(engine, placement, session_ids(engine, conns)),
+            CounterProbe("nopm", "NOPM", lambda: 60 * live.new_orders()),
+            CounterProbe("tpm", "TPM", lambda: 60 * live.ended()),
+            *cgroup_probes(),  # the run's caps, when it has any
+        ],
+        interval=interval,
+        events=events,
+    )
+
+
 def _measured(
     engine: Engine,
     placement: Placement,
@@ -287,17 +311,8 @@ def _measured(
     def probes(conns: list[Any], live: Live) -> Iterator[None]:
         recorder = None
         if options.sample_interval is not None:
-            recorder = Recorder(
-                [
-                    DeviceProbe(placement_roles(placement)),
-                    HostProbe(),
-                    *engine_probes(engine, placement, session_ids(engine, conns)),
-                    CounterProbe("nopm", "NOPM", lambda: 60 * live.new_orders()),
-                    CounterProbe("tpm", "TPM", lambda: 60 * live.ended()),
-                    *cgroup_probes(),  # the run's caps, when it has any
-                ],
-                interval=options.sample_interval,
-                events=events,
+            recorder = tpcc_recorder(
+                engine, placement, conns, live, options.sample_interval, events
             )
         probe_t0.append(time.perf_counter())
         with recording(recorder, outcome):
