@@ -8,6 +8,7 @@ The generated data (about 80 MB, once) lives in the session's shared cache (``ca
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
+from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.events import Collect
 from iolab.workloads.tpcc import consistency, data, dialects, spec
@@ -174,6 +176,44 @@ settle_seconds = 0
     assert report.returncode == 0, report.stderr
     assert "tpcc-small · nopm (higher is better)" in report.stdout
     assert list((open_tmp / "a").iterdir()) == [] and list((open_tmp / "b").iterdir()) == []
+
+
+@requires_mariadb
+def test_a_mariadb_server_of_yours_counts_only_the_users_transactions(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    """Another client commits on the same server all through the run: the database's TPM
+    counts the users' sessions only, so it stays with the client's count (the server's global
+    Com_commit had counted the other client's commits too)."""
+    (d,) = make_dirs(open_tmp, "server")
+    server = MariaDBEngine(Layout(data_dirs=(d,)))
+    with running(server):
+        other = server.connect()
+        stop = threading.Event()
+        committed = [0]
+
+        def bystander() -> None:  # commits that leave InnoDB nothing to write or purge
+            with other.cursor() as cur:
+                while not stop.is_set():
+                    cur.execute("SELECT 1")
+                    other.commit()
+                    committed[0] += 1
+
+        thread = threading.Thread(target=bystander, daemon=True)
+        thread.start()
+        try:
+            dsn = f"mysql://root@localhost/iolab?unix_socket={server.socket}"
+            argv = ["tpcc", "--dsn", dsn, "--connections", str(USERS), "--rampup", "1s"]
+            done = iolab(*argv, "--duration", "3s", "--json")
+        finally:
+            stop.set()
+            thread.join()
+            other.close()
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        assert committed[0] > 1000  # the other client's commits ran beside the users'
+        assert doc["tpm_source"] == "database"
+        assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"], doc
 
 
 def test_a_postgres_server_of_yours_through_a_dsn_kept_and_never_dropped(

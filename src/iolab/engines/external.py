@@ -290,7 +290,9 @@ class ExternalMariaDB(_Unmanaged):
     name: ClassVar[str] = "mariadb"
     title: ClassVar[str] = "MariaDB"
 
-    def connect(self) -> Any:
+    def connect(self, *, local_infile: bool = False) -> Any:
+        """A connection to the server's database; ``local_infile``: it may send files of this
+        process to the server (``LOAD DATA LOCAL INFILE``, the loads of TPC-C and TPC-H)."""
         try:
             import pymysql
         except ImportError:
@@ -301,6 +303,7 @@ class ExternalMariaDB(_Unmanaged):
             "database": t.database,
             "autocommit": False,
             "connect_timeout": 10,
+            "local_infile": local_infile,
         }
         password = t.password if t.password is not None else os.environ.get("MYSQL_PWD")
         if password is not None:
@@ -317,6 +320,10 @@ class ExternalMariaDB(_Unmanaged):
             return pymysql.connect(**kwargs)
         except pymysql.MySQLError as exc:
             raise IolabError(f"cannot connect to {t.redacted}: {_first_line(exc)}") from None
+
+    def load_connect(self) -> Any:
+        """A connection that may send the client's files (``LOAD DATA LOCAL INFILE``)."""
+        return self.connect(local_infile=True)
 
     def _query(self, statement: str, args: Any = None) -> list[tuple[Any, ...]]:
         conn = self.connect()

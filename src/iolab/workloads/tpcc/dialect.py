@@ -7,7 +7,7 @@ Connections come from the engine (``Connect``). The CSV files are cut into chunk
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,9 +70,10 @@ class TpccDialect(Protocol):
         """A routine's refusal of the unused item number (the spec's 1 % rollback)."""
         ...
 
-    def counter(self, conn: Any) -> int | None:
+    def counter(self, conn: Any, sessions: Sequence[Any]) -> int | None:
         """The engine's own count of transactions ended (commits and rollbacks) in the
-        benchmark database; None where it keeps none."""
+        benchmark database, or by ``sessions`` (the users' connections) where it counts per
+        session; None where it keeps none."""
         ...
 
     def flush_counter(self, conn: Any) -> int:

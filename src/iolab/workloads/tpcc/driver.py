@@ -24,7 +24,7 @@ import math
 import threading
 import time
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -338,9 +338,10 @@ class _Shared:
             return j
 
 
-def snapshot(dialect: TpccDialect, conn: Any) -> Snapshot:
-    """The database's counts now (read in one go on the monitor connection)."""
-    counter = dialect.counter(conn)
+def snapshot(dialect: TpccDialect, conn: Any, sessions: Sequence[Any]) -> Snapshot:
+    """The database's counts now (read in one go on the monitor connection); ``sessions``: the
+    users' connections, whose transactions the engine's counter counts where it can tell."""
+    counter = dialect.counter(conn, sessions)
     cur = conn.cursor()
     try:
         cur.execute("SELECT (SELECT sum(d_next_o_id) FROM district), (SELECT count(*) FROM orders)")
@@ -441,7 +442,7 @@ def _edge(
     shared.gate.close()
     try:
         flushes = sum(dialect.flush_counter(u.conn) for u in users)
-        found = snapshot(dialect, monitor)
+        found = snapshot(dialect, monitor, [u.conn for u in users])
         shared.phase = phase
     finally:
         if phase != DONE:

@@ -12,13 +12,14 @@ page written.
 ``SIGNAL SQLSTATE '45000'`` with ``tpcc:`` in its message. Retried: 1213 (deadlock) and 1205
 (lock wait timeout).
 
-Counter: ``Com_commit + Com_rollback`` of the server's global status: the server is iolab's own
-and serves only the benchmark database.
+Counter: the COMMIT and ROLLBACK statements of the users' sessions, from performance_schema's
+statement summary per thread, so that other clients of a server of the user's do not count.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -336,18 +337,30 @@ class MariaDBTpcc:
     def user_rollback(self, exc: BaseException) -> bool:
         return bool(exc.args) and exc.args[0] == ER_SIGNAL_EXCEPTION and "tpcc:" in str(exc)
 
-    def counter(self, conn: Any) -> int | None:
+    def counter(self, conn: Any, sessions: Sequence[Any]) -> int | None:
+        """COMMIT and ROLLBACK statements of the users' sessions, from performance_schema's
+        statement summary per thread (the server's global ``Com_commit`` would count every
+        client of a server of the user's); None with performance_schema off."""
+        if not sessions:
+            return None
         conn.autocommit(True)  # no COMMIT of this connection's own in the count
+        ids = [int(s.thread_id()) for s in sessions]
         with conn.cursor() as cur:
             cur.execute(
-                "SELECT sum(VARIABLE_VALUE) FROM information_schema.GLOBAL_STATUS "
-                "WHERE VARIABLE_NAME IN ('COM_COMMIT', 'COM_ROLLBACK')"
+                "SELECT count(DISTINCT t.PROCESSLIST_ID), sum(s.COUNT_STAR) "
+                "FROM performance_schema.events_statements_summary_by_thread_by_event_name s "
+                "JOIN performance_schema.threads t USING (THREAD_ID) "
+                "WHERE s.EVENT_NAME IN ('statement/sql/commit', 'statement/sql/rollback') "
+                f"AND t.PROCESSLIST_ID IN ({', '.join(['%s'] * len(ids))})",
+                ids,
             )
             row = cur.fetchone()
-        return int(row[0])
+        if row is None or int(row[0] or 0) != len(ids):  # performance_schema off: no rows
+            return None
+        return int(row[1] or 0)
 
     def flush_counter(self, conn: Any) -> int:
-        return 0  # the global status counts at once
+        return 0  # performance_schema counts at once
 
 
 def _autocommit(connect: Connect) -> Connect:

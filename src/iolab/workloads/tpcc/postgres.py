@@ -18,6 +18,7 @@ second, so at each edge of the measured window every user's connection runs
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -350,7 +351,7 @@ class PostgresTpcc:
     def user_rollback(self, exc: BaseException) -> bool:
         return getattr(exc, "sqlstate", None) == "P0001" and "tpcc:" in str(exc)
 
-    def counter(self, conn: Any) -> int | None:
+    def counter(self, conn: Any, sessions: Sequence[Any]) -> int | None:
         conn.execute("SELECT pg_stat_clear_snapshot()")
         row = conn.execute(
             "SELECT xact_commit + xact_rollback FROM pg_stat_database "

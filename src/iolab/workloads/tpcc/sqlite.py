@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import sqlite3
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,7 @@ class SQLiteTpcc:
     def user_rollback(self, exc: BaseException) -> bool:
         return False
 
-    def counter(self, conn: Any) -> int | None:
+    def counter(self, conn: Any, sessions: Sequence[Any]) -> int | None:
         return None
 
     def flush_counter(self, conn: Any) -> int:
