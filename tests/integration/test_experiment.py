@@ -134,15 +134,19 @@ key = ["sequential", "random"]
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
+            assert proc.poll() is None, "the experiment ended before it could be killed"
+            # held still while its state is read, so that the run seen is the run killed (on a
+            # busy machine a run could end, and the next be claimed, between a look and a kill)
+            proc.send_signal(signal.SIGSTOP)
             seen = statuses(results_db) if results_db.exists() else []
             started = any(p.name.startswith(".iolab-") for p in (open_tmp / "a").iterdir())
             if [s for _, s in seen].count("done") >= 1 and seen[-1][1] == "running" and started:
-                break  # a run claimed and its instance made
-            assert proc.poll() is None, "the experiment ended before it could be killed"
+                proc.send_signal(signal.SIGKILL)  # a run claimed and its instance made
+                break
+            proc.send_signal(signal.SIGCONT)
             time.sleep(0.05)
         else:
             pytest.fail("no run was in progress to kill")
-        proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
         if proc.poll() is None:
