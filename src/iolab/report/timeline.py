@@ -35,9 +35,10 @@ DEVICE = ("write_mbps", "read_mbps", "write_await_ms", "read_await_ms", "aqu_sz"
 ENGINES = tuple(k.name for k in catalog.KINDS.values() if k.counts_pages)  # pages allocated
 # (probe, name) of every series the timeline may draw: what a report reads of a run
 DRIVERS = ("pgbench", "sysbench")  # the probes of the drivers' own progress (transactions/s)
+ORDERS = ("nopm", "tpm")  # TPC-C's New-Orders and transactions per minute (workload probe)
 SERIES: tuple[tuple[str, str], ...] = (
     ("workload", "rows_per_s"),
-    *(("workload", name) for name in ("nopm", "tpm")),  # TPC-C's New-Orders and transactions
+    *(("workload", name) for name in ORDERS),
     *((probe, "tps") for probe in DRIVERS),
     *((probe, "pages_allocated_per_s") for probe in ENGINES),
     *(("device", name) for name in DEVICE),
@@ -98,7 +99,7 @@ def plots(
             label = f"steady {rate:,.0f} rows/s"
             lines.append(Line(label, [start, end], [rate, rate], STEADY_COLOUR, dashed=True))
         out.append(Plot("throughput", "rows/s", lines, bands, marks=marks))
-    orders = [s for name in ("nopm", "tpm") for s in data.find("workload", name)]
+    orders = [s for name in ORDERS for s in data.find("workload", name)]
     if orders:
         lines = [_line(s, s.key.name.upper()) for s in orders]
         out.append(Plot("throughput", "per minute", lines, bands, marks=marks))

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from iolab.engines import catalog
 from iolab.engines.external import Objects
 from iolab.engines.innodb import checkpoint, sql_string
 from iolab.engines.interface import Engine
@@ -341,10 +342,11 @@ class MariaDBTpcc:
         """COMMIT and ROLLBACK statements of the users' sessions, from performance_schema's
         statement summary per thread (the server's global ``Com_commit`` would count every
         client of a server of the user's); None with performance_schema off."""
-        if not sessions:
+        sessions_of = catalog.kind("mariadb").sessions
+        ids = sessions_of(sessions) if sessions_of is not None else []
+        if not ids:
             return None
         conn.autocommit(True)  # no COMMIT of this connection's own in the count
-        ids = [int(s.thread_id()) for s in sessions]
         with conn.cursor() as cur:
             cur.execute(
                 "SELECT count(DISTINCT t.PROCESSLIST_ID), sum(s.COUNT_STAR) "
