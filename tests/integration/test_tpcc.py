@@ -216,6 +216,24 @@ def test_a_mariadb_server_of_yours_counts_only_the_users_transactions(
         assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"], doc
 
 
+@requires_mariadb
+def test_a_mariadb_server_without_performance_schema_gives_the_clients_tpm(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    """With performance_schema off the server cannot count per session: TPM is the client's
+    count and says so, never the server's global count of every client."""
+    (d,) = make_dirs(open_tmp, "server")
+    server = MariaDBEngine(Layout(data_dirs=(d,), settings={"performance_schema": "OFF"}))
+    with running(server):
+        dsn = f"mysql://root@localhost/iolab?unix_socket={server.socket}"
+        argv = ["tpcc", "--dsn", dsn, "--connections", str(USERS), "--rampup", "1s"]
+        done = iolab(*argv, "--duration", "2s", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["tpm_source"] == "client"
+    assert doc["tpm"] == doc["tpm_client"] > 0
+
+
 def test_a_postgres_server_of_yours_through_a_dsn_kept_and_never_dropped(
     cache: Path, open_tmp: Path, results_db: Path
 ) -> None:
