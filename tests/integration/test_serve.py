@@ -1,8 +1,9 @@
 """`iolab serve` in a real browser (Playwright driving Debian's Chromium) against a results
 database seeded by real runs: the experiments list, an experiment's report page, a run's
-timeline growing while a populate run writes to the same database, a compare page with the
-ratio and interval of `iolab compare`; and, inside a network namespace of the test's own, a
-server bound beyond loopback that refuses every request without its token."""
+timeline growing while a populate run writes to the same database, a TPC-C run's NOPM and
+TPM series live, a compare page with the ratio and interval of `iolab compare`; and, inside a
+network namespace of the test's own, a server bound beyond loopback that refuses every request
+without its token."""
 
 from __future__ import annotations
 
@@ -577,6 +578,106 @@ def test_an_experiments_running_run_flushes_its_series_live(tmp_path: Path) -> N
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         assert conn.execute("SELECT count(*) FROM series_chunks").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM series").fetchone()[0] > 0
+
+
+TPCC_TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
+
+
+def _traces(figure: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """A timeline figure's traces by name, each with ``last``: the time of its last sample."""
+    out = {}
+    for t in figure["data"] if figure else []:
+        out[t["name"]] = {**t, "last": t["xlast"] if "xlast" in t else t["x"][-1]}
+    return out
+
+
+def test_a_running_tpcc_runs_nopm_and_tpm_show_live_and_its_page_names_nopm(
+    cache: Path, open_tmp: Path
+) -> None:
+    """`iolab tpcc` on SQLite with `iolab serve` on its results database: while the run is
+    running, its timeline.json carries the NOPM and TPM series, growing; once done, the final
+    timeline adds each transaction type's p99 (recorded whole at the end), and the run page
+    draws NOPM and lists the run's nopm."""
+    (data,) = make_dirs(open_tmp, "d")
+    db = open_tmp / "results.db"
+    err = (open_tmp / "tpcc.err").open("w")
+    tpcc = subprocess.Popen(
+        [
+            *IOLAB,
+            *["tpcc", "--engine", "sqlite", "--data-dir", str(data), "--warehouses", "1"],
+            *["--connections", "2", "--rampup", "2s", "--duration", "8s", "--json"],
+        ],
+        stdout=subprocess.PIPE,
+        stderr=err,
+        text=True,
+        env={**os.environ, "IOLAB_RESULTS": str(db)},
+    )
+    serve = None
+    live: list[dict[str, tuple[float, list[float]]]] = []  # NOPM, TPM: (last time, values)
+    try:
+        deadline = time.monotonic() + 300  # the data generated first when not cached
+        row = None
+        while row is None:  # the run's row, committed as running before the load
+            with contextlib.suppress(sqlite3.OperationalError):  # before its tables
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+                try:
+                    row = conn.execute("SELECT id FROM runs").fetchone()
+                finally:
+                    conn.close()
+            assert tpcc.poll() is None, (open_tmp / "tpcc.err").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the run was never recorded"
+            time.sleep(0.05)
+        run = row[0]
+        serve, url = start_serve(db)
+        while True:
+            status, _, body = fetch(f"{url}runs/{run}/timeline.json")
+            assert status == 200, body
+            doc = json.loads(body)
+            if doc["status"] != "running":
+                break
+            traces = _traces(doc["figure"])
+            if "NOPM" in traces:
+                live.append({n: (traces[n]["last"], traces[n]["y"]) for n in ("NOPM", "TPM")})
+            assert time.monotonic() < deadline, "the run never ended"
+            time.sleep(0.3)
+        out, _ = tpcc.communicate(timeout=120)
+        assert tpcc.returncode == 0, (open_tmp / "tpcc.err").read_text()[-3000:]
+        final = json.loads(fetch(f"{url}runs/{run}/timeline.json")[2])
+        status, _, page = fetch(f"{url}runs/{run}")
+    finally:
+        err.close()
+        if tpcc.poll() is None:
+            tpcc.kill()
+            tpcc.wait()
+        if serve is not None:
+            stop(serve)
+    summary = json.loads(out)
+    assert summary["status"] == "done" and summary["run"] == run
+    nopm = summary["nopm"]
+    assert nopm > 0 and nopm == summary["nopm_client"] == summary["nopm_orders"]
+    # while running: NOPM and TPM, their last sample later and later, New-Orders counted
+    ends = [s["NOPM"][0] for s in live]
+    assert ends == sorted(ends), ends
+    assert len(set(ends)) >= 3, ends  # grew at least twice while the run ran
+    assert max(max(s["NOPM"][1]) for s in live) > 0
+    assert sum(live[-1]["TPM"][1]) > sum(live[-1]["NOPM"][1]) > 0  # every type, New-Orders only
+    # done: the whole record, the types' p99 beside NOPM and TPM
+    assert final["status"] == "done"
+    traces = _traces(final["figure"])
+    assert {"NOPM", "TPM", *(f"{t} p99" for t in TPCC_TYPES)} <= set(traces), sorted(traces)
+    assert traces["NOPM"]["last"] >= ends[-1] - 1  # at least what was shown (merged to 1 s)
+    per_second = sorted(traces["NOPM"]["y"])
+    assert 0.5 * nopm < per_second[len(per_second) // 2] < 2 * nopm  # per minute, as the run's
+    p99 = [v for v in traces["new_order p99"]["y"] if v is not None]  # None: none that second
+    assert p99 and all(v > 0 for v in p99)
+    # the run page: done, its timeline drawing NOPM, its counters the run's nopm
+    assert status == 200
+    assert "id='state'>done</b>" in page
+    figure = re.search(r"<script type='application/json' id='timeline-1'>(.*?)</script>", page)
+    assert figure is not None
+    assert "NOPM" in _traces(json.loads(figure[1]))
+    shown = re.search(r"<td>nopm</td><td><span class='v'>([^<]+)</span>", page)
+    assert shown is not None and float(shown[1]) == pytest.approx(nopm)
 
 
 def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], str]:
