@@ -3,10 +3,14 @@ verdict on its numbers."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from iolab.events import Collect
 from iolab.workloads.tpcc import data, spec
 from iolab.workloads.tpcc.dialect import chunks
 from iolab.workloads.tpcc.spec import Constants, Random, RunRandom
@@ -95,6 +99,42 @@ def test_chunks_cut_at_line_ends(tmp_path: Path) -> None:
         text = b"".join(b"".join(c.blocks()) for c in parts)
         assert text == (tmp_path / f"{table}.csv").read_bytes()
         assert all(b"".join(c.blocks()).endswith(b"\n") for c in parts)
+
+
+def _tiny_data(directory: Path, text: str, fmt: int = data.FORMAT) -> dict[str, object]:
+    """A stand-in for the generated tables (one line each) and its manifest's content."""
+    directory.mkdir(exist_ok=True)
+    for table in spec.TABLES:
+        (directory / f"{table}.csv").write_text(text)
+    doc: dict[str, object] = {"format": fmt, "seed": data.SEED, "warehouses": 1}
+    doc["constants"] = {"c_last": 1, "c_id": 2, "ol_i_id": 3}
+    return doc
+
+
+def test_data_another_process_completed_meanwhile_is_kept_an_older_format_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes generating one warehouse count at once (a fleet's hosts on one machine):
+    the second to finish kept the first's data, which the first may be loading, and leaves
+    nothing of its own; data of an older format is still replaced."""
+    target = data.data_dir(1, tmp_path)
+
+    def other_finishes_first(warehouses: int, directory: Path) -> dict[str, object]:
+        theirs = _tiny_data(target, "theirs\n")
+        (target / data.MANIFEST).write_text(json.dumps(theirs))
+        return _tiny_data(directory, "mine\n")
+
+    monkeypatch.setattr(data, "generate", other_finishes_first)
+    found = data.ensure(1, Collect(), tmp_path)
+    assert found.directory == target
+    assert found.path("stock").read_text() == "theirs\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["w1"]  # its own work directory removed
+
+    (target / data.MANIFEST).write_text(json.dumps(_tiny_data(target, "old\n", fmt=0)))
+    monkeypatch.setattr(data, "generate", lambda w, d: _tiny_data(d, "new\n"))
+    found = data.ensure(1, Collect(), tmp_path)
+    assert found.path("stock").read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["w1"]
 
 
 def _doc(nopm: float, client: float, orders: float, ok: bool = True) -> dict[str, object]:

@@ -5,7 +5,8 @@ directory per warehouse count (``w1``, ``w4``, ...) holding one CSV file per tab
 an empty field is NULL; no field holds a comma or a quote) and ``manifest.json`` (seed, NURand
 constants of the load, rows and bytes per table). Everything follows from the seed: the same W
 gives the same bytes. A directory is generated beside its final name and renamed into place only
-when complete, so an interrupted generation never looks like data.
+when complete, so an interrupted generation never looks like data; of two processes generating
+the same W at once (a fleet's hosts on one machine), the first to finish keeps its data.
 """
 
 from __future__ import annotations
@@ -135,7 +136,10 @@ def ensure(warehouses: int, events: EventSink, root: Path | None = None) -> Tpcc
         work.mkdir(mode=0o755)
         doc = generate(warehouses, work)
         (work / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")
-        if target.exists():  # an older format: replaced by this one
+        # an older format is replaced by this one; complete data that another process (a
+        # host of a fleet on the same machine) renamed into place meanwhile is kept: it may be
+        # loading from it
+        if target.exists() and cached(warehouses, root) is None:
             remove([target])
         try:
             work.rename(target)
