@@ -309,6 +309,11 @@ def main(work: Path) -> None:
             "run", str(work / "hosts.toml"), "--fleet", HEAD, "--json", results=work / "hosts.db"
         )
         said["a after hosts"] = sorted(p.name for p in (work / "a").iterdir())
+        # TPC-C on both hosts at once, each generating the data into the machine's one cache
+        said["tpcc"] = iolab(
+            "run", str(work / "tpcc.toml"), "--fleet", HEAD, "--json", results=work / "tpcc.db"
+        )
+        said["a after tpcc"] = sorted(p.name for p in (work / "a").iterdir())
         # no host in the matrix: runs spread over [fleet] hosts
         said["spread"] = iolab(
             "run", str(work / "spread.toml"), "--json", results=work / "spread.db"

@@ -101,6 +101,25 @@ hosts = ["db1", "db2"]
     (work / "tools.toml").write_text(
         spread.replace('"fleet-spread"', '"fleet-tools"').replace('["db1", "db2"]', '["db3"]')
     )
+    (work / "tpcc.toml").write_text(
+        """
+[experiment]
+name = "fleet-tpcc"
+repetitions = 1
+[workload]
+kind = "tpcc"
+engine = "sqlite"
+warehouses = 1
+connections = 2
+rampup = "1s"
+duration = "4s"
+[layouts.a]
+data_dirs = ["a"]
+[matrix]
+host = ["db1", "db2"]
+"""
+        + COMMON
+    )
     hosts = (work / "hosts.toml").read_text()
     (work / "unknown.toml").write_text(hosts.replace('["db1", "db2"]', '["db1", "db9"]'))
     (work / "devices.toml").write_text(
@@ -170,6 +189,8 @@ def scenario() -> Iterator[tuple[Path, dict[str, Any]]]:
             "IOLAB_FLEET_TOKEN": str(work / "token"),
             "RAY_TMPDIR": str(work),
             "IOLAB_TESTBED_DIR": str(work / "testbed"),
+            # TPC-C's data generated here by both hosts at once, removed with the directory
+            "IOLAB_CACHE": str(work / "cache"),
         }
         env.pop("IOLAB_RESULTS", None)
         done = subprocess.run(
@@ -332,6 +353,38 @@ def test_runs_without_a_host_key_spread_over_the_listed_hosts(
             "SELECT run_id, COUNT(*), MIN(mbps) FROM disk_passes GROUP BY run_id"
         ).fetchall()
     assert len(passes) == 2 and all(n > 0 and mbps > 0 for _, n, mbps in passes)
+
+
+def test_a_tpcc_experiment_records_each_hosts_nopm_its_three_counts_agreeing(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    """TPC-C on SQLite, one run on each host at once: both generate the data into the one
+    cache of this machine, each run is recorded done with its host, its NOPM counted three
+    ways alike, its consistency conditions holding and its NOPM series brought back."""
+    work, said = scenario
+    assert said["tpcc"]["rc"] == 0, said["tpcc"]["stderr"]
+    doc = _json(said["tpcc"])
+    assert (doc["done"], doc["failed"], doc["metric"]) == (2, 0, "nopm")
+    db = work / "tpcc.db"
+    runs = _runs(db, "fleet-tpcc")
+    assert sorted(r["params"]["host"] for r in runs) == ["db1", "db2"]
+    for run in runs:
+        assert run["status"] == "done", run["error"]
+        assert run["env"]["fleet_host"] == run["params"]["host"]
+        s = run["summary"]
+        assert (s["engine"], s["warehouses"], s["connections"]) == ("sqlite", 1, 2)
+        assert s["nopm"] > 0 and s["nopm"] == s["nopm_client"] == s["nopm_orders"]
+        assert s["new_orders"] > 0 and s["transactions"]["new_order"]["count"] == s["new_orders"]
+        assert s["consistency"]["ok"] is True
+        shown = iolab("results", "show", str(run["id"]), "--json", "--results", str(db))
+        assert json.loads(shown.stdout)["summary"]["nopm"] == s["nopm"], shown.stderr
+    with sqlite3.connect(db) as conn:
+        series = conn.execute(
+            "SELECT run_id, n, peak FROM series WHERE probe = 'workload' AND name = 'nopm'"
+        ).fetchall()
+    assert sorted(r for r, _, _ in series) == sorted(r["id"] for r in runs)
+    assert all(n >= 4 and peak > 0 for _, n, peak in series), series
+    assert said["a after tpcc"] == []  # each host removed its engine's files
 
 
 def test_testbed_devices_come_up_on_the_hosts_for_the_runs_and_go_after(
