@@ -217,13 +217,22 @@ def test_a_mariadb_server_of_yours_counts_only_the_users_transactions(
 
 
 @requires_mariadb
-def test_a_mariadb_server_without_performance_schema_gives_the_clients_tpm(
-    cache: Path, open_tmp: Path, results_db: Path
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"performance_schema": "OFF"},
+        {"performance_schema_instrument": "transaction=OFF"},  # the server's default
+    ],
+    ids=["performance_schema-off", "transaction-instrument-off"],
+)
+def test_a_mariadb_server_without_per_session_transactions_gives_the_clients_tpm(
+    settings: dict[str, str], cache: Path, open_tmp: Path, results_db: Path
 ) -> None:
-    """With performance_schema off the server cannot count per session: TPM is the client's
-    count and says so, never the server's global count of every client."""
+    """With performance_schema, or its transaction instrument, off the server cannot count
+    per session: TPM is the client's count and says so, never the server's global count of
+    every client."""
     (d,) = make_dirs(open_tmp, "server")
-    server = MariaDBEngine(Layout(data_dirs=(d,), settings={"performance_schema": "OFF"}))
+    server = MariaDBEngine(Layout(data_dirs=(d,), settings=settings))
     with running(server):
         dsn = f"mysql://root@localhost/iolab?unix_socket={server.socket}"
         argv = ["tpcc", "--dsn", dsn, "--connections", str(USERS), "--rampup", "1s"]

@@ -173,3 +173,44 @@ def test_the_runs_random_inputs_keep_the_ranges_and_skew() -> None:
     assert {r.other_warehouse(2, 3) for _ in range(500)} == {1, 3}
     items = [r.item_id() for _ in range(20_000)]
     assert min(items) >= 1 and max(items) <= spec.ITEMS
+
+
+class _Said:
+    """A connection that keeps the statements its cursors were given (the SQL text only)."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+
+    def cursor(self) -> _Said:
+        return self
+
+    def __enter__(self) -> _Said:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, sql: str) -> None:
+        self.statements.append(sql)
+
+
+def test_mariadbs_calls_are_written_out_one_statement_each_with_no_commit_after() -> None:
+    from decimal import Decimal
+
+    from iolab.workloads.tpcc.mariadb import MariaDBTpcc
+
+    d = MariaDBTpcc([], lambda: None)
+    conn = _Said()
+    d.call(conn, NewOrder(1, 2, 3, ((7, 1, 5), (9, 2, 10))))
+    d.call(conn, Payment(1, 2, 1, 2, None, "BARPRIESE", Decimal("12.50")))
+    d.call(conn, OrderStatus(1, 3, 42, None))
+    assert conn.statements == [
+        "CALL tpcc_new_order(1, 2, 3, 2, '7,9', '1,2', '5,10', 0)",
+        "CALL tpcc_payment(1, 2, 1, 2, NULL, 'BARPRIESE', 12.50)",
+        "CALL tpcc_order_status(1, 3, 42, NULL)",
+    ]
+    with pytest.raises(ValueError, match="syllables"):
+        d.call(conn, OrderStatus(1, 3, None, "X'); DROP TABLE orders; --"))
+    with pytest.raises(ValueError):
+        d.call(conn, OrderStatus(1, 3.5, 42, None))  # type: ignore[arg-type]
+    assert len(conn.statements) == 3

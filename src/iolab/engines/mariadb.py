@@ -408,6 +408,8 @@ class MariaDBEngine(Provisioned):
             "performance_schema=ON",
             "# waits for iolab's wait statistics (iolab.probes.waits); --set may turn them off",
             "performance_schema_instrument='wait/synch/%=ON'",
+            "# transactions per session, TPC-C's TPM (iolab.workloads.tpcc.mariadb)",
+            "performance_schema_instrument='transaction=ON'",
             f'log-error="{self._log}"',
             "# settings given with --set",
             *(f"{_variable_name(k)}={v}" for k, v in layout.settings.items()),
