@@ -17,7 +17,7 @@ in alternating order:
 - **sysbench** (MariaDB): ``sysbench --threads=N --time=D`` running a Lua script written by
   this bench: the same mix, the inputs drawn by ``sysbench.rand.uniform`` (NURand with LuaJIT's
   ``bit.bor``, the same run constants), the home warehouse from the thread id, each
-  transaction the same ``CALL`` and a ``COMMIT``.
+  transaction the same ``CALL`` (the procedure commits: one round trip, as iolab's).
 
 pgbench stops a client and sysbench a thread on an error it cannot retry, so their New-Orders
 never carry the unused item (iolab's do, 1 %: those roll back).
@@ -37,7 +37,9 @@ cancels out of it), and both client CPU costs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
 import re
 import resource
@@ -58,6 +60,7 @@ from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PostgresEngine
 from iolab.errors import BadInput, IolabError
 from iolab.events import discard
+from iolab.system import processes
 from iolab.workloads.drivers import tool_env, tool_path
 from iolab.workloads.pgbench import run as pgbench_run
 from iolab.workloads.sysbench import run as sysbench_run
@@ -198,9 +201,35 @@ function event()
   else
     con:query(string.format("CALL tpcc_stock_level(%d, %d, %d)", w, rnd(1, 10), rnd(10, 20)))
   end
-  con:query("COMMIT")
 end
 """
+
+
+def pin(engine: Engine) -> tuple[int, list[int]]:
+    """``--pin``: the server's processes and threads (and those it starts later, which inherit
+    it) on the last CPU, this process (iolab's driver, and the peer it starts) on the others:
+    each side its own core, as on a machine where the client does not share the server's.
+    The server's CPU and the client's."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise BadInput("--pin", len(cpus), "needs 2 CPUs or more (one for the server)")
+    if isinstance(engine, PostgresEngine):
+        root = engine.server_pid
+    else:
+        assert isinstance(engine, MariaDBEngine)
+        root = engine.pid
+    if root is None:
+        raise IolabError(f"{engine.title} is not running")
+    family = {root}
+    for proc in processes.listing():  # a parent's pid is lower on a fresh server: one pass
+        if proc.ppid in family:
+            family.add(proc.pid)
+    for pid in family:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(task.name), {cpus[-1]})
+    os.sched_setaffinity(0, set(cpus[:-1]))
+    return cpus[-1], cpus[:-1]
 
 
 def next_o_ids(engine: Engine) -> int:
@@ -279,6 +308,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--users", default="4,8")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the server on the last CPU, the client (iolab or the peer) on the others",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     peer = PEERS[args.engine]
@@ -315,6 +349,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     return sysbench_argv(engine, users, args.duration, script)
 
             w = args.warehouses
+            if args.pin:
+                server_cpu, client_cpus = pin(engine)
+                progress(f"server on CPU {server_cpu}, client on CPU {client_cpus}")
             run_iolab(engine, counts[0], 3.0, w, c)  # discarded: warms the server's caches
             for round_no in range(1, args.rounds + 1):
                 for users in counts:
@@ -342,6 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "engine": version,
         "peer": peer,
         "warehouses": args.warehouses,
+        "pinned": args.pin,
         "load": load,
         "users": {},
     }
@@ -365,7 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(
         f"TPC-C driver · {version} against {peer} · W {args.warehouses} · {args.duration} s "
-        f"runs · load {' '.join(load)}\n"
+        f"runs{' · server and client each on its own CPU' if args.pin else ''} · load "
+        f"{' '.join(load)}\n"
     )
     for users, d in doc["users"].items():
         m, cpu = d["median_nopm"], d["client_cpu_us_per_tx"]
