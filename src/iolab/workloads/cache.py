@@ -4,7 +4,10 @@ generates data (TPC-H, TPC-C), and the checks made before a run is recorded."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from iolab.errors import BadInput, IolabError, Unavailable
@@ -55,3 +58,22 @@ def unusable(root: Path, what: str, reason: str) -> IolabError:
         f"the {what} data cache {root}",
         f"{reason}; set {CACHE_ENV} to a directory iolab can create and write",
     )
+
+
+@contextlib.contextmanager
+def generating(root: Path, name: str, waiting: Callable[[], None]) -> Iterator[None]:
+    """Held while one process makes the data ``name`` in ``root``: another process that wants
+    the same data (a fleet's hosts on one machine, two commands at once) waits, after calling
+    ``waiting``, and then finds it made instead of making it a second time. An exclusive
+    ``flock`` on ``root/.NAME.lock``, a file left in the cache (removing it could let a third
+    process lock a file the second has already opened)."""
+    fd = os.open(root / f".{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waiting()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
