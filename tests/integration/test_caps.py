@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from iolab.system import cgroups
-from tests.conftest import is_root, make_dirs
+from tests.conftest import is_root, make_dirs, requires_mariadb
 from tests.integration.test_populate_cli import iolab
 
 pytestmark = [
@@ -163,3 +163,44 @@ def test_a_capped_tpcc_run_holds_the_server_and_records_the_group(
     assert _series(doc, "cgroup", "memory_limit_mb")["peak"] == pytest.approx(402.653184)
     assert _series(doc, "cgroup", "cpu_limit_cores")["peak"] == 1.0
     assert 0 < _series(doc, "cgroup", "memory_mb")["peak"] <= 402.653184
+
+
+@requires_mariadb
+def test_mariadb_under_a_small_cap_gets_a_pool_fitted_to_it(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """MariaDB's default 128 MiB pool and the 192 MiB it needs beside it exceed a 256 MiB cap:
+    the pool not given is fitted to a quarter of the cap (it was refused), and the run records
+    what was fitted."""
+    (data,) = make_dirs(open_tmp, "data")
+    done = iolab(
+        *["populate", "--engine", "mariadb", "--data-dir", str(data), "--rows", "2000"],
+        *["--memory", "256MiB", "--json"],
+    )
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    versions = _show(run["run"])["environment"]["versions"]
+    assert versions["fitted to the memory cap"] == "innodb_buffer_pool_size=64M"
+
+
+@requires_mariadb
+def test_a_server_the_oom_killer_ends_at_the_cap_is_said_so(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """TPC-C's load and index builds on MariaDB need more than a 256 MiB cap holds (killed at
+    256 and 288 MiB, ran at 320): the kernel kills the server at the cap. The run says the OOM
+    killer did it at the memory cap, before the server's own "stopped (signal 9)", and is
+    recorded failed so."""
+    (data,) = make_dirs(open_tmp, "data")
+    done = iolab(
+        *["tpcc", "--engine", "mariadb", "--data-dir", str(data), "--warehouses", "1"],
+        *["--connections", "2", "--rampup", "1s", "--duration", "2s", "--memory", "256MiB"],
+    )
+    assert done.returncode == 1, done.stderr
+    said = "the kernel's OOM killer ended a process of the run at its memory cap (--memory 256MiB)"
+    assert said in done.stderr
+    assert "signal 9" in done.stderr and "Traceback" not in done.stderr
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    assert [r["status"] for r in runs] == ["failed"]
+    assert runs[0]["error"].startswith(said)
+    assert cgroups.left() == []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iolab.system.cgroups import Hierarchy, find
+from iolab.system.cgroups import Group, Hierarchy, find, oom_kills
 from iolab.workloads.caps import busy_processes, recorded, setting_bytes
 from iolab.workloads.populate.options import PopulateWorkload
 from iolab.workloads.tpch.options import TpchWorkload
@@ -103,9 +103,23 @@ def test_under_a_memory_cap_postgres_settings_left_unset_are_fitted_to_it() -> N
     assert settings_of(given)["shared_buffers"] == "64MB"  # what is given stays
     assert settings_of({**base, "memory": "2GiB"}) == base["settings"]  # the defaults fit
     assert settings_of({**base, "memory": "off"}) == base["settings"]
-    assert settings_of({**base, "engine": "mariadb", "memory": "256MiB"}) == base["settings"]
+    maria = {"engine": "mariadb", "settings": {}}
+    assert settings_of({**maria, "memory": "256MiB"}) == {"innodb_buffer_pool_size": "64M"}
+    assert settings_of({**maria, "memory": "512MiB"}) == {}  # its 128 MiB default fits
     duck = settings_of({"engine": "duckdb", "memory": "256MiB", "settings": {"threads": 6}})
     assert duck == {"memory_limit": "128MiB", "threads": 6}  # half: it allocates beyond it
     assert recorded({**base, "memory": "256MiB"})["fitted to the memory cap"] == (
         "shared_buffers=32MB maintenance_work_mem=16MB"
     )
+
+
+def test_the_oom_kills_of_a_group_in_either_version(tmp_path: Path) -> None:
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    v1.mkdir()
+    v2.mkdir()
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    (v2 / "memory.max").write_text("268435456\n")
+    (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 31\noom 1\noom_kill 1\n")
+    assert oom_kills(Group(memory=v1, cpu=None, cpuacct=None)) == 2
+    assert oom_kills(Group(memory=v2, cpu=None, cpuacct=None)) == 1
+    assert oom_kills(Group(memory=None, cpu=v1, cpuacct=None)) == 0  # no memory cap

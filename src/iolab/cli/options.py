@@ -62,7 +62,8 @@ MemoryOption = Annotated[
         "read from the devices. Servers run inside; an embedded engine runs in iolab, which "
         "enters the cgroup for the run. Settings not given with --set are fitted to it: "
         "PostgreSQL's shared_buffers and maintenance_work_mem (an eighth, a sixteenth), "
-        "DuckDB's memory_limit (a half). Root. See docs/caps.md.",
+        "MariaDB's innodb_buffer_pool_size (a quarter), DuckDB's memory_limit (a half). "
+        "Root. See docs/caps.md.",
         show_default=False,
     ),
 ]

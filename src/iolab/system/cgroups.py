@@ -367,6 +367,16 @@ def usage(group: Group) -> Usage:
     )
 
 
+def oom_kills(group: Group) -> int:
+    """Processes of the group the kernel's OOM killer ended at its memory cap (v1's
+    ``memory.oom_control``, v2's ``memory.events``; 0 without a memory cap)."""
+    if group.memory is None:
+        return 0
+    v2 = (group.memory / "memory.max").exists()
+    found = _keyed(group.memory / ("memory.events" if v2 else "memory.oom_control"))
+    return found.get("oom_kill", 0)
+
+
 def limits(group: Group) -> tuple[int | None, float | None]:
     """The caps the kernel holds for the group: bytes of memory, CPUs (None: no cap)."""
     memory: int | None = None

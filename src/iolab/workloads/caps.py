@@ -26,14 +26,17 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from iolab.errors import BadInput
+from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.results import RunOutcome
 from iolab.units import parse_size
 from iolab.workloads.interface import OFF, settings_of
+
+if TYPE_CHECKING:
+    from iolab.system.cgroups import Group
 
 MEMORY_HELP = 'give a size above zero with its unit, e.g. 256MiB or 2GiB, or "off"'
 CPUS_HELP = 'give CPUs above zero, fractions allowed, e.g. 0.5, 1 or 1.5, or "off"'
@@ -196,8 +199,11 @@ def capped(params: Mapping[str, Any], body: Body) -> Body:
     embedded = kind is not None and not kind.server
 
     def run(outcome: RunOutcome) -> None:
-        with _held(caps, embedded, busy_processes(params)):
-            body(outcome)
+        with _held(caps, embedded, busy_processes(params)) as group:
+            try:
+                body(outcome)
+            except IolabError as exc:
+                raise _killed_at_the_cap(group, caps, exc) from exc
 
     return run
 
@@ -214,17 +220,35 @@ def busy_processes(params: Mapping[str, Any]) -> int:
     return max(1, math.ceil(float(cpus))) if isinstance(cpus, int | float) else 1
 
 
+def _killed_at_the_cap(group: Group | None, caps: Mapping[str, Any], exc: IolabError) -> Exception:
+    """``exc``, or when the kernel's OOM killer ended processes of the run at its memory cap
+    (a server's "stopped (signal 9)" says only that it was killed), a failure that says so
+    first."""
+    from iolab.system import cgroups
+
+    killed = cgroups.oom_kills(group) if group is not None else 0
+    if not killed:
+        return exc
+    what = "a process" if killed == 1 else f"{killed} processes"
+    return RunFailed(
+        f"the kernel's OOM killer ended {what} of the run at its memory cap "
+        f"(--memory {caps.get('memory')}): give a larger cap, or smaller buffers with --set; "
+        f"{exc}"
+    )
+
+
 @contextmanager
-def _held(caps: Mapping[str, Any], embedded: bool, processes: int = 1) -> Iterator[None]:
+def _held(caps: Mapping[str, Any], embedded: bool, processes: int = 1) -> Iterator[Group | None]:
+    """The run's cgroup, made and entered for the block (None: no caps)."""
     from iolab.system import cgroups
 
     if not caps:
         if cgroups.find("memory") is not None and os.geteuid() == 0:
             cgroups.reap()
-        yield
+        yield None
         return
     with (
         cgroups.held(memory_bytes(caps.get("memory")), caps.get("cpus"), processes) as group,
         cgroups.entered(group) if embedded else nullcontext(),
     ):
-        yield
+        yield group
