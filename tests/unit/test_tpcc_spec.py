@@ -254,3 +254,13 @@ def test_mariadbs_calls_are_written_out_one_statement_each_with_no_commit_after(
     with pytest.raises(ValueError):
         d.call(conn, OrderStatus(1, 3.5, 42, None))  # type: ignore[arg-type]
     assert len(conn.statements) == 3
+
+
+def test_the_plan_estimates_a_run_from_what_was_measured_around_it() -> None:
+    from iolab.workloads.registry import WORKLOADS
+
+    estimate = WORKLOADS["tpcc"].estimate
+    base = {"kind": "tpcc", "warehouses": 4, "rampup": 10.0, "duration": 60.0}  # as expanded
+    assert estimate({**base, "engine": "postgres"}) == 2.5 + 1.5 * 4 + 70
+    assert estimate({**base, "engine": "mariadb"}) == 2.0 + 4.0 * 4 + 70
+    assert estimate({**base, "engine": "sqlite"}) == 1.0 + 3.0 * 4 + 70
