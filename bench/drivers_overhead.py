@@ -236,7 +236,7 @@ def _sysbench(args: argparse.Namespace, base: Path) -> Result:
             )
 
         assert isinstance(engine, MariaDBEngine)
-        pid = engine.pid
+        pid = engine.server_pid
         assert pid is not None
 
         def server_cpu() -> float:

@@ -1183,7 +1183,7 @@ def measure_mariadb(
         for round_no in range(1, rounds + 1):
             for side in round_order(sides, round_no):
                 done += 1
-                sample = with_cpu(engine.pid, False, n, partial(run_side, side, n, conns))
+                sample = with_cpu(engine.server_pid, False, n, partial(run_side, side, n, conns))
                 result.samples[side].append(sample)
                 progress(
                     f"{_line(done, total, conns, round_no, rounds, side)}: "

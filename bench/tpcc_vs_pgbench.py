@@ -213,11 +213,8 @@ def pin(engine: Engine) -> tuple[int, list[int]]:
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         raise BadInput("--pin", len(cpus), "needs 2 CPUs or more (one for the server)")
-    if isinstance(engine, PostgresEngine):
-        root = engine.server_pid
-    else:
-        assert isinstance(engine, MariaDBEngine)
-        root = engine.pid
+    assert isinstance(engine, PostgresEngine | MariaDBEngine)
+    root = engine.server_pid
     if root is None:
         raise IolabError(f"{engine.title} is not running")
     family = {root}

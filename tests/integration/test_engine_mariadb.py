@@ -44,7 +44,7 @@ def test_layout_places_each_role_and_cleans_up(open_tmp: Path) -> None:
     engine = MariaDBEngine(layout)
 
     with running(engine) as placement:
-        pid = engine.pid
+        pid = engine.server_pid
         assert pid is not None
         datadir = engine.datadir
         assert datadir is not None
@@ -105,7 +105,7 @@ def test_layout_places_each_role_and_cleans_up(open_tmp: Path) -> None:
         assert "MariaDB" in engine.version()
 
     assert process_gone(pid)
-    assert engine.pid is None
+    assert engine.server_pid is None
     for path in placement.created:
         assert not path.exists(), path
     assert mine.read_text() == "not iolab's\n"
@@ -185,7 +185,7 @@ def test_server_that_dies_at_start_fails_with_log_tail(open_tmp: Path) -> None:
     message = str(caught.value)
     assert "mariadbd exited" in message
     assert str(missing_sql) in message
-    assert engine.pid is None
+    assert engine.server_pid is None
     assert list(data.iterdir()) == []
     assert list(work.iterdir()) == []
 

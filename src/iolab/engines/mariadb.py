@@ -247,7 +247,7 @@ class MariaDBEngine(Provisioned):
         return self._datadir
 
     @property
-    def pid(self) -> int | None:
+    def server_pid(self) -> int | None:
         """The server's process id while it runs."""
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
