@@ -3,7 +3,9 @@ verdict on its numbers."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import random
 import threading
 import time
@@ -145,8 +147,6 @@ def test_a_process_wanting_data_another_is_generating_waits_and_uses_it(
     """While one process generates a warehouse count (it holds the cache's lock for it), another
     that wants the same data says it waits, then uses that data instead of generating it a
     second time."""
-    from iolab.workloads import cache
-
     made: list[str] = []
 
     def generate(warehouses: int, directory: Path) -> dict[str, object]:
@@ -157,7 +157,10 @@ def test_a_process_wanting_data_another_is_generating_waits_and_uses_it(
     said = Collect()
     found: list[data.TpccFiles] = []
     waiting = threading.Event()
-    with cache.generating(tmp_path, "w1", lambda: None):  # the first process, generating
+    target = data.data_dir(1, tmp_path)
+    lock = os.open(tmp_path / ".w1.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # the first process, generating
+    try:
         thread = threading.Thread(target=lambda: found.append(data.ensure(1, said, tmp_path)))
         thread.start()
         for _ in range(500):  # a guard against hanging, not a timed assertion
@@ -165,11 +168,12 @@ def test_a_process_wanting_data_another_is_generating_waits_and_uses_it(
                 waiting.set()
                 break
             time.sleep(0.01)
-        target = data.data_dir(1, tmp_path)
         (target.parent / "first").mkdir()
         doc = _tiny_data(target.parent / "first", "first\n")
         (target.parent / "first" / data.MANIFEST).write_text(json.dumps(doc))
         (target.parent / "first").rename(target)
+    finally:
+        os.close(lock)
     thread.join(30)
     assert waiting.is_set() and not thread.is_alive()
     assert made == []  # not generated a second time
