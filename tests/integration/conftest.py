@@ -41,7 +41,9 @@ def cache(tpch_cache_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tpch_cache_root
 
 
-def iolab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def iolab(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*IOLAB, *args],
         capture_output=True,
@@ -49,6 +51,7 @@ def iolab(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         timeout=600,
         check=False,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 

@@ -1,12 +1,15 @@
 """`iolab pgbench` and an experiment of kind "pgbench" end to end, as subprocesses: the run is
 stored with the tool's numbers, its per-second series and the devices' series, and an
 experiment over two WAL placements reports tps, the default metric, per cell; a server of the
-user's is driven through a DSN, its password never stored. Real PostgreSQL, real pgbench (scale
-1, 2 s per run)."""
+user's is driven through a DSN, its password never stored; an experiment's scripts are read
+beside its file, and the tool runs there, wherever `iolab run` is started. Real PostgreSQL, real
+pgbench (scale 1, 2 s per run), Debian's sysbench."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 
 from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import PORT, PostgresEngine
+from iolab.workloads.sysbench.arguments import SCRIPT_DIR
 from tests.conftest import make_dirs
 from tests.integration.conftest import iolab
 
@@ -78,6 +82,111 @@ def test_an_experiment_over_two_wal_placements_reports_tps(
     cells = {c["label"]: c for c in doc["cells"]}
     assert set(cells) == {"layout=beside clients=2", "layout=apart clients=2"}
     assert all(c["n"] == 1 and c["mean"] > 0 for c in cells.values())
+
+
+SCRIPTS = """
+[experiment]
+name = "{name}"
+repetitions = 1
+[isolation]
+drop_caches = false
+settle_seconds = 0
+[workload]
+duration = 1
+{workload}
+[layouts.here]
+data_dirs = ["data"]
+"""
+PGBENCH = """kind = "pgbench"
+clients = 1
+scale = 1
+script = ["app.sql@1"]
+args = ["-r", "-f", "extra.sql@1"]
+"""
+SYSBENCH = """kind = "sysbench"
+engine = "postgres"
+script = "bench.lua"
+"""
+# sysbench's require reads ./helper.lua, in the directory sysbench runs in
+BENCH_LUA = """\
+require("helper")
+print("bench.lua of the {where}")
+function thread_init()
+  drv = sysbench.sql.driver()
+  con = drv:connect()
+end
+function event()
+  con:query("SELECT 1")
+end
+function thread_done()
+  con:disconnect()
+end
+"""
+
+
+def _only_run(db: Path, name: str) -> tuple[int, dict[str, object]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT r.id, r.status, r.summary FROM runs r JOIN experiments e"
+            " ON e.id = r.experiment_id WHERE e.name = ?",
+            (name,),
+        ).fetchall()
+    ((run, status, summary),) = rows
+    assert status == "done"
+    return int(run), json.loads(summary)
+
+
+@pytest.mark.skipif(not SCRIPT_DIR.is_dir(), reason="sysbench is not installed")
+def test_an_experiments_scripts_are_read_beside_its_file_and_the_tool_runs_there(
+    open_tmp: Path, results_db: Path
+) -> None:
+    here, elsewhere = make_dirs(open_tmp, "exp", "elsewhere")
+    make_dirs(here, "data")
+    # files of the same names where `iolab run` is started, doing other things
+    for where, folder in (("experiment directory", here), ("run directory", elsewhere)):
+        (folder / "app.sql").write_text(f"SELECT 'app.sql of the {where}';\n")
+        (folder / "extra.sql").write_text(f"SELECT 'extra.sql of the {where}';\n")
+        (folder / "bench.lua").write_text(BENCH_LUA.format(where=where))
+        (folder / "helper.lua").write_text(f'print("helper.lua of the {where}")\n')
+    for name, workload in (("scripts-pgbench", PGBENCH), ("scripts-sysbench", SYSBENCH)):
+        (here / f"{name}.toml").write_text(SCRIPTS.format(name=name, workload=workload))
+        ran = iolab("run", f"../exp/{name}.toml", "--json", cwd=elsewhere)
+        assert ran.returncode == 0, ran.stderr
+
+    run, summary = _only_run(results_db, "scripts-pgbench")
+    app, extra = here / "app.sql", here / "extra.sql"
+    assert summary["script_files"] == [
+        {"given": "app.sql@1", "path": str(app), "sha256": _sha256(app)},
+        {"given": "extra.sql@1", "path": str(extra), "sha256": _sha256(extra)},
+    ]
+    said = _log(run, "pgbench")  # -r: pgbench's latency of each statement, by its text
+    assert "SELECT 'app.sql of the experiment directory';" in said, said
+    assert "SELECT 'extra.sql of the experiment directory';" in said
+    assert "run directory" not in said
+    assert _log(run, "script app.sql") == app.read_text()
+
+    run, summary = _only_run(results_db, "scripts-sysbench")
+    script = here / "bench.lua"
+    assert summary["script"] == {
+        "given": "bench.lua",
+        "path": str(script),
+        "sha256": _sha256(script),
+        "builtin": False,
+    }
+    said = _log(run, "sysbench")
+    assert "bench.lua of the experiment directory" in said, said
+    assert "helper.lua of the experiment directory" in said  # sysbench ran there
+    assert "run directory" not in said
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _log(run: int, name: str) -> str:
+    shown = iolab("results", "log", str(run), "--name", name)
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
 
 
 SECRET = "s3cret-Pw-never-stored"

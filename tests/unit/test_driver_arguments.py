@@ -292,3 +292,71 @@ def test_the_wal_device_example_is_four_cells_of_pgbench_arguments(tmp_path: Pat
     assert options.run_args == ("-c", "32", "-j", "2", "-T", "30", "-b", "tpcb-like")
     assert options.init_args == ("-i", "-s", "10")
     assert options.layout.wal_dir == tmp_path / "wal"
+
+
+EXPERIMENT = """
+[experiment]
+name = "scripts"
+[workload]
+{workload}
+[layouts.here]
+data_dirs = ["{data}"]
+"""
+
+
+def test_an_experiments_scripts_are_read_in_its_directory_which_names_no_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from iolab.config import experiment as config
+    from iolab.results import cell_id
+    from iolab.workloads.interface import WORKDIR, layout_of
+    from iolab.workloads.pgbench.workload import pgbench_options
+    from iolab.workloads.sysbench.workload import sysbench_options
+
+    data = tmp_path / "data"
+    data.mkdir()
+    workloads = {
+        "pgbench": 'kind = "pgbench"\nscript = ["app.sql@2"]\nargs = ["-f", "extra.sql"]',
+        "sysbench": 'kind = "sysbench"\nscript = "bench.lua"',
+    }
+    for folder in ("exp", "copy", "elsewhere"):
+        (tmp_path / folder).mkdir()
+        for name in ("app.sql", "extra.sql", "bench.lua"):
+            (tmp_path / folder / name).write_text(f"-- {name} of {folder}\n")
+        for kind, workload in workloads.items():
+            text = EXPERIMENT.format(workload=workload, data=data)
+            (tmp_path / folder / f"{kind}.toml").write_text(text)
+    monkeypatch.chdir(tmp_path / "elsewhere")  # where iolab runs: scripts of the same names
+
+    for kind in workloads:
+        (cell,) = config.load(Path(f"../exp/{kind}.toml")).cells
+        (moved,) = config.load(tmp_path / "copy" / f"{kind}.toml").cells
+        assert cell.workdir == str(tmp_path / "exp")
+        # the directory is handed to the workload beside the parameters, not one of them: a
+        # cell's name does not change with it (nor for files with no relative scripts)
+        assert WORKDIR not in cell.params and cell.id == cell_id(cell.params) == moved.id
+        assert cell.run_params == {**cell.params, WORKDIR: str(tmp_path / "exp")}
+
+    def read(params: dict[str, object], kind: str) -> list[str]:
+        layout = layout_of(params, Path)
+        if kind == "pgbench":
+            return [s.text for s in pgbench_options(params, layout).validate().scripts]
+        return [sysbench_options(params, layout).validate().script.text]
+
+    for folder in ("exp", "copy"):
+        (pg,) = config.load(tmp_path / folder / "pgbench.toml").cells
+        (sb,) = config.load(tmp_path / folder / "sysbench.toml").cells
+        assert read(pg.run_params, "pgbench") == [
+            f"-- app.sql of {folder}\n",
+            f"-- extra.sql of {folder}\n",
+        ]
+        assert read(sb.run_params, "sysbench") == [f"-- bench.lua of {folder}\n"]
+        assert (
+            pgbench_options(pg.run_params, layout_of(pg.params, Path)).workdir == tmp_path / folder
+        )
+    # a single command's parameters name no directory: its own, where it runs
+    assert read(pg.params, "pgbench") == [
+        "-- app.sql of elsewhere\n",
+        "-- extra.sql of elsewhere\n",
+    ]
+    assert read(sb.params, "sysbench") == ["-- bench.lua of elsewhere\n"]

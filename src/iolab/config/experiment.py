@@ -8,6 +8,10 @@ workload or layout parameter (``layout`` picks named layouts, ``settings.NAME`` 
 setting, ``host`` the hosts of a fleet), each with a list of values. Every combination of
 the matrix values is a cell; a cell is named by the hash of its resolved parameters, so a cell
 whose parameters did not change keeps its runs when the file changes.
+
+Relative paths are relative to the file's directory: a layout's directories, resolved into the
+cells' parameters as they are read, and a workload's own (pgbench's and sysbench's scripts, the
+directory the tool runs in), handed to the workload with each run (:attr:`Cell.run_params`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from iolab.fleet import names
 from iolab.input_files import read_text
 from iolab.results import CellId, cell_id
 from iolab.workloads.interface import (
+    WORKDIR,
     LayoutSection,
     Section,
     bad_input,
@@ -116,6 +121,15 @@ class Cell:
     label: str  # the matrix values that make it, e.g. "layout=ssd files=4"
     values: dict[str, Any]  # those matrix values
     params: dict[str, Any]  # workload parameters plus the resolved layout
+    workdir: str  # the file's directory, absolute: where its runs read relative paths
+
+    @property
+    def run_params(self) -> dict[str, Any]:
+        """What the workload is handed for a run of the cell and its checks, here or on a fleet
+        host: the parameters and the file's directory (:data:`WORKDIR`: a driver's relative
+        scripts are read there and the tool runs there), which is not one of the parameters, so
+        the cell's name does not depend on it."""
+        return {**self.params, WORKDIR: self.workdir}
 
 
 @dataclass(frozen=True)
@@ -227,6 +241,7 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
     workloads: dict[str, dict[str, Any]] = {}
     layouts: dict[str, dict[str, Any]] = {}
     cells: list[Cell] = []
+    workdir = str(root.resolve())
     for combo in itertools.product(*(spec.matrix[k] for k in keys)):
         values = dict(zip(keys, combo, strict=True))
         layout_name = values.get("layout", next(iter(spec.layouts)))
@@ -259,7 +274,7 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
         if HOST_KEY in values:
             params[HOST_KEY] = _host(values[HOST_KEY])
         label = " ".join(f"{k}={_short(v)}" for k, v in values.items()) or layout_name
-        cells.append(Cell(cell_id(params), workload["kind"], label, values, params))
+        cells.append(Cell(cell_id(params), workload["kind"], label, values, params, workdir))
     return cells
 
 

@@ -197,7 +197,7 @@ class FleetExecutor:
         ref = self._remote.options(**self._on(host)).remote(
             host,
             task.cell.kind,
-            task.cell.params,
+            task.cell.run_params,
             self._isolation,
             self._timeout,
             task.measured,
@@ -326,7 +326,9 @@ def preflight(ray: ModuleType, experiment: Experiment, hosts: Sequence[Node]) ->
     remote = ray.remote(check_host)
     asked = {}
     for node in hosts:
-        cells = [c.params for c in experiment.cells if c.values.get(HOST_KEY) in (None, node.name)]
+        cells = [
+            c.run_params for c in experiment.cells if c.values.get(HOST_KEY) in (None, node.name)
+        ]
         asked[node.name] = remote.options(**cluster.on_node(ray, node.node_id)).remote(
             experiment.kind, cells
         )

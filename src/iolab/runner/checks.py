@@ -33,7 +33,7 @@ def check(experiment: Experiment, store: Store | None) -> None:
     checked = Checked()
     for cell in experiment.cells:
         try:
-            kind.check(cell.params, checked)
+            kind.check(cell.run_params, checked)
         except BadInput as exc:
             raise in_file(exc, cell.values, str(cell.params["layout"])) from None
 

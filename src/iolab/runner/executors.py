@@ -197,7 +197,7 @@ class LocalExecutor:
 
         executed = execute_cell(
             self.kind,
-            task.cell.params,
+            task.cell.run_params,
             self.resolve,
             self.events,
             self.isolation,

@@ -338,6 +338,17 @@ def judged(kind: Workload, cells: Sequence[Mapping[str, Any]]) -> Judged | None:
 
 S = TypeVar("S", bound=Section)
 DEFAULT_SAMPLE_INTERVAL = 1.0  # seconds between probe samples, unless a command says otherwise
+# The directory a run reads its relative paths from (a driver's scripts) and runs its tools in:
+# an experiment file's own directory, which the runner hands the workload beside the cell's
+# parameters (:attr:`iolab.config.experiment.Cell.run_params`); it is none of them, so no cell's
+# name depends on it. Absent (a single command): the command's own directory.
+WORKDIR = "workdir"
+
+
+def workdir_of(params: Mapping[str, Any]) -> Path | None:
+    """The run's :data:`WORKDIR`, or None: the directory the command runs in."""
+    given = params.get(WORKDIR)
+    return Path(given) if given else None
 
 
 def model_of(model: type[S], params: Mapping[str, Any]) -> S:

@@ -47,7 +47,8 @@ INIT_LOG_MAX = 64 * 1024  # characters of pgbench -i's output kept with the run
 @dataclass(frozen=True)
 class PgbenchOptions:
     """A pgbench run: ``run_args`` as after ``--``, ``init_args`` as words (``-i`` among them);
-    ``cwd``: where pgbench runs and relative script paths are read (the command's directory)."""
+    ``cwd``: where pgbench runs and relative script paths are read (an experiment file's
+    directory; None: the directory the command runs in)."""
 
     engine: str
     layout: Layout

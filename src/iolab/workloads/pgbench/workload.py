@@ -18,6 +18,7 @@ from iolab.workloads.interface import (
     engine_check,
     layout_of,
     model_of,
+    workdir_of,
 )
 from iolab.workloads.pgbench import metrics
 from iolab.workloads.pgbench.options import PgbenchWorkload
@@ -61,6 +62,7 @@ def pgbench_options(params: Mapping[str, Any], layout: Layout) -> PgbenchOptions
         init=w.init,
         pg_bin=Path(w.pg_bin) if w.pg_bin else None,
         sample_interval=params.get("sample_interval", DEFAULT_SAMPLE_INTERVAL),
+        cwd=workdir_of(params),  # an experiment's directory; None: the command's
         dsn=parse_dsn(dsn) if dsn else None,
     )
 

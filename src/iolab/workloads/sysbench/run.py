@@ -86,7 +86,8 @@ def password_env(ep: Endpoint) -> dict[str, str]:
 @dataclass(frozen=True)
 class SysbenchOptions:
     """A sysbench run: ``words`` as after ``--`` (the script first); ``cwd``: where sysbench
-    runs and a relative script path is read (the command's directory)."""
+    runs and a relative script path is read (an experiment file's directory; None: the
+    directory the command runs in)."""
 
     engine: str
     layout: Layout
