@@ -33,6 +33,7 @@ def iolab(
     path: str | None = None,
     env: dict[str, str] | None = None,
     token: Path | None = None,
+    cwd: Path | None = None,
 ) -> dict[str, Any]:
     env = {**os.environ, **(env or {})}
     if path is not None:
@@ -43,7 +44,7 @@ def iolab(
         env["IOLAB_FLEET_TOKEN"] = str(token)
     began = time.monotonic()
     done = subprocess.run(
-        [*IOLAB, *args], capture_output=True, text=True, env=env, timeout=600, check=False
+        [*IOLAB, *args], capture_output=True, text=True, env=env, timeout=600, check=False, cwd=cwd
     )
     return {
         "rc": done.returncode,
@@ -317,6 +318,17 @@ def main(work: Path) -> None:
         # no host in the matrix: runs spread over [fleet] hosts
         said["spread"] = iolab(
             "run", str(work / "spread.toml"), "--json", results=work / "spread.db"
+        )
+        # pgbench with the script beside the file, the driver started where a file of the same
+        # name does another thing (the hosts run in the repository, which has none)
+        said["scripts"] = iolab(
+            "run",
+            str(work / "exp" / "scripts.toml"),
+            "--fleet",
+            HEAD,
+            "--json",
+            results=work / "scripts.db",
+            cwd=work / "elsewhere",
         )
 
         # testbed devices brought up on each host for the runs, and taken down after

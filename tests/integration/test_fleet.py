@@ -5,6 +5,7 @@ one part of what it left: results databases, the JSON of each command, the proce
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -168,6 +169,30 @@ host = ["db1", "db2"]
 """
             + COMMON
         )
+    # an experiment's script beside its file; one of the same name where the driver runs
+    here, elsewhere = make_dirs(work, "exp", "elsewhere")
+    make_dirs(here, "data")
+    for where, folder in (("experiment directory", here), ("run directory", elsewhere)):
+        (folder / "app.sql").write_text(f"SELECT 'app.sql of the {where}';\n")
+    (here / "scripts.toml").write_text(
+        """
+[experiment]
+name = "fleet-scripts"
+repetitions = 1
+[workload]
+kind = "pgbench"
+clients = 1
+scale = 1
+duration = 1
+script = ["app.sql"]
+args = ["-r"]
+[layouts.here]
+data_dirs = ["data"]
+[matrix]
+host = ["db1", "db2"]
+"""
+        + COMMON
+    )
     gone = (work / "gone.toml").read_text()  # db2 was stopped by then: db1 and db3
     (work / "gone.toml").write_text(gone.replace('["db1", "db2"]', '["db1", "db3"]'))
 
@@ -385,6 +410,29 @@ def test_a_tpcc_experiment_records_each_hosts_nopm_its_three_counts_agreeing(
     assert sorted(r for r, _, _ in series) == sorted(r["id"] for r in runs)
     assert all(n >= 4 and peak > 0 for _, n, peak in series), series
     assert said["a after tpcc"] == []  # each host removed its engine's files
+
+
+def test_an_experiments_script_is_read_beside_its_file_on_every_host(
+    scenario: tuple[Path, dict[str, Any]],
+) -> None:
+    """The driver started in a directory with an app.sql of its own, the hosts in the
+    repository: each host reads the script beside the experiment file and runs pgbench there."""
+    work, said = scenario
+    assert said["scripts"]["rc"] == 0, said["scripts"]["stderr"]
+    db, app = work / "scripts.db", work / "exp" / "app.sql"
+    runs = _runs(db, "fleet-scripts")
+    assert sorted(r["env"]["fleet_host"] for r in runs) == ["db1", "db2"]
+    digest = hashlib.sha256(app.read_bytes()).hexdigest()
+    for run in runs:
+        assert run["status"] == "done", run["error"]
+        assert run["params"]["script"] == ["app.sql"]  # the cell's parameters as the file says
+        assert run["summary"]["script_files"] == [
+            {"given": "app.sql", "path": str(app), "sha256": digest}
+        ]
+        shown = iolab("results", "log", str(run["id"]), "--name", "pgbench", "--results", str(db))
+        # -r: pgbench's latency of each statement, by its text
+        assert "SELECT 'app.sql of the experiment directory';" in shown.stdout, shown.stderr
+        assert "run directory" not in shown.stdout
 
 
 def test_testbed_devices_come_up_on_the_hosts_for_the_runs_and_go_after(
