@@ -96,7 +96,7 @@ def test_mariadb_runs_on_a_layout_below_a_private_directory(private: Path) -> No
     before = modes(user_dirs)
     engine = MariaDBEngine(layout, workdir=private / "run")
     with running(engine) as placement:
-        pid = engine.pid
+        pid = engine.server_pid
         assert pid is not None and server_uid(pid) == server_user().uid
         parts = ", ".join(
             f"PARTITION p{i} DATA DIRECTORY = '{d}'" for i, d in enumerate(engine.partition_dirs)
