@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from iolab.errors import IolabError
 from iolab.probes.data import ProbeData
 from iolab.probes.interface import WaitStat
+from iolab.units import format_rate
 
 WAL, DATA, TEMP = "wal-device", "data-device", "temp-device"
 CPU, CONTENTION, CLIENT, RATE, NONE = "cpu", "contention", "client", "rate", "none"
@@ -131,6 +133,9 @@ class Diagnosis:
         if self.limit == NONE:
             names = " or ".join(c.limit for c in self.candidates) or "no candidate"
             return f"limited by none singled out (candidates: {names})"
+        offered = next((e for e in self.evidence if e.name == "rate.offered"), None)
+        if self.limit == RATE and offered is not None:
+            return f"limited by rate (held its offered {format_rate(offered.value)} {offered.unit})"
         share = "" if self.share is None else f" ({self.share:.0%} of session time)"
         return f"limited by {self.limit}{share}"
 
@@ -626,6 +631,64 @@ def _device_for(resource: str, devs: Sequence[DeviceUse]) -> DeviceUse | None:
     return max(found, key=lambda d: d.saturation) if found else None
 
 
+# -- an offered rate, a server's whereabouts ------------------------------------------------
+
+
+def _tpcc_tps(summary: Mapping[str, Any]) -> float | None:
+    """TPC-C's transactions a second in the measured window: those its schedule offered
+    (commits and the spec's rollbacks; a retry takes no slot of the schedule)."""
+    kinds, seconds = summary.get("transactions"), summary.get("measured_seconds")
+    if not isinstance(kinds, Mapping) or not seconds:
+        return None
+    ended = sum((k.get("count") or 0) + (k.get("rollbacks") or 0) for k in kinds.values())
+    return ended / float(seconds)
+
+
+# each workload's figure its offered rate (the run's parameter ``rate``, as ``--rate`` or a
+# driver's own rate option stores it) is held against: its unit, and how its summary gives it
+ACHIEVED: dict[str, tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
+    "populate": ("rows/s", lambda s: s.get("rows_per_second")),
+    "tpcc": ("tx/s", _tpcc_tps),
+    "pgbench": ("tx/s", lambda s: s.get("tps")),
+    "sysbench": ("tx/s", lambda s: s.get("tps")),
+}
+
+
+def rate_held(facts: RunFacts) -> tuple[float, float, str] | None:
+    """(offered, achieved, unit) of a run that held its offered rate: it achieved at least
+    RATE_HELD of it; None without a rate, without the achieved figure, or below it."""
+    found = ACHIEVED.get(facts.workload)
+    if found is None:
+        return None
+    unit, figure = found
+    offered, achieved = _number(facts.params.get("rate")), _number(figure(facts.summary))
+    if offered is None or achieved is None or offered <= 0 or achieved < RATE_HELD * offered:
+        return None
+    return offered, achieved, unit
+
+
+def _number(x: object) -> float | None:
+    """A finite number stored as one (not a flag, not text), else None."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def server_local(facts: RunFacts) -> bool:
+    """A ``--dsn`` server on this machine: as its run found it (``server_local`` in the
+    summary: a unix socket or a loopback address), or, for a run that did not record it, as
+    its DSN names its host."""
+    found = facts.summary.get("server_local")
+    if isinstance(found, bool):
+        return found
+    from iolab.engines.external import dsn_is_local, parse_dsn
+
+    try:
+        return dsn_is_local(parse_dsn(str(facts.params.get("dsn") or "")))
+    except IolabError:
+        return False
+
+
 # -- the verdict -----------------------------------------------------------------------------
 
 
@@ -647,12 +710,18 @@ def diagnose(
     if facts.workload == "disk":
         return _disk(devs, busy)
     notes: list[str] = []
-    if facts.params.get("dsn"):
+    if facts.params.get("dsn") and not server_local(facts):
         notes.append(
-            "a --dsn server: its devices and host are not this machine's, so only its wait "
-            "events speak for it"
+            "a --dsn server on another host: its devices and host are not this machine's, so "
+            "only its wait events speak for it"
         )
         devs, busy = [], math.nan
+    elif facts.params.get("dsn") and not devs:
+        notes.append(
+            "a --dsn server on this machine whose data directory iolab could not read (it "
+            "needs the right to read the server's settings, or to see the directory): its "
+            "devices are unknown, so only its wait events speak for them"
+        )
     sessions = next(
         (facts.params.get(k) for k in ("connections", "clients", "threads") if facts.params.get(k)),
         facts.summary.get("connections"),
@@ -698,18 +767,16 @@ def diagnose(
         return Diagnosis(r, share, tuple(resource_evidence(r)), notes=tuple(notes))
 
     # 1. an open-loop load that got its rate
-    rate = facts.params.get("rate")
-    # populate offers rows/s; the drivers (pgbench, sysbench) transactions/s
-    unit = "rows/s" if "rows_per_second" in facts.summary else "tx/s"
-    achieved = facts.summary.get("rows_per_second", facts.summary.get("tps"))
-    if rate and achieved is not None and achieved >= RATE_HELD * float(rate):
+    kept = rate_held(facts)
+    if kept is not None:
+        offered, achieved, unit = kept
         ev = [
-            Evidence("rate.offered", float(rate), unit, f"offered {float(rate):,.0f} {unit}"),
+            Evidence("rate.offered", offered, unit, f"offered {format_rate(offered)} {unit}"),
             Evidence(
                 "rate.achieved",
-                float(achieved),
+                achieved,
                 unit,
-                f"achieved {float(achieved):,.0f} {unit} ({float(achieved) / float(rate):.0%})",
+                f"achieved {format_rate(achieved)} {unit} ({achieved / offered:.0%})",
             ),
         ]
         if st is not None and CLIENT in st.seconds:

@@ -11,6 +11,7 @@ used to connect and nowhere else: :attr:`ExternalTarget.redacted` (built by the 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field
@@ -184,6 +185,9 @@ class _Unmanaged:
         self.objects = objects
         self._layout = Layout(data_dirs=())
         self._made = False
+        # the server runs on this machine (a unix socket, a loopback address): its host and
+        # devices are this one's; set by provision() from the connection it made
+        self.local = False
 
     @property
     def layout(self) -> Layout:
@@ -246,7 +250,8 @@ class ExternalPostgres(_Unmanaged):
                 "WHERE d.datname = current_database()"
             ).fetchone()
             self._tablespace = str(row[0]) if row else "pg_default"
-            data, wal = _local_pg_dirs(conn)
+            self.local = _pg_local(conn)
+            data, wal = _local_pg_dirs(conn) if self.local else ((), None)
         self._made = True
         return Placement(data=data, wal=wal, temp=None, log=None, created=())
 
@@ -344,12 +349,22 @@ class ExternalMariaDB(_Unmanaged):
             (*tables, *routines),
         )
         _refuse_existing([str(r[0]) for r in found], self.target)
+        self.local = self._reached_locally()
         rows = self._query("SELECT @@datadir, @@innodb_log_group_home_dir")
-        datadir, logdir = rows[0] if rows else (None, None)
+        datadir, logdir = rows[0] if rows and self.local else (None, None)
         data = tuple(p for p in [_existing(datadir)] if p is not None)
         wal = _existing(logdir) if logdir not in (None, "", "./") else (data[0] if data else None)
         self._made = True
         return Placement(data=data, wal=wal, temp=None, log=None, created=())
+
+    def _reached_locally(self) -> bool:
+        """Through a unix socket or a loopback address (as the connection made it: ~/.my.cnf
+        may name them)."""
+        conn = self.connect()
+        try:
+            return local_host(conn.unix_socket) or local_host(conn.host)
+        finally:
+            conn.close()
 
     def destroy(self) -> None:
         if not self._made:
@@ -400,6 +415,46 @@ def _refuse_existing(names: list[str], target: ExternalTarget) -> None:
             "what it did not create: drop them yourself (a run killed before it cleaned up "
             "leaves them) or use another database"
         )
+
+
+def local_host(host: str | None) -> bool:
+    """A server this machine reaches on itself: a unix socket (a path, or libpq's abstract
+    ``@name``), ``localhost``, or a loopback address. Another name is not resolved here: remote."""
+    if not host:
+        return False
+    if host.startswith(("/", "@")):
+        return True
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name.partition("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def dsn_is_local(target: ExternalTarget) -> bool:
+    """What the DSN alone says of where its server runs (a run records what its connection
+    found: provision() sets ``local``); libpq's ``?host=`` counts, a DSN naming no host not
+    (libpq's defaults, PGHOST, are the connecting process's)."""
+    if target.unix_socket:  # MariaDB's: taken over the host
+        return local_host(target.unix_socket)
+    hosts = parse_qs(urlsplit(target.redacted).query).get("host", [])
+    named = [h for h in [target.host and unquote(target.host), *hosts] if h]
+    return bool(named) and all(local_host(h) for part in named for h in part.split(","))
+
+
+def _pg_local(conn: Any) -> bool:
+    """The connection went through a unix socket or to a loopback address (libpq's own
+    answer: a DSN naming no host takes its defaults, PGHOST or the socket directory)."""
+    import psycopg
+
+    info = conn.info
+    try:
+        addr = info.hostaddr  # the address connected to (libpq 12+); "" over a socket
+    except psycopg.NotSupportedError:
+        addr = ""
+    return local_host(info.host) or local_host(addr)
 
 
 def _existing(path: object) -> Path | None:

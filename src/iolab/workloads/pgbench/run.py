@@ -106,6 +106,7 @@ def run_pgbench(options: PgbenchOptions, outcome: RunOutcome, events: EventSink)
         events(Phase(f"connecting to {options.dsn.redacted}"))
         with running(target, "the pgbench run") as placement:
             outcome.summary["dsn"] = options.dsn.redacted  # never the password
+            outcome.summary["server_local"] = target.local  # its host and devices: this one's
             drive(target, placement, program_of(target), options, checked, outcome, events)
         return
     engine = catalog.create(options.engine, options.layout, pg_bin=options.pg_bin)

@@ -501,6 +501,7 @@ def run_populate(options: PopulateOptions, outcome: RunOutcome, events: EventSin
         target = external.create(options.dsn, dialects.objects(options.engine))
         events(Phase(f"connecting to {options.dsn.redacted}"))
         with running(target) as placement:
+            outcome.summary["server_local"] = target.local  # its host and devices: this one's
             load_and_measure(target, placement, options, outcome, events)
         return
     layout = options.layout

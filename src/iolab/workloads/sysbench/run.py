@@ -140,6 +140,7 @@ def run_sysbench(options: SysbenchOptions, outcome: RunOutcome, events: EventSin
         events(Phase(f"connecting to {options.dsn.redacted}"))
         with running(target, "the sysbench run") as placement:
             outcome.summary["dsn"] = options.dsn.redacted  # never the password
+            outcome.summary["server_local"] = target.local  # its host and devices: this one's
             drive(target, placement, program, options, checked, outcome, events)
         return
     engine = catalog.create(options.engine, options.layout, pg_bin=options.pg_bin)

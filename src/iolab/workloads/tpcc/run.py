@@ -226,10 +226,12 @@ def _on_a_server(
     if options.keep:
         placement = target.provision()
         target.start()
+        outcome.summary["server_local"] = target.local  # its host and devices: this one's
         _measured(target, placement, options, files, outcome, events)
         events(Phase(f"kept the TPC-C tables and routines in {options.dsn.redacted}"))
         return
     with running(target, "the TPC-C run") as placement:
+        outcome.summary["server_local"] = target.local
         _measured(target, placement, options, files, outcome, events)
 
 
