@@ -1,7 +1,8 @@
 """The "limited by" verdict on limits iolab induces itself (the short version of
 bench/diagnosis_truth.py): per engine, the WAL / redo log on a testbed device throttled to 100
 write IOPS must read ``wal-device``, and an open-loop ``--rate`` far below capacity ``rate``,
-each with its evidence in ``iolab results show --json`` and in the text."""
+each with its evidence in ``iolab results show --json`` and in the text; TPC-C's ``--rate`` on
+a ``--dsn`` server of this machine reads ``rate``, with this machine's host and devices."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from iolab import testbed
-from tests.conftest import requires_mariadb
+from iolab.engines.interface import Layout, running
+from iolab.engines.postgres import PORT, PostgresEngine
+from iolab.system.devices import describe
+from tests.conftest import make_dirs, requires_mariadb
 
 pytestmark = pytest.mark.integration
 NO_TESTBED = testbed.unavailable_reason(limits=True)
@@ -100,3 +104,41 @@ def test_a_capped_wal_device_and_a_held_rate_are_named(engine: str, walbed: dict
     why = json.loads(compared.stdout)["why"]
     assert (why["a"]["limit"], why["b"]["limit"]) == ("wal-device", "rate")
     assert "the limit moved from rate (runs 2) to wal-device (runs 1)" in why["why"]
+
+
+def test_tpcc_at_a_rate_on_a_server_of_yours_on_this_machine(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    """Issue 43: `iolab tpcc --dsn` over a unix socket at a rate the server holds read
+    `limited by client (100 % of session time)`, and the server, on this machine, was taken
+    for another host's. The verdict is the rate, and the server's host and devices are this
+    machine's: its data directory's device recorded, no "another host" note."""
+    (d,) = make_dirs(open_tmp, "server")
+    server = PostgresEngine(Layout(data_dirs=(d,)))
+    with running(server):
+        dsn = f"postgresql://{server.user.name}@/iolab?host={server.socket_dir}&port={PORT}"
+        done = iolab(
+            "tpcc", "--dsn", dsn, "--rate", "10", "--connections", "2", "--rampup", "1s",
+            "--duration", "8s", "--json", env=dict(os.environ),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    shown = iolab("results", "show", str(run["run"]), "--json", env=dict(os.environ))
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    dx = doc["diagnosis"]
+    assert dx["limit"] == "rate", dx
+    numbers = {n["name"]: (n["value"], n["unit"]) for n in dx["numbers"]}
+    assert numbers["rate.offered"] == (10.0, "tx/s")
+    assert 9.5 <= numbers["rate.achieved"][0] <= 10.5, numbers
+    assert not any("another host" in n or "unknown" in n for n in dx["notes"]), dx["notes"]
+    assert run["server_local"] is True
+    # the server's data directory, read from the server, is on a device of this machine
+    device = describe(d).device
+    assert device is not None, "the test's directory is on a block device (/var/tmp)"
+    roles = {r["role"]: r["device"] for r in doc["probes"]["roles"]}
+    assert roles.get("data") == device.name, roles
+    subjects = {(s["probe"], s["subject"]) for s in doc["probes"]["series"]}
+    assert ("device", device.name) in subjects and ("host", "all") in subjects
+    text = iolab("results", "show", str(run["run"]), env=dict(os.environ))
+    assert "limited by rate (held its offered 10 tx/s)" in " ".join(text.stdout.split())

@@ -212,6 +212,7 @@ def test_a_mariadb_server_of_yours_counts_only_the_users_transactions(
         assert done.returncode == 0, done.stderr
         doc = json.loads(done.stdout)
         assert committed[0] > 1000  # the other client's commits ran beside the users'
+        assert doc["server_local"] is True  # its socket: the server runs on this machine
         assert doc["tpm_source"] == "database"
         assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"], doc
 
@@ -257,6 +258,7 @@ def test_a_postgres_server_of_yours_through_a_dsn_kept_and_never_dropped(
         assert done.returncode == 0, done.stderr
         doc = json.loads(done.stdout)
         assert (doc["engine"], doc["mode"], doc["on_disk_bytes"]) == ("postgres", "server", None)
+        assert doc["server_local"] is True  # kept or not, where the server runs is recorded
         assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
         assert doc["consistency"]["ok"] is True
         assert SECRET not in done.stdout + done.stderr

@@ -2,13 +2,16 @@
 
 Input: a run's probe data (series means, wait statistics, checkpoints), its parameters, summary
 and environment snapshot, as :mod:`iolab.store` read them, and optionally what `iolab disk`
-measured of its devices. Nothing here reads a file or a database.
+measured of its devices. Nothing here reads a file or a database. A ``--dsn`` server on this
+machine (the summary's ``server_local``) is judged by this machine's host and devices; one
+elsewhere by its waits alone.
 
 Output: :class:`Diagnosis`: the limit (one of :data:`LIMITS`), its share of the sessions' time,
 and its evidence as numbers with names and units, each rendered as a sentence. The method:
 
-1. ``rate``: an open-loop load (``--rate``) that reached its offered rate was held below
-   capacity: nothing limited it.
+1. ``rate``: an open-loop load that reached its offered rate (the parameter ``rate``, against
+   each workload's achieved figure, :data:`ACHIEVED`) was held below capacity: nothing
+   limited it.
 2. A device at or near a cap iolab knows (a testbed device's throttle, or the best `iolab disk`
    measured of it) while the sessions' waits do not point elsewhere: that device's role.
 3. The sessions' time by resource, from the wait events mapped by :func:`resource_of`: the
@@ -31,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from iolab.engines.external import dsn_is_local, parse_dsn
 from iolab.errors import IolabError
 from iolab.probes.data import ProbeData
 from iolab.probes.interface import WaitStat
@@ -654,7 +658,7 @@ ACHIEVED: dict[str, tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
 }
 
 
-def rate_held(facts: RunFacts) -> tuple[float, float, str] | None:
+def held_offered_rate(facts: RunFacts) -> tuple[float, float, str] | None:
     """(offered, achieved, unit) of a run that held its offered rate: it achieved at least
     RATE_HELD of it; None without a rate, without the achieved figure, or below it."""
     found = ACHIEVED.get(facts.workload)
@@ -681,8 +685,6 @@ def server_local(facts: RunFacts) -> bool:
     found = facts.summary.get("server_local")
     if isinstance(found, bool):
         return found
-    from iolab.engines.external import dsn_is_local, parse_dsn
-
     try:
         return dsn_is_local(parse_dsn(str(facts.params.get("dsn") or "")))
     except IolabError:
@@ -718,9 +720,9 @@ def diagnose(
         devs, busy = [], math.nan
     elif facts.params.get("dsn") and not devs:
         notes.append(
-            "a --dsn server on this machine whose data directory iolab could not read (it "
-            "needs the right to read the server's settings, or to see the directory): its "
-            "devices are unknown, so only its wait events speak for them"
+            "a --dsn server on this machine, but no device was recorded for its data "
+            "directory (the server did not let iolab read where it is, or it is in memory): "
+            "its devices are unknown, so only its wait events speak for them"
         )
     sessions = next(
         (facts.params.get(k) for k in ("connections", "clients", "threads") if facts.params.get(k)),
@@ -767,7 +769,7 @@ def diagnose(
         return Diagnosis(r, share, tuple(resource_evidence(r)), notes=tuple(notes))
 
     # 1. an open-loop load that got its rate
-    kept = rate_held(facts)
+    kept = held_offered_rate(facts)
     if kept is not None:
         offered, achieved, unit = kept
         ev = [
