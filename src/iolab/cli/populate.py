@@ -125,9 +125,10 @@ def populate(
             help="A server iolab does not manage instead of a layout: postgresql://USER@HOST/DB "
             "or mysql://USER@HOST/DB. Keep the password in PGPASSWORD, PGPASSFILE or ~/.pgpass "
             "(PostgreSQL), ~/.my.cnf or MYSQL_PWD (MariaDB); one in the DSN (user:PW@ or "
-            "?password=) is never shown or stored. Layout options are refused with it. On this "
-            "machine (a unix socket, a loopback address) its host and data directory's devices "
-            "are probed as this machine's.",
+            "?password=) is never shown or stored. Layout options are refused with it. Its "
+            "user needs the right to create tables and routines there (checked first; "
+            "docs/servers.md). On this machine (a unix socket, a loopback address) its host and "
+            "data directory's devices are probed as this machine's.",
         ),
     ] = None,
     checkpoint_every: Annotated[

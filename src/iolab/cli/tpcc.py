@@ -123,8 +123,9 @@ def tpcc(
             "mysql://USER@HOST/DB; the password from PGPASSWORD, ~/.pgpass, MYSQL_PWD or "
             "~/.my.cnf, never stored): the run uses its database; its layout and settings are "
             "its own. iolab refuses a database that holds its tables already and drops what it "
-            "made afterwards, unless --keep. On this machine (a unix socket, a loopback address) "
-            "its host and data directory's devices are probed as this machine's."
+            "made afterwards, unless --keep. Its user's rights are checked first "
+            "(docs/servers.md). On this machine (a unix socket, a loopback address) its host and "
+            "data directory's devices are probed as this machine's."
         ),
     ] = None,
     keep: Annotated[

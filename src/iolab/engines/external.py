@@ -35,11 +35,16 @@ HOW_TO_GET_DRIVERS = "pip install 'iolab[engines]' (psycopg and pymysql)"
 @dataclass(frozen=True)
 class Objects:
     """What a workload creates in a server's database, by name: refused when found before the
-    run (iolab never drops what it did not create), dropped after it."""
+    run (iolab never drops what it did not create), dropped after it. And what else its user
+    must be granted there (:mod:`iolab.engines.rights`): MariaDB's database privileges beyond
+    creating, filling and dropping these (``privileges``), SELECT on tables of other schemas
+    (``reads``, ``schema.table``)."""
 
     tables: tuple[str, ...] = ()
     procedures: tuple[str, ...] = ()
     functions: tuple[str, ...] = ()
+    privileges: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
 
     @property
     def routines(self) -> tuple[str, ...]:
@@ -207,6 +212,15 @@ class _Unmanaged:
         return None
 
 
+# which of a workload's objects the database holds (visible in the search path)
+_PG_FOUND = (
+    "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%(t)s) "
+    "AND pg_table_is_visible(c.oid) UNION ALL "
+    "SELECT p.proname FROM pg_proc p WHERE p.proname = ANY(%(r)s) "
+    "AND pg_function_is_visible(p.oid)"
+)
+
+
 class ExternalPostgres(_Unmanaged):
     """A PostgreSQL server reached through a DSN; the Engine protocol without provisioning."""
 
@@ -236,13 +250,7 @@ class ExternalPostgres(_Unmanaged):
     def provision(self) -> Placement:
         """Check that the server takes us and holds none of iolab's objects; create nothing."""
         with self.connect() as conn:
-            found = conn.execute(
-                "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%(t)s) "
-                "AND pg_table_is_visible(c.oid) UNION ALL "
-                "SELECT p.proname FROM pg_proc p WHERE p.proname = ANY(%(r)s) "
-                "AND pg_function_is_visible(p.oid)",
-                {"t": list(self.objects.tables), "r": list(self.objects.routines)},
-            ).fetchall()
+            found = conn.execute(_PG_FOUND, self._names()).fetchall()
             _refuse_existing([str(r[0]) for r in found], self.target)
             row = conn.execute(
                 "SELECT coalesce(t.spcname, 'pg_default') FROM pg_database d "
@@ -255,18 +263,26 @@ class ExternalPostgres(_Unmanaged):
         self._made = True
         return Placement(data=data, wal=wal, temp=None, log=None, created=())
 
+    def _names(self) -> dict[str, list[str]]:
+        return {"t": list(self.objects.tables), "r": list(self.objects.routines)}
+
     def destroy(self) -> None:
-        """Drop what the workload created, and only when provision() found none of it before."""
+        """Drop what the workload created, and only when provision() found none of it before:
+        those of its objects that exist now (a run that failed early made fewer)."""
         if not self._made:
             return
         self._made = False
         with self.connect() as conn:
+            made = {str(r[0]) for r in conn.execute(_PG_FOUND, self._names()).fetchall()}
             for name in self.objects.procedures:
-                conn.execute(f"DROP PROCEDURE IF EXISTS {name}")
+                if name in made:
+                    conn.execute(f"DROP PROCEDURE IF EXISTS {name}")
             for name in self.objects.tables:
-                conn.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
+                if name in made:
+                    conn.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
             for name in self.objects.functions:
-                conn.execute(f"DROP FUNCTION IF EXISTS {name}")
+                if name in made:
+                    conn.execute(f"DROP FUNCTION IF EXISTS {name}")
 
     def spaces(self) -> list[str]:
         """The database's own tablespace (read by provision())."""
@@ -339,7 +355,8 @@ class ExternalMariaDB(_Unmanaged):
         finally:
             conn.close()
 
-    def provision(self) -> Placement:
+    def _found(self) -> set[str]:
+        """Which of the workload's objects the database holds."""
         tables, routines = self.objects.tables, self.objects.routines
         found = self._query(
             "SELECT table_name FROM information_schema.tables "
@@ -348,7 +365,10 @@ class ExternalMariaDB(_Unmanaged):
             f"WHERE routine_schema = DATABASE() AND routine_name IN ({_marks(routines)})",
             (*tables, *routines),
         )
-        _refuse_existing([str(r[0]) for r in found], self.target)
+        return {str(r[0]) for r in found}
+
+    def provision(self) -> Placement:
+        _refuse_existing(sorted(self._found()), self.target)
         self.local = self._reached_locally()
         rows = self._query("SELECT @@datadir, @@innodb_log_group_home_dir")
         datadir, logdir = rows[0] if rows and self.local else (None, None)
@@ -370,15 +390,19 @@ class ExternalMariaDB(_Unmanaged):
         if not self._made:
             return
         self._made = False
+        made = self._found()  # those the run made: it may have failed before the rest
         conn = self.connect()
         try:
             with conn.cursor() as cur:
                 for name in self.objects.procedures:
-                    cur.execute(f"DROP PROCEDURE IF EXISTS {name}")
+                    if name in made:
+                        cur.execute(f"DROP PROCEDURE IF EXISTS {name}")
                 for name in self.objects.functions:
-                    cur.execute(f"DROP FUNCTION IF EXISTS {name}")
+                    if name in made:
+                        cur.execute(f"DROP FUNCTION IF EXISTS {name}")
                 for name in self.objects.tables:
-                    cur.execute(f"DROP TABLE IF EXISTS {name}")
+                    if name in made:
+                        cur.execute(f"DROP TABLE IF EXISTS {name}")
         finally:
             conn.close()
 

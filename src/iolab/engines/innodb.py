@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from iolab.engines.rights import may_set_globals
 from iolab.errors import IolabError
 
 CHECKPOINT_STALL = 60.0  # seconds a checkpoint may make no progress before it fails
@@ -50,9 +51,14 @@ def checkpoint(conn: Any) -> None:
     whole instance, undo and system pages too, where ``FLUSH TABLES ... FOR EXPORT`` flushes
     one table and leaves those dirty. The page cleaner works in one-second rounds, so this
     takes a second or a few.
+
+    Nothing, when the session may not ``SET GLOBAL`` (a server of the user's, ``--dsn``,
+    whose user lacks SUPER: :func:`iolab.engines.rights.check` said so before the run).
     """
     conn.commit()  # no read view of ours may hold purge back
     with conn.cursor() as cur:
+        if not may_set_globals(cur):
+            return
         cur.execute(
             "SELECT @@GLOBAL.innodb_max_dirty_pages_pct, @@GLOBAL.innodb_max_dirty_pages_pct_lwm, "
             "@@GLOBAL.innodb_io_capacity, @@GLOBAL.innodb_io_capacity_max"

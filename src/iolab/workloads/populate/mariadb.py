@@ -441,7 +441,12 @@ BEGIN
 END"""
 
 
-OBJECTS = Objects(tables=(TABLE,), procedures=(PROCEDURE,), functions=(UUID7_FUNCTION,))
+OBJECTS = Objects(
+    tables=(TABLE,),
+    procedures=(PROCEDURE,),
+    functions=(UUID7_FUNCTION,),
+    reads=("mysql.innodb_index_stats",),  # table_stats(): the clustered index's leaf pages
+)
 
 
 def dialect(engine: Engine) -> MariaDBPopulate:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iolab.engines.interface import Layout, check_layout
-from iolab.events import EventSink
+from iolab.events import EventSink, Warning
 from iolab.units import parse_size
 from iolab.workloads import caps
 from iolab.workloads.interface import (
@@ -91,12 +91,18 @@ def _populate_check(params: Mapping[str, Any], checked: Checked) -> None:
 def _populate(
     params: Mapping[str, Any], resolve: Resolve, events: EventSink
 ) -> tuple[Body, dict[str, Path], dict[str, str]]:
+    from iolab.engines import rights
+    from iolab.workloads.populate import dialects
     from iolab.workloads.populate.run import preflight, run_populate
 
     layout = layout_of(params, resolve)
     options = populate_options(params, layout)
     preflight(options)
     caps.check(params)
+    if options.dsn is not None:  # the rights its user needs there, before the run is recorded
+        objects = dialects.objects(options.engine)
+        for text in rights.check(options.dsn, objects, options.checkpoint_every):
+            events(Warning(text))
     roles = layout.roles()
     body = caps.capped(params, lambda outcome: run_populate(options, outcome, events))
     return body, roles, caps.recorded(params)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from iolab.engines import catalog, external
+from iolab.engines import catalog, external, rights
 from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.engines.log_control import allocated_bytes
@@ -181,8 +181,8 @@ def preflight(options: TpccOptions) -> list[str]:
     if data.cached(options.warehouses) is None:
         data.check_cache()
         data.check_space(options.warehouses)
-    if options.dsn is not None:
-        return warnings
+    if options.dsn is not None:  # the rights its user needs there, before the run is recorded
+        return warnings + rights.check(options.dsn, dialects.objects(options.engine))
     check = catalog.kind(options.engine).check_layout
     if check is not None:
         check(options.layout)
