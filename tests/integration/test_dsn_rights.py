@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from iolab.engines import external
+from iolab.engines import external, rights
 from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.workloads.populate import dialects
 from iolab.workloads.populate.loading import TABLE
+from iolab.workloads.tpcc import dialects as tpcc_dialects
 from tests.conftest import make_dirs, requires_mariadb
 from tests.integration.conftest import iolab
 
@@ -167,6 +168,9 @@ def mariadb() -> Iterator[MariaDBEngine]:
         "plain": ["ALL ON iolab.*", "SELECT ON mysql.innodb_index_stats"],
         # tables but no routine rights: a run that made only its table
         "tables": ["CREATE, DROP, INSERT, SELECT ON iolab.*"],
+        # the rights through a database pattern, and through a default role
+        "pattern": ["ALL ON `iol%`.*", "SELECT ON mysql.innodb_index_stats"],
+        "member": ["bench"],
     }
     try:
         with running(engine):
@@ -176,10 +180,14 @@ def mariadb() -> Iterator[MariaDBEngine]:
                     cur.execute("CREATE TABLE mine (v int)")
                     cur.execute("INSERT INTO mine VALUES (42)")
                     cur.execute("CREATE PROCEDURE mine_proc() SELECT 1")
+                    cur.execute("CREATE ROLE bench")
+                    cur.execute("GRANT ALL ON iolab.* TO bench")
+                    cur.execute("GRANT SELECT ON mysql.innodb_index_stats TO bench")
                     for user, grants in users.items():
                         cur.execute(f"CREATE USER '{user}'@'localhost'")
                         for grant in grants:
                             cur.execute(f"GRANT {grant} TO '{user}'@'localhost'")
+                    cur.execute("SET DEFAULT ROLE bench FOR 'member'@'localhost'")
                 conn.commit()
             finally:
                 conn.close()
@@ -282,3 +290,17 @@ def test_cleanup_drops_only_what_the_run_made(mariadb: MariaDBEngine) -> None:
     assert my_names(mariadb) == [TABLE, "mine", "mine_proc"]
     target.destroy()
     assert my_names(mariadb) == ["mine", "mine_proc"]
+
+
+@requires_mariadb
+def test_rights_through_a_database_pattern_or_a_role_are_taken(mariadb: MariaDBEngine) -> None:
+    """SHOW GRANTS read as the server applies it: ``iol%`` covers iolab, and the default
+    role's grants are the user's. Only the server-wide rights are missing: said, not refused."""
+    for user in ("pattern", "member"):
+        for objects in (dialects.objects("mariadb"), tpcc_dialects.objects("mariadb")):
+            said = rights.check(external.parse_dsn(my_dsn(mariadb, user)), objects)
+            assert [text.split(" (GRANT")[0] for text in said] == [
+                f"--dsn: user '{user}'@'localhost' lacks SUPER, which InnoDB's checkpoint needs "
+                "to SET GLOBAL innodb_max_dirty_pages_pct",
+                f"--dsn: user '{user}'@'localhost' lacks SELECT on performance_schema",
+            ]
