@@ -11,6 +11,8 @@ import os
 import re
 import secrets
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _PATTERN = re.compile(
@@ -73,6 +75,21 @@ def reap(directory: Path, kind: str) -> list[Path]:
                 entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
+
+
+@contextmanager
+def owned_dir(parent: Path, kind: str, mode: int = 0o700) -> Iterator[Path]:
+    """A fresh directory of ``kind`` in ``parent`` (named by :func:`owned_name`, ``mode``),
+    removed afterwards; those of ``kind`` a killed process left there go first, and nothing
+    else."""
+    reap(parent, kind)
+    path = parent / owned_name(kind)
+    path.mkdir(mode=0o700)
+    path.chmod(mode)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def can_write(directory: Path) -> str | None:

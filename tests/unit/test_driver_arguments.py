@@ -9,9 +9,9 @@ import pytest
 
 from iolab.engines.interface import Layout
 from iolab.errors import BadInput
-from iolab.workloads.drivers import Progress, parse_options, with_tail
+from iolab.workloads.drivers import Disagree, Progress, agree_progress, with_tail
 from iolab.workloads.pgbench import output
-from iolab.workloads.pgbench.arguments import split_init
+from iolab.workloads.pgbench.arguments import parse, split_init
 from iolab.workloads.pgbench.run import PgbenchOptions
 from iolab.workloads.sysbench import output as sysbench_output
 from iolab.workloads.sysbench.arguments import SCRIPT_DIR
@@ -34,7 +34,7 @@ def _pgbench(
         (("-d", "mydb"), ("-i",), "pgbench arguments: '-d mydb' is not allowed"),
         (("-T", "3"), ("-i", "-h", "x"), "--init-args: '-h x' is not allowed"),
         (("-i", "-s", "2"), ("-i",), "pgbench arguments: '-i' is not allowed; give the init"),
-        (("--log-prefix=/x",), ("-i",), "'--log-prefix=/x' is not allowed; iolab keeps the -l"),
+        (("--log-prefix=/x",), ("-i",), "'--log-prefix=/x' is not allowed; iolab reads every"),
         (("-P", "0"), ("-i",), "pgbench arguments -P: '0' is not allowed; give whole seconds"),
         (
             ("-f", "/nonexistent/app.sql@3"),
@@ -75,16 +75,175 @@ def test_init_args_get_their_initialize() -> None:
     assert split_init("--initialize -I dtg") == ("--initialize", "-I", "dtg")
 
 
-def test_options_are_split_as_getopt_does() -> None:
-    parsed = parse_options(["-c8", "-nS", "--time=3", "--rate", "50", "--", "x"], "cT", ["--rate"])
-    assert [(o.name, o.value) for o in parsed.options] == [
-        ("-c", "8"),
-        ("-n", None),
-        ("-S", None),
-        ("--time", "3"),
-        ("--rate", "50"),
+def test_pgbench_arguments_are_read_as_its_getopt_long_reads_them() -> None:
+    words = ["-c4", "-c", "3", "--cl=2", "--client", "1", "-nS", "-j2", "--log", "--progress", "5"]
+    assert [(o.name, o.value, o.typed) for o in parse(words).options] == [
+        ("--client", "4", "-c4"),  # a clustered value
+        ("--client", "3", "-c 3"),  # the next word
+        ("--client", "2", "--cl=2"),  # a unique prefix, with =
+        ("--client", "1", "--client 1"),
+        ("--no-vacuum", None, "-nS"),  # clustered flags
+        ("--select-only", None, "-nS"),
+        ("--jobs", "2", "-j2"),
+        ("--log", None, "--log"),  # the exact name wins over --log-prefix
+        ("--progress", "5", "--progress 5"),  # and over --progress-timestamp
     ]
-    assert parsed.positional == ("x",)
+    # a value is the next word whatever it looks like; -- ends the options
+    assert [(o.name, o.value) for o in parse(["-D", "-h", "--", "-h"]).options] == [
+        ("--define", "-h")
+    ]
+    assert parse(["-T", "3", "--", "-h"]).positional == ("-h",)
+
+
+@pytest.mark.parametrize(
+    ("run", "line"),
+    [
+        (
+            ("--pro", "2"),
+            "'--pro' is not allowed; pgbench reads it as any of --progress, "
+            "--protocol, --progress-timestamp; give one in full",
+        ),
+        (("--p=3",), "'--p=3' is not allowed; pgbench reads it as any of --port, --progress"),
+        (("--continue-on-error",), "'--continue-on-error' is not allowed; pgbench has no such"),
+        (("--connect=1",), "'--connect=1' is not allowed; --connect takes no value"),
+        (("-T", "3", "-c"), "'-c' is not allowed; -c (--client) needs a value"),
+        (("-x",), "'-x' is not allowed; pgbench has no option -x"),
+        (("-T", "3", "--"), "'--' is not allowed; iolab gives pgbench its connection after"),
+    ],
+)
+def test_pgbench_refuses_what_it_would_refuse_itself(run: tuple[str, ...], line: str) -> None:
+    with pytest.raises(BadInput) as refused:
+        _pgbench(run).validate()
+    assert "pgbench arguments: " + line in str(refused.value)
+
+
+CONNECTION = "iolab connects pgbench to the engine's private socket"
+LOG = "iolab reads every transaction's line of the -l log it keeps itself"
+
+
+@pytest.mark.parametrize(
+    ("run", "why"),
+    [
+        # the issue's spellings: each an abbreviation pgbench takes
+        (("--ho=/tmp/nonexist",), CONNECTION),
+        (("--user=nobody",), CONNECTION),
+        (("--aggregate=1",), LOG + "; leave out --aggregate-interval"),
+        (("--progress-t",), "iolab puts the progress on the run's time axis"),
+        (("--log-p=",), LOG + "; leave out --log-prefix"),
+        # and the others of each: short, clustered, long in full, the value in the next word
+        (("-nSh", "/tmp"), CONNECTION),
+        (("-p5433",), CONNECTION),
+        (("--po", "5433"), CONNECTION),
+        (("--dbn=other",), CONNECTION),
+        (("-dother",), CONNECTION),
+        (("--username", "nobody"), CONNECTION),
+        (("--samp=0.5",), LOG + "; leave out --sampling-rate"),
+        (("--log-prefix", "/tmp/x"), LOG + "; leave out --log-prefix"),
+        (("--initi",), "give the initialisation in --init-args"),
+        (("--show=tpcb-like",), "it runs nothing"),
+    ],
+)
+def test_pgbench_refuses_every_spelling_of_what_iolab_owns(run: tuple[str, ...], why: str):
+    with pytest.raises(BadInput) as refused:
+        _pgbench(("-T", "3", *run)).validate()
+    assert str(refused.value).startswith(f"pgbench arguments: {' '.join(run)!r} is not allowed; ")
+    assert why in str(refused.value) and "\n" not in str(refused.value)
+    if run != ("--initi",):  # the init's words alike
+        with pytest.raises(BadInput) as in_init:
+            _pgbench(("-T", "3"), ("-i", *run)).validate()
+        assert str(in_init.value).startswith("--init-args: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("--mysql_socket=/tmp/x/my.sock",),
+            "'--mysql_socket=/tmp/x/my.sock' is not allowed; iolab connects sysbench",
+        ),
+        (("--mysql-socket",), "'--mysql-socket' is not allowed; iolab connects"),  # emptied
+        (("--mysql_host=10.0.0.1",), "'--mysql_host=10.0.0.1' is not allowed; iolab connects"),
+        (("--pgsql_db=other",), "'--pgsql_db=other' is not allowed; iolab connects"),
+        (("--db_driver=pgsql",), "'--db_driver=pgsql' is not allowed; iolab connects"),
+        (("--mysql_dry_run=on",), "'--mysql_dry_run=on' is not allowed; it runs nothing"),
+        (("--test=oltp_point_select",), "'--test=oltp_point_select' is not allowed; give the"),
+        (("--config_file=/tmp/opts",), "'--config_file=/tmp/opts' is not allowed; iolab passes"),
+        (("--report_checkpoints=2",), "'--report_checkpoints=2' is not allowed; iolab reads"),
+        (("--verbosity=2",), "'--verbosity=2' is not allowed; iolab reads sysbench's one final"),
+        (("--verbosity",), "'--verbosity' is not allowed; iolab reads sysbench's one final"),
+        (("--histogram=off",), "'--histogram=off' is not allowed; iolab turns"),
+    ],
+)
+def test_sysbench_refuses_dashes_and_underscores_alike(args: tuple[str, ...], line: str):
+    with pytest.raises(BadInput) as refused:
+        _sysbench(("oltp_read_write", "--threads=2", *args)).validate()
+    assert str(refused.value).startswith("sysbench arguments: " + line)
+
+
+def test_sysbench_passes_its_scripts_own_underscored_options() -> None:
+    words = ("oltp_read_write", "--mysql_storage_engine=innodb", "--table_size=10", "--verbosity=4")
+    assert _sysbench(words).validate().args == words[1:]
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "rate"),
+    [
+        ("pgbench", {"args": ["-c", "2", "-R", "20"]}, 20.0),
+        ("pgbench", {"args": ["-R20"]}, 20.0),
+        ("pgbench", {"args": ["--ra=20"]}, None),  # ambiguous: refused by the run's check
+        ("pgbench", {"args": ["--rate", "20"], "rate": 5}, 20.0),  # pgbench takes the last
+        ("pgbench", {"rate": 5, "args": ["-c", "2"]}, 5.0),
+        ("sysbench", {"script": "x.lua", "args": ["--rate=20"]}, 20.0),
+        ("sysbench", {"script": "x.lua", "args": ["--rate=10", "--tx_rate=50"]}, 50.0),
+        ("sysbench", {"script": "x.lua", "args": ["--rate=0"], "rate": 20}, None),  # unlimited
+        ("sysbench", {"script": "x.lua", "args": ["--tx-rate=0"], "rate": 20}, 20.0),
+    ],
+)
+def test_a_rate_in_the_tools_arguments_is_the_runs_offered_rate(
+    kind: str, fields: dict[str, object], rate: float | None
+) -> None:
+    from iolab.workloads.registry import WORKLOADS
+
+    params = WORKLOADS[kind].model.model_validate({"kind": kind, **fields}).model_dump()
+    assert params["rate"] == rate  # stored with the run's parameters, where the diagnosis reads it
+
+
+def test_the_rate_is_given_to_the_tool_once() -> None:
+    from iolab.workloads.pgbench.options import PgbenchWorkload
+    from iolab.workloads.pgbench.workload import run_args
+    from iolab.workloads.sysbench.options import SysbenchWorkload
+    from iolab.workloads.sysbench.workload import words
+
+    assert run_args(PgbenchWorkload(kind="pgbench", rate=5, args=["-R", "20"])) == ("-R", "20")
+    assert run_args(PgbenchWorkload(kind="pgbench", rate=5)) == ("-R", "5")
+    found = words(SysbenchWorkload(kind="sysbench", script="x.lua", rate=5, args=["--rate=9"]))
+    assert found == ("x.lua", "--rate=9")
+
+
+def test_no_init_without_a_server_of_yours_is_refused_before_anything_is_made() -> None:
+    options = PgbenchOptions("postgres", Layout((Path("/var/tmp"),)), ("-T", "3"), init=False)
+    with pytest.raises(BadInput) as refused:
+        options.validate()
+    assert str(refused.value).startswith(
+        "--no-init: 'without --dsn' is not allowed; the engine iolab provisions is empty"
+    )
+    words = ("oltp_read_write",)
+    with pytest.raises(BadInput) as also:
+        SysbenchOptions("mariadb", Layout((Path("/var/tmp"),)), words, init=False).validate()
+    assert str(also.value) == str(refused.value)
+
+
+def test_progress_that_counts_more_than_the_tool_fails_the_run() -> None:
+    # --progress-timestamp's epoch seconds read as the run's: 2e12 transactions for 4,793
+    lines = [Progress(1.7e9, 1.7e9, {"tps": 1258.0}), Progress(1.7e9 + 1, 1.0, {"tps": 1300.0})]
+    with pytest.raises(Disagree) as failed:
+        agree_progress("pgbench", lines, "tps", 4793, 1)
+    assert str(failed.value).startswith(
+        "pgbench: transactions 2.1386e+12 in its progress lines, 4,793 in its report; iolab "
+        "stores no numbers it cannot match with the tool's own"
+    )
+    ok = [Progress(1.0, 1.0, {"tps": 1600.4}), Progress(2.0, 1.0, {"tps": 1597.1})]
+    agree_progress("pgbench", ok, "tps", 4793, 1)  # two of three seconds: the rest is the tail
 
 
 REPORT = """\

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -232,16 +231,10 @@ def scratch_dir(wanted: bool, kind: str) -> Iterator[Path]:
     if not wanted:
         yield Path(".")
         return
-    from iolab.ownership import owned_name, reap
+    from iolab.ownership import owned_dir
 
-    reap(SCRATCH_PARENT, kind)
-    path = SCRATCH_PARENT / owned_name(kind)
-    path.mkdir(mode=0o700)
-    path.chmod(0o755)  # the server user must enter it
-    try:
+    with owned_dir(SCRATCH_PARENT, kind, 0o755) as path:  # the server user must enter it
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:

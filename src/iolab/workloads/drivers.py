@@ -16,12 +16,12 @@ import math
 import os
 import shutil
 import signal
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from iolab.engines.interface import Engine, Placement
 from iolab.errors import BadInput, MissingTool, RunFailed
@@ -39,6 +39,10 @@ from iolab.system import launch
 from iolab.workloads.interface import Section, duration_check
 
 TOOL_LINES = 8  # the tool's own last lines in a failed run's error
+NO_INIT = (
+    "the engine iolab provisions is empty, so its initialisation is what the run needs: give "
+    "--no-init (a file's init = false) only with --dsn, a server of yours that holds the data"
+)
 
 # The numbers both drivers record (each driver's metrics.py adds its own).
 METRICS: tuple[Metric, ...] = (
@@ -69,10 +73,32 @@ class DriverWorkload(Section):
     duration: Annotated[
         float | None, BeforeValidator(_duration), AfterValidator(_whole_seconds)
     ] = None
+    # the run's offered load, transactions/s, as the tool takes it (a rate in ``args`` too)
     rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     args: list[str] = Field(default_factory=list)
     init: bool = True
     pg_bin: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _offered_rate(cls, data: Any) -> Any:
+        """``rate`` is the rate the tool runs at, one given among ``args`` included (after the
+        named keys on its command line): stored with the run's parameters as populate's and
+        tpcc's ``rate`` are, it is the offered load the diagnosis weighs."""
+        if not isinstance(data, dict):
+            return data
+        args, rate = data.get("args"), data.get("rate")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            return data  # the fields' own validation says what is wrong
+        if isinstance(rate, bool) or not (rate is None or isinstance(rate, int | float)):
+            return data
+        return {**data, "rate": cls.offered_rate(rate, args)}
+
+    @classmethod
+    def offered_rate(cls, rate: float | None, args: Sequence[str]) -> float | None:
+        """The rate the tool takes from the named ``rate`` and then ``args``: the named one
+        unless ``args`` give one the tool reads (each driver knows its own)."""
+        return rate
 
 
 @dataclass(frozen=True)
@@ -104,18 +130,24 @@ def read_script(flag: str, given: str, path: str, cwd: Path) -> Script:
 
 @dataclass(frozen=True)
 class Option:
-    """One option as the user gave it: ``name`` (``-c``, ``--client``), its value (None for a
-    flag) and the words it took on the command line."""
+    """One option as the user gave it: ``name``, the tool's own name for it (``--client``, for
+    ``-c4`` as for ``--cl=4``), its value (None for a flag) and the words it took on the
+    command line, as typed."""
 
     name: str
     value: str | None
     words: tuple[str, ...]
+
+    @property
+    def typed(self) -> str:
+        return " ".join(self.words)
 
 
 @dataclass(frozen=True)
 class Parsed:
     options: tuple[Option, ...]
     positional: tuple[str, ...]
+    ended: bool = False  # a ``--`` ended the options
 
     def values(self, *names: str) -> list[str]:
         """The values given to any of ``names``, in order."""
@@ -125,61 +157,91 @@ class Parsed:
         return any(o.name in names for o in self.options)
 
 
-def parse_options(
-    argv: Sequence[str], short_values: str, long_values: Iterable[str], short_flags: str = ""
-) -> Parsed:
-    """Split a getopt-style command line: short options taking a value (``short_values``:
-    ``-c 8``, ``-c8``), bundled short flags (``-nS``), long options with a value (``--client
-    8``, ``--client=8``, for those in ``long_values``) or without. ``--`` ends the options."""
-    longs = set(long_values)
-    options: list[Option] = []
-    positional: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        i += 1
-        if word == "--":
-            positional.extend(argv[i:])
-            break
-        if word.startswith("--"):
-            name, eq, value = word.partition("=")
-            if eq:
-                options.append(Option(name, value, (word,)))
-            elif name in longs and i < len(argv):
-                options.append(Option(name, argv[i], (word, argv[i])))
-                i += 1
-            else:
-                options.append(Option(name, None, (word,)))
-            continue
-        if word.startswith("-") and len(word) > 1:
-            for j, letter in enumerate(word[1:], start=1):
-                name = "-" + letter
-                if letter in short_values:
-                    rest = word[j + 1 :]
-                    if rest:
-                        options.append(Option(name, rest, (word,)))
-                    elif i < len(argv):
-                        options.append(Option(name, argv[i], (word, argv[i])))
-                        i += 1
-                    else:
-                        options.append(Option(name, None, (word,)))
-                    break
-                if short_flags and letter not in short_flags:
+@dataclass(frozen=True)
+class Getopt:
+    """A tool's options as glibc's ``getopt_long`` reads them: each by its long name, with its
+    short letter (if any) and whether it takes a value. ``tool`` names the tool in refusals."""
+
+    tool: str
+    options: tuple[tuple[str, str | None, bool], ...]  # (long name, short letter, takes a value)
+
+    def long(self, flag: str, word: str, name: str) -> tuple[str, bool]:
+        """The option a long ``--name`` stands for, as getopt_long takes it: its exact name, or
+        the one option the name begins (an abbreviation); several is ambiguous, none unknown."""
+        exact = [(n, v) for n, _, v in self.options if n == name]
+        if exact:
+            return "--" + exact[0][0], exact[0][1]
+        found = [(n, v) for n, _, v in self.options if name and n.startswith(name)]
+        if len(found) == 1:
+            return "--" + found[0][0], found[0][1]
+        if found:
+            names = ", ".join("--" + n for n, _ in found)
+            raise BadInput(flag, word, f"{self.tool} reads it as any of {names}; give one in full")
+        raise BadInput(flag, word, f"{self.tool} has no such option")
+
+    def short(self, flag: str, word: str, letter: str) -> tuple[str, bool]:
+        for n, s, v in self.options:
+            if s == letter:
+                return "--" + n, v
+        raise BadInput(flag, word, f"{self.tool} has no option -{letter}")
+
+    def parse(self, flag: str, argv: Sequence[str]) -> Parsed:
+        """Split ``argv`` as the tool's getopt_long does: short options alone or clustered
+        (``-nS``), a short option's value in the same word or the next (``-c4``, ``-c 4``), long
+        options in full or abbreviated (``--cl=4``, ``--client 4``); a value is the next word
+        whatever it looks like; words that are no option are positional wherever they are, and
+        ``--`` ends the options. An option the tool would refuse is refused here (BadInput on
+        ``flag``): unknown, ambiguous, missing its value or given one it does not take."""
+        options: list[Option] = []
+        positional: list[str] = []
+        i = 0
+        while i < len(argv):
+            word = argv[i]
+            i += 1
+            if word == "--":
+                return Parsed(tuple(options), (*positional, *argv[i:]), ended=True)
+            if word.startswith("--"):
+                given, eq, value = word[2:].partition("=")
+                name, takes = self.long(flag, word, given)
+                if not takes:
+                    if eq:
+                        raise BadInput(flag, word, f"{name} takes no value")
                     options.append(Option(name, None, (word,)))
-                    break
-                options.append(Option(name, None, (word,)))
-            continue
-        positional.append(word)
-    return Parsed(tuple(options), tuple(positional))
+                elif eq:
+                    options.append(Option(name, value, (word,)))
+                elif i < len(argv):
+                    options.append(Option(name, argv[i], (word, argv[i])))
+                    i += 1
+                else:
+                    raise BadInput(flag, word, f"{name} needs a value")
+                continue
+            if not word.startswith("-") or word == "-":
+                positional.append(word)
+                continue
+            for j in range(1, len(word)):
+                name, takes = self.short(flag, word, word[j])
+                if not takes:
+                    options.append(Option(name, None, (word,)))
+                    continue
+                rest = word[j + 1 :]
+                if rest:
+                    options.append(Option(name, rest, (word,)))
+                elif i < len(argv):
+                    options.append(Option(name, argv[i], (word, argv[i])))
+                    i += 1
+                else:
+                    raise BadInput(flag, word, f"-{word[j]} ({name}) needs a value")
+                break
+        return Parsed(tuple(options), tuple(positional))
 
 
 def refuse_owned(flag: str, parsed: Parsed, owned: Mapping[str, str]) -> None:
-    """Refuse an option iolab sets itself (``owned``: option -> what iolab does instead), with
-    one line naming the option and what was given."""
+    """Refuse an option iolab sets itself (``owned``: the tool's name for it -> what iolab
+    does instead), with one line naming the option as typed."""
     for option in parsed.options:
         why = owned.get(option.name)
         if why is not None:
-            raise BadInput(flag, " ".join(option.words), why)
+            raise BadInput(flag, option.typed, why)
 
 
 def tool_path(program: str, package: str) -> str:
@@ -302,6 +364,37 @@ def progress_series(
             )
         )
     return out
+
+
+class Disagree(RunFailed):
+    """What iolab read of a tool's run (its log, histogram or progress lines) is not what the
+    tool itself reported: none of it is stored as the run's numbers."""
+
+
+def agree(tool: str, source: str, what: str, ours: float, theirs: float, slack: float) -> None:
+    """Fail the run (:class:`Disagree`) when ``ours``, read from the tool's ``source``, differs
+    from ``theirs``, its own final report, by more than ``slack``."""
+    if not abs(ours - theirs) <= slack:
+        raise Disagree(
+            f"{tool}: {what} {ours:,.6g} in its {source}, {theirs:,.6g} in its report; iolab "
+            "stores no numbers it cannot match with the tool's own (did an argument change "
+            "what it logs or prints?)"
+        )
+
+
+def agree_progress(
+    tool: str, lines: Sequence[Progress], rate: str, total: float, digits: int
+) -> None:
+    """The progress lines' count of ``rate`` (transactions: value x interval, each value
+    printed to ``digits`` decimals) is at most the tool's ``total``, within the printing's
+    rounding and 5 % for the intervals' clock (the rest of the run is added by
+    :func:`with_tail`)."""
+    if not lines:
+        return
+    done = sum(p.values.get(rate, 0.0) * p.seconds for p in lines)
+    rounding = sum(p.seconds for p in lines) * 0.5 * 10.0**-digits
+    if done > total:
+        agree(tool, "progress lines", "transactions", done, total, 0.05 * total + rounding + 1)
 
 
 def with_tail(lines: Sequence[Progress], rate: str, total: float, end: float) -> list[Progress]:

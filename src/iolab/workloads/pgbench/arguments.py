@@ -1,13 +1,16 @@
 """The arguments of ``iolab pgbench -- ...``: passed to pgbench unchanged, except what iolab owns.
 
-iolab owns the connection (host, port, user, database: the engine's private socket), where the
-per-transaction log goes (``-l`` is always on, under iolab's own prefix) and the progress report's
+iolab owns the connection (host, port, user, database: the engine's private socket), the
+per-transaction log (``-l`` is always on, every transaction under iolab's own prefix: no
+``--log-prefix``, ``--aggregate-interval`` or ``--sampling-rate``) and the progress report's
 clock (``-P`` is on, 1 s unless given; no ``--progress-timestamp``). Initialisation belongs to
-``--init-args``, the measured run to the arguments after ``--``.
+``--init-args``, the measured run to the arguments after ``--``. The arguments are read as
+pgbench reads them (:class:`iolab.workloads.drivers.Getopt`): ``--ho=/tmp`` is ``--host``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Sequence
@@ -15,66 +18,82 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import BadInput
-from iolab.workloads.drivers import Parsed, Script, parse_options, read_script, refuse_owned
+from iolab.workloads.drivers import Getopt, Parsed, Script, read_script, refuse_owned
 
 RUN_FLAG = "pgbench arguments"  # how a refusal names the arguments after ``--``
 INIT_FLAG = "--init-args"
 
-SHORT_VALUES = "bcDfFIjLMPRstThpUd"
-LONG_VALUES = (
-    "--builtin",
-    "--client",
-    "--define",
-    "--file",
-    "--jobs",
-    "--latency-limit",
-    "--protocol",
-    "--progress",
-    "--rate",
-    "--scale",
-    "--transactions",
-    "--time",
-    "--aggregate-interval",
-    "--log-prefix",
-    "--max-tries",
-    "--random-seed",
-    "--sampling-rate",
-    "--show-script",
-    "--host",
-    "--port",
-    "--username",
-    "--dbname",
-    "--init-steps",
-    "--fillfactor",
-    "--index-tablespace",
-    "--partition-method",
-    "--partitions",
-    "--tablespace",
+# pgbench's options as its getopt_long reads them (PostgreSQL 18's pgbench.c): long name, short
+# letter, whether it takes a value. An abbreviation is read as the one option it begins, so it is
+# refused like the option it stands for; one pgbench does not know is refused too (it would be
+# an abbreviation of nothing, or of an option a later pgbench adds).
+OPTIONS = Getopt(
+    "pgbench",
+    (
+        ("builtin", "b", True),
+        ("client", "c", True),
+        ("connect", "C", False),
+        ("dbname", "d", True),
+        ("define", "D", True),
+        ("file", "f", True),
+        ("fillfactor", "F", True),
+        ("host", "h", True),
+        ("initialize", "i", False),
+        ("init-steps", "I", True),
+        ("jobs", "j", True),
+        ("log", "l", False),
+        ("latency-limit", "L", True),
+        ("no-vacuum", "n", False),
+        ("port", "p", True),
+        ("progress", "P", True),
+        ("protocol", "M", True),
+        ("quiet", "q", False),
+        ("report-per-command", "r", False),
+        ("rate", "R", True),
+        ("scale", "s", True),
+        ("select-only", "S", False),
+        ("skip-some-updates", "N", False),
+        ("time", "T", True),
+        ("transactions", "t", True),
+        ("username", "U", True),
+        ("vacuum-all", "v", False),
+        ("unlogged-tables", None, False),
+        ("tablespace", None, True),
+        ("index-tablespace", None, True),
+        ("sampling-rate", None, True),
+        ("aggregate-interval", None, True),
+        ("progress-timestamp", None, False),
+        ("log-prefix", None, True),
+        ("foreign-keys", None, False),
+        ("random-seed", None, True),
+        ("show-script", None, True),
+        ("partitions", None, True),
+        ("partition-method", None, True),
+        ("failures-detailed", None, False),
+        ("max-tries", None, True),
+        ("verbose-errors", None, False),
+        ("exit-on-abort", None, False),
+        ("debug", None, False),
+    ),
 )
 
 CONNECTION = (
     "iolab connects pgbench to the engine's private socket; give no host, port, user or database"
 )
+ENDED = "iolab gives pgbench its connection after these arguments; leave out --"
+LOG = "iolab reads every transaction's line of the -l log it keeps itself"
 OWNED = {
-    "-h": CONNECTION,
     "--host": CONNECTION,
-    "-p": CONNECTION,
     "--port": CONNECTION,
-    "-U": CONNECTION,
     "--username": CONNECTION,
-    "-d": CONNECTION,
     "--dbname": CONNECTION,
-    "--log-prefix": "iolab keeps the -l transaction log itself; leave out --log-prefix",
-    "--aggregate-interval": "iolab reads each transaction's line of the -l log; leave it out",
+    "--log-prefix": LOG + "; leave out --log-prefix",
+    "--aggregate-interval": LOG + "; leave out --aggregate-interval",
+    "--sampling-rate": LOG + "; leave out --sampling-rate",
     "--progress-timestamp": "iolab puts the progress on the run's time axis; leave it out",
     "--show-script": "it runs nothing; give a run's arguments",
-    "-V": "it runs nothing; give a run's arguments",
-    "--version": "it runs nothing; give a run's arguments",
-    "-?": "it runs nothing; give a run's arguments",
-    "--help": "it runs nothing; give a run's arguments",
 }
 RUN_OWNED = OWNED | {
-    "-i": "give the initialisation in --init-args, e.g. --init-args '-i -s 10'",
     "--initialize": "give the initialisation in --init-args, e.g. --init-args '-i -s 10'",
 }
 _WEIGHT = re.compile(r"^(?P<path>.+?)(?:@(?P<weight>\d+))?$")
@@ -96,8 +115,28 @@ class PgbenchArgs:
         return parse(self.run)
 
 
-def parse(argv: Sequence[str]) -> Parsed:
-    return parse_options(argv, SHORT_VALUES, LONG_VALUES)
+def parse(argv: Sequence[str], flag: str = RUN_FLAG) -> Parsed:
+    """pgbench's arguments as pgbench reads them (BadInput on ``flag`` where it would not)."""
+    return OPTIONS.parse(flag, argv)
+
+
+def args_rate(argv: Sequence[str]) -> float | None:
+    """The rate (-R, transactions per second) pgbench takes from ``argv`` (the last given),
+    None when it gives none it can take (:func:`check` refuses a bad one)."""
+    try:
+        given = parse(argv).values("--rate")
+    except BadInput:
+        return None
+    return rate_of(given[-1]) if given else None
+
+
+def rate_of(text: str) -> float | None:
+    """A rate as given, if it is a finite number of transactions per second above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 def split_init(text: str) -> tuple[str, ...]:
@@ -106,26 +145,35 @@ def split_init(text: str) -> tuple[str, ...]:
         words = tuple(shlex.split(text))
     except ValueError as exc:
         raise BadInput(INIT_FLAG, text, f"give pgbench's init arguments ({exc})") from None
-    parsed = parse(words)
-    return words if parsed.has("-i", "--initialize") else ("-i", *words)
+    parsed = parse(words, INIT_FLAG)
+    return words if parsed.has("--initialize") else ("-i", *words)
 
 
 def check(init: Sequence[str], run: Sequence[str], cwd: Path) -> PgbenchArgs:
     """Refuse what iolab owns, and scripts that cannot be read; read the scripts."""
-    init_parsed = parse(init)
+    init_parsed = parse(init, INIT_FLAG)
     refuse_owned(INIT_FLAG, init_parsed, OWNED)
+    if init_parsed.ended:
+        raise BadInput(INIT_FLAG, "--", ENDED)
     if init_parsed.positional:
         raise BadInput(INIT_FLAG, init_parsed.positional[-1], CONNECTION)
     run_parsed = parse(run)
     refuse_owned(RUN_FLAG, run_parsed, RUN_OWNED)
+    if run_parsed.ended:
+        raise BadInput(RUN_FLAG, "--", ENDED)
     if run_parsed.positional:
         raise BadInput(RUN_FLAG, run_parsed.positional[-1], CONNECTION)
     scripts = []
-    for given in run_parsed.values("-f", "--file"):
+    if "list" in run_parsed.values("--builtin"):
+        raise BadInput(RUN_FLAG + " -b", "list", "it lists pgbench's scripts and runs nothing")
+    for given in run_parsed.values("--file"):
         m = _WEIGHT.match(given)
         path = m.group("path") if m else given
         scripts.append(read_script(RUN_FLAG + " -f", given, path, cwd))
-    progress = run_parsed.values("-P", "--progress")
+    for given in run_parsed.values("--rate"):
+        if rate_of(given) is None:
+            raise BadInput(RUN_FLAG + " -R", given, "give transactions per second, e.g. -R 20")
+    progress = run_parsed.values("--progress")
     seconds = 1.0
     if progress:
         given = progress[-1]

@@ -4,7 +4,7 @@ become pgbench's arguments before ``args``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
@@ -27,3 +27,11 @@ class PgbenchWorkload(DriverWorkload):
     # builtin names (tpcb-like, simple-update, select-only) or script files, each NAME[@WEIGHT]
     script: list[str] = Field(default_factory=list)
     init_args: str = "-i"
+
+    @classmethod
+    def offered_rate(cls, rate: float | None, args: Sequence[str]) -> float | None:
+        """pgbench takes the last -R (the named ``rate`` comes first)."""
+        from iolab.workloads.pgbench.arguments import args_rate
+
+        found = args_rate(args)
+        return rate if found is None else found

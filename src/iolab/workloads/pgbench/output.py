@@ -165,13 +165,19 @@ class TransactionLog:
     intervals: tuple[Interval, ...]
     failed: int
     skipped: int
+    count: int  # the transactions with a latency (pgbench's "actually processed")
+    latency_sum_us: int  # their latencies' sum, as logged
+
+    @property
+    def latency_avg_ms(self) -> float:
+        return self.latency_sum_us / self.count / 1000 if self.count else math.nan
 
 
 def read_logs(files: Iterable[Path], start_unix: float) -> TransactionLog:
     """Each line ``client tx latency_us script epoch_s epoch_us [lag_us] [retries]`` of every
     thread's log: a latency per transaction (``failed`` and ``skipped`` ones are counted)."""
     values: dict[tuple[int, int], list[int]] = defaultdict(list)
-    failed = skipped = 0
+    failed = skipped = count = total = 0
     for path in files:
         with path.open() as f:
             for line in f:
@@ -184,6 +190,8 @@ def read_logs(files: Iterable[Path], start_unix: float) -> TransactionLog:
                     skipped += latency == "skipped"
                     continue
                 script = int(parts[3])
+                count += 1
+                total += int(latency)
                 end = int(parts[4]) + int(parts[5]) / 1e6
                 second = max(0, int(end - start_unix))
                 values[(script, second)].append(int(latency))
@@ -195,4 +203,4 @@ def read_logs(files: Iterable[Path], start_unix: float) -> TransactionLog:
         per_script.setdefault(script, Histogram()).add(h)
         start, end = float(second), float(second + 1)
         intervals.append(Interval(script, OpKind.TRANSACTION, second, False, start, end, h))
-    return TransactionLog(per_script, tuple(intervals), failed, skipped)
+    return TransactionLog(per_script, tuple(intervals), failed, skipped, count, total)

@@ -4,6 +4,7 @@ its transaction log, the scripts' text and hash)."""
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import time
@@ -21,11 +22,16 @@ from iolab.events import EventSink, Measured, Phase
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
 from iolab.latency.data import summary as latency_summary
+from iolab.ownership import owned_dir
 from iolab.probes.recorder import recording
 from iolab.process import run
 from iolab.results import RunOutcome
 from iolab.workloads.drivers import (
+    NO_INIT,
+    Progress,
     ToolFailed,
+    agree,
+    agree_progress,
     driver_recorder,
     progress_series,
     run_tool,
@@ -37,6 +43,7 @@ from iolab.workloads.pgbench.arguments import DEFAULT_INIT, PgbenchArgs
 from iolab.workloads.pgbench.options import ENGINES
 
 LOG_PREFIX = "pgbench_log"
+LOG_KIND = "pgbenchlog"  # the -l logs' directory in the temporary directory (iolab.ownership)
 DSN_INIT = (
     "give --no-init with it: pgbench -i drops and remakes the pgbench_* tables, and iolab "
     "never deletes what it did not create; initialise the server's database yourself"
@@ -77,6 +84,8 @@ class PgbenchOptions:
             check_external_layout(self.layout, self.pg_bin)
             if self.init:
                 raise BadInput("--dsn", self.dsn.redacted, DSN_INIT)
+        elif not self.init:
+            raise BadInput("--no-init", "without --dsn", NO_INIT)
         if self.sample_interval is not None and not self.sample_interval >= 0.1:
             raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
         return arguments.check(self.init_args, self.run_args, self.workdir)
@@ -135,7 +144,7 @@ def drive(
         *(["-p", str(ep.port)] if ep.port else []),
         *(["-U", ep.user] if ep.user else []),
     ]
-    database = [ep.database] if ep.database else []
+    database = ["--", ep.database] if ep.database else []
     env = tool_env(PGPASSWORD=ep.password) if ep.password else tool_env()  # never on argv
     cwd = options.workdir
     summary = outcome.summary
@@ -153,17 +162,18 @@ def drive(
     if options.init:
         events(Phase("pgbench " + " ".join(checked.init)))
         t0 = time.perf_counter()
-        init = run_tool(
-            [program, *connect, *checked.init, *database], cwd=cwd, env=env, what="pgbench -i"
+        init = run_tool(  # iolab's connection last: it is the one pgbench takes
+            [program, *checked.init, *connect, *database], cwd=cwd, env=env, what="pgbench -i"
         )
         summary["init_seconds"] = time.perf_counter() - t0
         outcome.logs["pgbench init"] = (init.stdout + init.stderr)[-INIT_LOG_MAX:]
-    with tempfile.TemporaryDirectory(prefix="iolab-pgbench-") as work:
-        prefix = Path(work) / LOG_PREFIX
+    # iolab's own name: the logs of a pgbench run killed with iolab go with the next one's
+    with owned_dir(Path(tempfile.gettempdir()), LOG_KIND) as work:
+        prefix = work / LOG_PREFIX
         extra = ["-l", f"--log-prefix={prefix}"]
-        if not checked.run_options.has("-P", "--progress"):
+        if not checked.run_options.has("--progress"):
             extra += ["-P", "1"]
-        argv: list[str | Path] = [program, *connect, *extra, *checked.run, *database]
+        argv: list[str | Path] = [program, *checked.run, *extra, *connect, *database]
         recorder = driver_recorder(engine, placement, options.sample_interval, events)
         events(Phase("pgbench " + " ".join(checked.run)))
         with recording(recorder, outcome):
@@ -175,7 +185,7 @@ def drive(
                 outcome.logs["pgbench"] = exc.output
                 raise
         outcome.logs["pgbench"] = done.stdout + done.stderr
-        log = output.read_logs(sorted(Path(work).glob(LOG_PREFIX + ".*")), start_unix)
+        log = output.read_logs(sorted(work.glob(LOG_PREFIX + ".*")), start_unix)
     _record(outcome, done.stdout, done.stderr, log, start_unix, offset, checked)
     summary["settings"] = engine.effective_settings()
     events(Measured("pgbench", f"{summary['tps']:,.1f} tps, {summary['transactions']} tx"))
@@ -193,6 +203,7 @@ def _record(
     """pgbench's numbers into the summary, its progress and iolab's latency series into the
     probes, the transaction log's histograms into the run's latency record."""
     parsed = output.summary(stdout)
+    _agree(parsed, log, output.progress(stderr))
     scripts: list[dict[str, Any]] = []
     for script in parsed.scripts:
         found = log.per_script.get(script.number)
@@ -218,3 +229,18 @@ def _record(
     if outcome.probes is not None:
         outcome.probes = replace(outcome.probes, series=outcome.probes.series + tuple(series))
     outcome.summary["progress_interval_s"] = checked.progress_s
+
+
+def _agree(parsed: output.Summary, log: output.TransactionLog, lines: list[Progress]) -> None:
+    """What iolab stores of the run is pgbench's own: the -l log holds every transaction
+    pgbench counted, their average latency is the one it printed (to its 3 decimals, each
+    logged latency truncated to the microsecond), and the progress lines count no more than
+    it did."""
+    n = parsed.numbers
+    count = float(n["transactions"])
+    agree("pgbench", "-l log", "transactions", log.count, count, 0)
+    reported = n.get("latency_avg_ms")
+    if log.count and reported is not None and math.isfinite(log.latency_avg_ms):
+        slack = 0.002 + 0.005 * float(reported)
+        agree("pgbench", "-l log", "latency average (ms)", log.latency_avg_ms, reported, slack)
+    agree_progress("pgbench", lines, "tps", count, 1)

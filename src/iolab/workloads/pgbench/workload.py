@@ -21,6 +21,7 @@ from iolab.workloads.interface import (
     workdir_of,
 )
 from iolab.workloads.pgbench import metrics
+from iolab.workloads.pgbench.arguments import args_rate
 from iolab.workloads.pgbench.options import PgbenchWorkload
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def run_args(w: PgbenchWorkload) -> tuple[str, ...]:
         out += ["-j", str(w.threads)]
     if w.duration is not None:
         out += ["-T", str(int(w.duration))]
-    if w.rate is not None:
+    if w.rate is not None and args_rate(w.args) is None:  # else args' -R is the rate
         out += ["-R", f"{w.rate:g}"]
     for script in w.script:
         out += ["-b" if script.split("@")[0] in BUILTINS else "-f", script]

@@ -2,9 +2,16 @@
 iolab owns.
 
 iolab owns the database driver and its connection (``--db-driver``, ``--mysql-*`` and
-``--pgsql-*`` host, port, socket, user, password and database: the engine's private socket), the
-command (``prepare``, then ``run``) and the latency histogram (``--histogram`` is on).
-``--report-interval`` is 1 s unless given.
+``--pgsql-*`` host, port, socket, user, password and database: the engine's private socket;
+``--mysql-dry-run``, which connects nowhere), the script and the command (``--test``, ``prepare``,
+then ``run``), what is read from elsewhere (``--config-file``) and the report it reads: the
+latency histogram (``--histogram`` is on), one final report (no ``--report-checkpoints``, a
+``--verbosity`` that prints it). ``--report-interval`` is 1 s unless given.
+
+The options are read as sysbench 1.0 reads them: ``--name=value`` or ``--name`` (empty), where
+``-`` and ``_`` are the same letter in a name (``--mysql_socket`` is ``--mysql-socket``), names
+in full and case as they are; the first word that is no option is the script, the next the
+command.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import BadInput
-from iolab.workloads.drivers import Parsed, Script, parse_options, read_script, refuse_owned
+from iolab.workloads.drivers import Option, Parsed, Script, read_script, refuse_owned
 
 FLAG = "sysbench arguments"
 SCRIPT_FLAG = "sysbench SCRIPT"
@@ -29,13 +36,19 @@ _CONNECTION_OPTIONS = [
     for driver in ("mysql", "pgsql")
     for what in ("host", "port", "socket", "user", "password", "db")
 ]
+REPORT = "iolab reads sysbench's one final report"
 OWNED = {
     "--db-driver": CONNECTION,
     **dict.fromkeys(_CONNECTION_OPTIONS, CONNECTION),
+    "--mysql-dry-run": "it runs nothing on the engine; leave it out",
     "--histogram": "iolab turns sysbench's latency histogram on itself; leave it out",
+    "--report-checkpoints": REPORT + ", of the whole run; leave out --report-checkpoints",
+    "--config-file": "iolab passes sysbench's options on its command line only; give them here",
+    "--test": "give the script first, e.g. -- oltp_read_write --tables=4",
     "--help": "it runs nothing; give a run's arguments",
     "--version": "it runs nothing; give a run's arguments",
 }
+REPORT_VERBOSITY = 3  # sysbench prints its report from this --verbosity on
 COMMANDS = ("prepare", "run", "cleanup", "help", "prewarm")
 
 
@@ -61,7 +74,30 @@ def builtins() -> list[str]:
 
 
 def parse(argv: Sequence[str]) -> Parsed:
-    return parse_options(argv, "", ())
+    """sysbench's options as sysbench reads them: every word that begins ``--`` is an option,
+    named with ``_`` read as ``-`` (its value after the first ``=``, None without one); the
+    other words are positional."""
+    options: list[Option] = []
+    positional: list[str] = []
+    for word in argv:
+        if not word.startswith("--"):
+            positional.append(word)
+            continue
+        name, eq, value = word[2:].partition("=")
+        options.append(Option("--" + name.replace("_", "-"), value if eq else None, (word,)))
+    return Parsed(tuple(options), tuple(positional))
+
+
+def args_rate(argv: Sequence[str]) -> float | None:
+    """The rate (transactions per second) sysbench takes from ``argv``: its deprecated
+    ``--tx-rate`` when not 0, else the last ``--rate``, 0 for unlimited; None when they give
+    none it can take."""
+    parsed = parse(argv)
+    tx = parsed.values("--tx-rate")
+    if tx and tx[-1].isdigit() and int(tx[-1]) > 0:
+        return float(tx[-1])
+    given = parsed.values("--rate")
+    return float(given[-1]) if given and given[-1].isdigit() else None
 
 
 def check(words: Sequence[str], cwd: Path) -> SysbenchArgs:
@@ -83,15 +119,22 @@ def check(words: Sequence[str], cwd: Path) -> SysbenchArgs:
             raise BadInput(FLAG, word, "iolab runs prepare, then run; give neither")
         raise BadInput(FLAG, word, "give options as --name=value")
     for option in parsed.options:
-        if not option.name.startswith("--"):
-            raise BadInput(FLAG, " ".join(option.words), "give options as --name=value")
+        if option.name == "--":
+            raise BadInput(FLAG, option.typed, "give options as --name=value")
+    for option in parsed.options:  # no value is 0 to sysbench
+        level = option.value or "0"
+        if option.name == "--verbosity" and not (
+            level.isdigit() and int(level) >= REPORT_VERBOSITY
+        ):
+            why = f"{REPORT}, printed from --verbosity={REPORT_VERBOSITY} on"
+            raise BadInput(FLAG, option.typed, why)
     own = given in builtins() and "/" not in given
     path = str(SCRIPT_DIR / f"{given}.lua") if own else given
     if not own and "/" not in given and not given.endswith(".lua"):
         allowed = ", ".join(builtins()) or "(sysbench's scripts are not installed)"
         raise BadInput(SCRIPT_FLAG, given, f"give a Lua file or one of sysbench's: {allowed}")
     script = read_script(SCRIPT_FLAG, given, path, cwd)
-    interval = parsed.values("--report-interval")
+    interval = [o.value or "" for o in parsed.options if o.name == "--report-interval"]
     seconds = 1.0
     if interval:
         seconds = float(interval[-1]) if interval[-1].isdigit() else 0.0

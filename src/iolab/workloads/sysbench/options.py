@@ -4,7 +4,7 @@ table_size) become sysbench's arguments before ``args``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
@@ -26,3 +26,12 @@ class SysbenchWorkload(DriverWorkload):
     script: str  # one of sysbench's own (oltp_read_write) or a Lua file
     tables: int | None = Field(default=None, ge=1)
     table_size: int | None = Field(default=None, ge=1)
+
+    @classmethod
+    def offered_rate(cls, rate: float | None, args: Sequence[str]) -> float | None:
+        """sysbench takes its deprecated ``--tx-rate`` when not 0, else the last ``--rate``
+        (the named ``rate`` comes first); 0 is unlimited."""
+        from iolab.workloads.sysbench.arguments import args_rate
+
+        found = args_rate(args)
+        return rate if found is None else found or None

@@ -14,11 +14,16 @@ from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Engine, Layout, Placement, running
 from iolab.errors import BadInput
 from iolab.events import EventSink, Measured, Phase
+from iolab.latency.histogram import Histogram
 from iolab.probes.recorder import recording
 from iolab.process import run
 from iolab.results import RunOutcome
 from iolab.workloads.drivers import (
+    NO_INIT,
+    Progress,
     ToolFailed,
+    agree,
+    agree_progress,
     driver_recorder,
     progress_series,
     run_tool,
@@ -117,6 +122,8 @@ class SysbenchOptions:
             check_external_layout(self.layout, self.pg_bin)
             if self.init:
                 raise BadInput("--dsn", self.dsn.redacted, DSN_INIT)
+        elif not self.init:
+            raise BadInput("--no-init", "without --dsn", NO_INIT)
         if self.sample_interval is not None and not self.sample_interval >= 0.1:
             raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
         return arguments.check(self.words, self.workdir)
@@ -162,7 +169,8 @@ def drive(
     ``run`` under the probes; results into ``outcome``."""
     outcome.logs[checked.script.log_name] = checked.script.text
     ep = endpoint(engine)
-    base = [program, *connection(ep), checked.script.given, *checked.args]
+    # iolab's connection after the user's options: the one sysbench takes (the last given)
+    base = [program, checked.script.given, *checked.args, *connection(ep)]
     env = tool_env(**password_env(ep))
     cwd = options.workdir
     summary = outcome.summary
@@ -213,13 +221,15 @@ def _record(outcome: RunOutcome, stdout: str, offset: float) -> None:
     """sysbench's numbers into the summary, its progress into the probes, percentiles of its
     histogram beside them."""
     numbers = output.summary(stdout)
-    outcome.summary.update(numbers)
     found = output.histogram(stdout)
+    progress = output.progress(stdout)
+    _agree(numbers, found, progress)
+    outcome.summary.update(numbers)
     if found.total:
         outcome.summary["latency"] = {"transaction": found.stats()}
         outcome.summary["latency_source"] = LATENCY_SOURCE
     lines = with_tail(
-        output.progress(stdout),
+        progress,
         "tps",
         float(numbers["transactions"]),
         float(numbers.get("total_seconds", 0.0)),
@@ -227,3 +237,18 @@ def _record(outcome: RunOutcome, stdout: str, offset: float) -> None:
     series = progress_series(output.PROBE, lines, output.QUANTITIES, offset)
     if outcome.probes is not None:
         outcome.probes = replace(outcome.probes, series=outcome.probes.series + tuple(series))
+
+
+def _agree(numbers: dict[str, float | int], found: Histogram, lines: list[Progress]) -> None:
+    """What iolab stores of the run is sysbench's own: the histogram holds every event it
+    counted, its mean is the average it printed (within the buckets' 2 % and the average's 2
+    decimals), and the progress lines count no more transactions than it did."""
+    events = numbers.get("events", numbers["transactions"])
+    agree("sysbench", "histogram", "events", found.total, float(events), 0)
+    reported = numbers.get("latency_avg_ms")
+    if found.total and reported is not None:
+        mean = found.stats()["mean_us"] / 1000
+        agree(
+            "sysbench", "histogram", "latency average (ms)", mean, reported, 0.01 + 0.03 * reported
+        )
+    agree_progress("sysbench", lines, "tps", float(numbers["transactions"]), 2)

@@ -21,6 +21,7 @@ from iolab.workloads.interface import (
     workdir_of,
 )
 from iolab.workloads.sysbench import metrics
+from iolab.workloads.sysbench.arguments import args_rate
 from iolab.workloads.sysbench.options import SysbenchWorkload
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ def words(w: SysbenchWorkload) -> tuple[str, ...]:
     named = {
         "threads": w.threads,
         "time": int(w.duration) if w.duration is not None else None,
-        "rate": f"{w.rate:g}" if w.rate is not None else None,
+        # a rate in args is the rate (the named one is then the same)
+        "rate": f"{w.rate:g}" if w.rate is not None and args_rate(w.args) is None else None,
         "tables": w.tables,
         "table-size": w.table_size,
     }
