@@ -11,6 +11,8 @@ import hashlib
 import json
 import sqlite3
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.workloads.sysbench.arguments import SCRIPT_DIR
 from tests.conftest import make_dirs
-from tests.integration.conftest import iolab
+from tests.integration.conftest import IOLAB, iolab
 
 pytestmark = pytest.mark.integration
 
@@ -220,3 +222,88 @@ def test_pgbench_on_a_server_of_yours_through_a_dsn(open_tmp: Path, results_db: 
             row = conn.execute("SELECT count(*) FROM pgbench_accounts").fetchone()
         assert row is not None and row[0] == 100_000
     assert SECRET not in results_db.read_bytes().decode(errors="replace")
+
+
+LOG = "iolab reads every transaction's line of the -l log it keeps itself"
+
+
+@pytest.mark.parametrize(
+    ("kind", "words", "why"),
+    [
+        # the spellings, each of which reached the tool: refused before anything is made
+        ("pgbench", ("-T", "2", "--ho=/tmp/nonexist"), "iolab connects pgbench to the engine's"),
+        ("pgbench", ("-T", "2", "--user=nobody"), "iolab connects pgbench to the engine's"),
+        ("pgbench", ("-T", "2", "--aggregate=1"), LOG + "; leave out --aggregate-interval"),
+        ("pgbench", ("-T", "2", "--progress-t"), "iolab puts the progress on the run's time"),
+        ("pgbench", ("-T", "2", "--log-p="), LOG + "; leave out --log-prefix"),
+        (
+            "sysbench",
+            ("oltp_read_write", "--time=2", "--mysql_socket=/tmp/x/my.sock"),
+            "iolab connects sysbench to the engine's private socket",
+        ),
+    ],
+)
+def test_what_iolab_owns_is_refused_in_every_spelling_the_tool_takes(
+    results_db: Path, kind: str, words: tuple[str, ...], why: str
+) -> None:
+    refused = iolab(kind, "--json", "--", *words)
+    assert refused.returncode == 2, refused.stderr
+    assert f"{kind} arguments: {words[-1]!r} is not allowed; {why}" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert refused.stdout == "" and not results_db.exists()  # nothing made, nothing stored
+
+
+def test_no_init_without_a_server_of_yours_is_refused_before_provisioning(results_db: Path):
+    for kind, words in (("pgbench", ("-T", "2")), ("sysbench", ("oltp_read_write",))):
+        refused = iolab(kind, "--no-init", "--", *words)
+        assert refused.returncode == 2, refused.stderr
+        assert "--no-init: 'without --dsn' is not allowed; the engine iolab provisions is " in (
+            refused.stderr
+        )
+        assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_rate_after_the_double_dash_is_the_runs_offered_rate(
+    open_tmp: Path, results_db: Path
+) -> None:
+    (data,) = make_dirs(open_tmp, "data")
+    done = iolab(
+        "pgbench", "--data-dir", str(data), "--json", "--", "-c", "2", "-T", "3", "-R", "20"
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["run_args"] == ["-c", "2", "-T", "3", "-R", "20"]  # as given, -R once
+    shown = json.loads(iolab("results", "show", str(doc["run"]), "--json").stdout)
+    assert shown["params"]["rate"] == 20.0  # where the diagnosis reads an offered rate
+    assert shown["diagnosis"]["limit"] == "rate", shown["diagnosis"]
+
+
+def test_a_killed_pgbench_leaves_its_transaction_logs_to_the_next_run(
+    open_tmp: Path, results_db: Path
+) -> None:
+    data, other = make_dirs(open_tmp, "data", "other")
+    temp = Path(tempfile.gettempdir())
+    first = subprocess.Popen(
+        [*IOLAB, "pgbench", "--data-dir", str(data), "--", "-c", "1", "-T", "600"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        pattern = f".iolab-pgbenchlog-{first.pid}-*"
+        while not list(temp.glob(pattern)) and first.poll() is None:
+            time.sleep(0.2)
+        (left,) = temp.glob(pattern)
+        while not list(left.glob("pgbench_log.*")) and first.poll() is None:  # pgbench's log
+            time.sleep(0.2)
+    finally:
+        first.kill()
+        first.wait()
+    assert left.is_dir()  # SIGKILL: nothing of iolab's ran to remove it
+    beside = temp / "iolab-pgbench-mine"  # not iolab's name: never removed
+    beside.mkdir(exist_ok=True)
+    try:
+        done = iolab("pgbench", "--data-dir", str(other), "--", "-c", "1", "-T", "1")
+        assert done.returncode == 0, done.stderr
+        assert not left.exists() and beside.is_dir()
+        assert not list(temp.glob(".iolab-pgbenchlog-*"))  # the second run's went with it
+    finally:
+        beside.rmdir()

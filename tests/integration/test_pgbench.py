@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from iolab.engines.interface import Layout
+from iolab.engines import catalog
+from iolab.engines.interface import Layout, running
 from iolab.errors import RunFailed
 from iolab.events import Collect
 from iolab.results import RunOutcome, RunStatus
-from iolab.workloads.pgbench.run import PgbenchOptions, run_pgbench
+from iolab.workloads.drivers import Disagree
+from iolab.workloads.pgbench.run import PgbenchOptions, drive, program_of, run_pgbench
 from tests.conftest import make_dirs
 
 pytestmark = pytest.mark.integration
@@ -89,4 +92,30 @@ def test_a_failing_pgbench_fails_the_run_with_its_own_words(open_tmp: Path) -> N
     assert "pgbench failed (exit 2)" in str(failed.value)
     assert "no_such_column" in str(failed.value)
     assert outcome.probes is not None  # what was recorded until it failed is kept
+    assert list(data.iterdir()) == []
+
+
+def test_a_log_pgbench_wrote_otherwise_fails_the_run_instead_of_being_stored(
+    open_tmp: Path,
+) -> None:
+    """The refusals keep --aggregate-interval out; given anyway, pgbench logs one line per
+    second instead of one per transaction, and iolab's count of its log is not pgbench's."""
+    (data,) = make_dirs(open_tmp, "data")
+    options = PgbenchOptions("postgres", Layout((data,)), ("-c", "2", "-T", "2"))
+    checked = options.validate()
+    forced = replace(checked, run=(*checked.run, "--aggregate-interval=1"))
+    engine = catalog.create("postgres", options.layout)
+    outcome = RunOutcome(RunStatus.RUNNING)
+    with running(engine, "the test") as placement, pytest.raises(Disagree) as failed:
+        drive(engine, placement, program_of(engine), options, forced, outcome, Collect())
+    printed = outcome.logs["pgbench"]
+    count = int(_printed(printed, r"^number of transactions actually processed: (\d+)"))
+    assert count > 100
+    said = re.match(
+        r"pgbench: transactions (\d+) in its -l log, ([\d,]+) in its report; ", str(failed.value)
+    )
+    assert said is not None, str(failed.value)
+    assert int(said.group(1)) < 10 and said.group(2) == f"{count:,}"  # a line per second
+    assert "iolab stores no numbers it cannot match with the tool's own" in str(failed.value)
+    assert "tps" not in outcome.summary and "latency" not in outcome.summary
     assert list(data.iterdir()) == []

@@ -519,3 +519,15 @@ def test_an_experiments_scripts_are_read_in_its_directory_which_names_no_cell(
         "-- extra.sql of elsewhere\n",
     ]
     assert read(sb.params, "sysbench") == ["-- bench.lua of elsewhere\n"]
+
+
+def test_a_sysbench_histogram_short_of_its_count_fails_the_run() -> None:
+    from iolab.workloads.sysbench.run import _agree
+
+    numbers = sysbench_output.summary(SYSBENCH_OUT)
+    found = sysbench_output.histogram(SYSBENCH_OUT)
+    with pytest.raises(Disagree) as failed:
+        _agree(numbers, found, sysbench_output.progress(SYSBENCH_OUT))
+    assert str(failed.value).startswith(
+        "sysbench: events 4 in its histogram, 509 in its report; iolab stores no numbers"
+    )

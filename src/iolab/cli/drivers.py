@@ -36,8 +36,9 @@ NoInitOption = Annotated[
     bool,
     typer.Option(
         "--no-init",
-        help="Run no initialisation (pgbench -i, sysbench prepare): the database already holds "
-        "what the run needs.",
+        help="Run no initialisation (pgbench -i, sysbench prepare): the database of --dsn "
+        "already holds what the run needs (refused without --dsn: a provisioned engine is "
+        "empty).",
     ),
 ]
 PgBinOption = Annotated[

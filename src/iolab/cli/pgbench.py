@@ -29,8 +29,10 @@ def pgbench(
     pgbench_args: Annotated[
         list[str] | None,
         typer.Argument(
-            help="pgbench's own arguments, after --: passed unchanged, except the connection "
-            "(host, port, user, database), which iolab owns.",
+            help="pgbench's own arguments, after --: passed unchanged, read as pgbench reads "
+            "them (abbreviations too); refused: the connection (host, port, user, database), "
+            "the -l log's options (--log-prefix, --aggregate-interval, --sampling-rate) and "
+            "--progress-timestamp, which iolab owns. A -R rate is the run's offered rate.",
             show_default=False,
         ),
     ] = None,

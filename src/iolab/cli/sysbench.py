@@ -30,7 +30,9 @@ def sysbench(
         list[str] | None,
         typer.Argument(
             help="After --: the script (oltp_read_write, ... or a Lua file), then sysbench's "
-            "own options, passed unchanged, except the driver and connection, which iolab owns.",
+            "own options as --name=value, passed unchanged; refused in any spelling (- or _): "
+            "the driver and connection, --histogram, --report-checkpoints, --config-file, "
+            "--test, which iolab owns. A --rate is the run's offered rate.",
             show_default=False,
         ),
     ] = None,
