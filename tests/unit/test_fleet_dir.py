@@ -16,7 +16,9 @@ from iolab.system import processes, sockets
 from tests.unit.cli import iolab
 
 NOBODY = 65534
-RAY = cluster._ray_package()[0].rstrip("/")
+# where Ray's package is, as cluster._ray_package finds it: a path of the test's own, so that
+# the matching is tested without the fleet extra installed (`pip install -e '.[dev]'`)
+RAY = "/opt/venv/lib/python3/site-packages/ray"
 UID = os.geteuid()
 
 
@@ -149,6 +151,7 @@ def test_stop_matches_the_exact_directory_never_a_part_of_a_path(
 ) -> None:
     """A fleet under /tmp/x/v/s is not the one of RAY_TMPDIR=/s (a substring of its path)."""
     monkeypatch.setenv("RAY_TMPDIR", "/s")
+    monkeypatch.setattr(cluster, "_ray_package", lambda: (f"{RAY}/",))
     here = f"/s/iolab-ray-{UID}/ray"
     monkeypatch.setattr(processes, "environ", lambda pid: {})
     monkeypatch.setattr(processes, "open_files", lambda pid: [])
