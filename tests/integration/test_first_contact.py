@@ -355,3 +355,65 @@ def test_serve_on_every_address_prints_this_machines_addresses(
     )
     assert f", http://127.0.0.1:{port}/?token=" in second
     assert out["answers"] == [303, 303]  # each link opens the pages (token to cookie)
+
+
+# --- issue 43, item 10: an IPv6 address is printed whole, brackets and all ----------------------
+
+IPV6 = textwrap.dedent(
+    """
+    import json, re, subprocess, sys, urllib.error, urllib.request
+    def run(*cmd):
+        subprocess.run(cmd, check=True, capture_output=True)
+    run("ip", "link", "set", "lo", "up")
+    try:
+        run("ip", "link", "add", "iolab0", "type", "dummy")
+    except subprocess.CalledProcessError:
+        run("ip", "link", "add", "iolab0", "type", "veth", "peer", "name", "iolab1")
+        run("ip", "link", "set", "iolab1", "up")
+    run("ip", "-6", "addr", "add", "fd77::1/64", "dev", "iolab0", "nodad")  # usable at once
+    run("ip", "link", "set", "iolab0", "up")
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+    out = {}
+    for host in ("fd77::1", "::"):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "iolab", "serve", "--results", sys.argv[1], "--host", host,
+             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**__import__("os").environ, "PYTHONUNBUFFERED": "1"})
+        first, second = proc.stdout.readline(), proc.stdout.readline()
+        answers = []
+        for link in re.findall(r"http://\\S+\\?token=[\\w-]+", second):
+            try:
+                urllib.request.build_opener(NoRedirect).open(link, timeout=30)
+            except urllib.error.HTTPError as e:
+                answers.append(e.code)
+            except OSError as e:  # an address that is not the server's
+                answers.append(str(e))
+        proc.terminate()
+        proc.wait(timeout=30)
+        out[host] = {"first": first, "second": second, "answers": answers}
+    print(json.dumps(out))
+    """
+)
+
+
+def test_serve_on_an_ipv6_address_prints_it_in_brackets(open_tmp: Path, results_db: Path) -> None:
+    # `serve --host fd77::1` printed `http://:8765/`: the `[fd77::1]` of the URL taken as markup
+    made = iolab("populate", *SMALL, cwd=open_tmp)
+    assert made.returncode == 0, made.stderr.decode()
+    out = in_network_namespace(IPV6, str(results_db))
+    one = out["fd77::1"]
+    port = one["first"].split("http://[fd77::1]:")[1].split("/")[0]
+    assert one["first"] == f"serving {results_db} read-only at http://[fd77::1]:{port}/\n"
+    assert one["second"].startswith(
+        f"access token (every request needs it; share this link): http://[fd77::1]:{port}/?token="
+    )
+    assert one["answers"] == [303]  # the printed link opens the pages
+    every = out["::"]
+    port = every["first"].split("http://[fd77::1]:")[1].split("/")[0]
+    assert every["first"] == (
+        f"serving {results_db} read-only at http://[fd77::1]:{port}/, http://[::1]:{port}/, "
+        f"http://127.0.0.1:{port}/ (every address of this machine)\n"
+    )
+    assert every["answers"] == [303, 303, 303]

@@ -75,7 +75,7 @@ def serve(
         ) from None
     token = None if address.is_loopback else new_token()
     bound = sock.getsockname()[1]
-    urls = [_url(a, bound) for a in _reachable(address)]
+    urls = [escape(_url(a, bound)) for a in _reachable(address)]  # an IPv6 one's [] is no markup
     where = ", ".join(urls) + (" (every address of this machine)" if len(urls) > 1 else "")
     out.print(f"serving {escape(str(path))} read-only at {where}", highlight=False, soft_wrap=True)
     if token is not None:
