@@ -285,6 +285,26 @@ def test_connections_beyond_the_open_file_limit(open_tmp: Path, results_db: Path
     assert runs(results_db) == [(1, "done")]
 
 
+def test_a_limit_too_low_for_one_connection_says_so(open_tmp: Path, results_db: Path) -> None:
+    # issue 43: "1 connections need about 66 open files ... give at most 0"
+    if shutil.which("prlimit") is None:
+        pytest.skip("prlimit (util-linux) is needed to set the limit of one process")
+    low = ("prlimit", "--nofile=50:50")  # below what iolab holds besides its connections
+    raising = (
+        "the open-file limit is too low for even one connection; raise the hard limit to at "
+        "least {} (`ulimit -Hn` as root, or nofile in /etc/security/limits.conf)"
+    )
+    for connections, need in (("1", 66), ("3", 70)):
+        refused = iolab("populate", "--connections", connections, prefix=low, cwd=open_tmp)
+        noun = "connection needs" if connections == "1" else "connections need"
+        assert one_error(refused) == (
+            f"error: --connections: {connections} is not allowed; {connections} {noun} about "
+            f"{need} open files and this process may open 50 (`ulimit -n`, already raised to its "
+            f"hard limit): {raising.format(need)}"
+        )
+    assert runs(results_db) == []
+
+
 # --- item 20: a test file smaller than a block -------------------------------------------------
 
 

@@ -40,11 +40,20 @@ def check_connections(option: str, connections: int, per_connection: int) -> Non
     need = BASE + connections * per_connection
     if need <= limit:
         return
-    most = max(0, (limit - BASE) // max(1, per_connection))
+    most = (limit - BASE) // max(1, per_connection)
+    noun = "connection needs" if connections == 1 else "connections need"
+    said = (
+        f"{connections:,} {noun} about {need:,} open files and this process may open "
+        f"{limit:,} (`ulimit -n`, already raised to its hard limit)"
+    )
+    raising = "(`ulimit -Hn` as root, or nofile in /etc/security/limits.conf)"
+    if most < 1:
+        raise BadInput(
+            option,
+            connections,
+            f"{said}: the open-file limit is too low for even one connection; raise the hard "
+            f"limit to at least {need:,} {raising}",
+        )
     raise BadInput(
-        option,
-        connections,
-        f"{connections} connections need about {need:,} open files and this process may open "
-        f"{limit:,} (`ulimit -n`, already raised to its hard limit): give at most {most:,}, or "
-        "raise the hard limit (`ulimit -Hn` as root, or nofile in /etc/security/limits.conf)",
+        option, connections, f"{said}: give at most {most:,}, or raise the hard limit {raising}"
     )
