@@ -9,6 +9,7 @@ argument checks by mistake cannot start fio or a server.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -83,3 +84,12 @@ def no_programs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[str]]]:
         if hasattr(os, name):
             monkeypatch.setattr(os, name, lambda path, *rest, **kw: refuse([path]))
     yield tried
+
+
+def needs(module: str, extra: str) -> pytest.MarkDecorator:
+    """Skip where ``module`` of iolab's ``extra`` is not installed (`pip install -e '.[dev]'`
+    alone, as CI's second venv): the command refuses for want of it before what the test is
+    about."""
+    return pytest.mark.skipif(
+        importlib.util.find_spec(module) is None, reason=f"needs the {extra} extra ({module})"
+    )

@@ -20,7 +20,7 @@ from iolab.results import RunOutcome
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
 from iolab.workloads.caps import CPUS_HELP, MEMORY_HELP
-from tests.unit.cli import Result, iolab, no_programs
+from tests.unit.cli import Result, iolab, needs, no_programs
 
 NOT_ALLOWED = "is not allowed;"
 SIZE = "use a whole number of bytes or a number with a unit: 4k, 512MiB, 1GiB, 10GB"
@@ -714,6 +714,7 @@ def test_a_results_database_missing_a_column_is_refused_naming_it(place: dict[st
     )
 
 
+@needs("duckdb", "engines")  # the default engine of tpch
 def test_an_unusable_tpch_cache_is_named_by_what_it_is(place: dict[str, str]) -> None:
     tmp = place["tmp"]
     given = iolab("tpch", env={"IOLAB_CACHE": f"{tmp}/file/cache", "IOLAB_RESULTS": f"{tmp}/r.db"})
@@ -734,6 +735,7 @@ def test_an_unusable_tpch_cache_is_named_by_what_it_is(place: dict[str, str]) ->
     assert not Path(tmp, "r.db").exists()  # refused before the run is recorded
 
 
+@needs("ray", "fleet")
 def test_a_missing_fleet_token_is_named_by_what_it_is(place: dict[str, str]) -> None:
     tmp = place["tmp"]
     unset = iolab("fleet", "status", env={"HOME": tmp, "IOLAB_FLEET_TOKEN": None})

@@ -13,7 +13,7 @@ import pytest
 
 from iolab.fleet import cluster
 from iolab.system import processes, sockets
-from tests.unit.cli import iolab
+from tests.unit.cli import iolab, needs
 
 NOBODY = 65534
 # where Ray's package is, as cluster._ray_package finds it: a path of the test's own, so that
@@ -95,6 +95,7 @@ def test_a_base_everyone_writes_without_the_sticky_bit_is_refused(base: Path) ->
     assert f"{base} is writable by every user and not sticky" in refused(base)
 
 
+@needs("ray", "fleet")  # `fleet status` looks for Ray first
 def test_auto_refuses_a_squatted_directory_before_reading_it(
     base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,6 +122,7 @@ def test_auto_refuses_a_squatted_directory_before_reading_it(
     )
 
 
+@needs("ray", "fleet")  # `fleet status` looks for Ray first
 def test_auto_without_a_fleet_here_never_falls_back_to_rays_own_lookup(
     base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -142,6 +144,12 @@ def test_auto_without_a_fleet_here_never_falls_back_to_rays_own_lookup(
     )
 
 
+@pytest.fixture(autouse=True)
+def ray_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's package is at :data:`RAY` for what matches its programs."""
+    monkeypatch.setattr(cluster, "_ray_package", lambda: (f"{RAY}/",))
+
+
 def _proc(pid: int, *argv: str) -> processes.Process:
     return processes.Process(pid, 1, "S", pid, argv)
 
@@ -151,7 +159,6 @@ def test_stop_matches_the_exact_directory_never_a_part_of_a_path(
 ) -> None:
     """A fleet under /tmp/x/v/s is not the one of RAY_TMPDIR=/s (a substring of its path)."""
     monkeypatch.setenv("RAY_TMPDIR", "/s")
-    monkeypatch.setattr(cluster, "_ray_package", lambda: (f"{RAY}/",))
     here = f"/s/iolab-ray-{UID}/ray"
     monkeypatch.setattr(processes, "environ", lambda pid: {})
     monkeypatch.setattr(processes, "open_files", lambda pid: [])

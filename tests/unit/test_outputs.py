@@ -7,6 +7,7 @@ started; a write that fails on a full filesystem is in tests/integration/test_ou
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import shutil
 import sqlite3
@@ -166,12 +167,16 @@ def test_iolab_replaces_its_own_outputs_whole(db: Path, tmp_path: Path) -> None:
     out.touch()  # an empty file is taken (mktemp's)
     out.chmod(0o640)
     shapes = []
-    for fmt in ("csv", "json", "parquet", "csv"):
+    formats = ["csv", "json", "parquet", "csv"]
+    if importlib.util.find_spec("duckdb") is None:  # the engines extra writes parquet
+        formats.remove("parquet")
+    for fmt in formats:
         done = iolab("export", NAME, "--format", fmt, "-o", str(out), "--results", str(db))
         assert (done.code, done.stdout.strip()) == (0, f"wrote 1 runs to {out}"), done
         assert written_by_iolab(out)
         shapes.append(out.read_bytes()[:4])
-    assert shapes == [b"run,", b"[\n  ", b"PAR1", b"run,"]
+    heads = {"csv": b"run,", "json": b"[\n  ", "parquet": b"PAR1"}
+    assert shapes == [heads[f] for f in formats]
     header, row = out.read_text().splitlines()
     assert (header, row.split(",")[0], row.split(",")[2:]) == (
         "run,cell,status,elapsed_seconds,rows,rows_per_second",
