@@ -155,3 +155,31 @@ def in_network_namespace(code: str, *args: str) -> Any:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def iolab_streams(
+    *args: str, stdout: str = "pipe", stderr: str = "pipe", timeout: float = 600
+) -> tuple[int, str, str]:
+    """``python -m iolab ARGS`` with each of its standard output and error ``"pipe"`` (read
+    here), ``"closed"`` (as ``>&-`` leaves it) or ``"full"`` (``/dev/full``: every write fails
+    with "no space left on device"); its exit code and what the pipes read ("" for the
+    others)."""
+    closed = [fd for fd, how in ((1, stdout), (2, stderr)) if how == "closed"]
+
+    def close() -> None:  # in the child, just before it becomes iolab: it starts without them
+        for fd in closed:
+            os.close(fd)
+
+    with open("/dev/full", "w") as full:
+        ends = {"pipe": subprocess.PIPE, "full": full, "closed": subprocess.DEVNULL}
+        done = subprocess.run(
+            [sys.executable, "-m", "iolab", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=ends[stdout],
+            stderr=ends[stderr],
+            preexec_fn=close if closed else None,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    return done.returncode, done.stdout or "", done.stderr or ""

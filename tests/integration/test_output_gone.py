@@ -9,6 +9,7 @@ it on real loop devices).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -17,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import iolab_streams
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -82,3 +85,54 @@ def test_disk_records_its_run(tmp_path: Path, results_db: Path) -> None:
     assert code == 0
     assert runs(results_db) == [("disk", "done", None)]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".iolab-")] == []
+
+
+# --- issue 43: a standard stream closed (`>&-`) or failing (`>/dev/full`) ----------------------
+
+FULL = "warning: standard output: No space left on device; what iolab writes there is dropped"
+
+
+def test_every_command_runs_without_its_streams(tmp_path: Path, results_db: Path) -> None:
+    """Closed, every command crashed at import ('NoneType' object has no attribute 'isatty',
+    exit 120); on /dev/full it ended in an OSError traceback (exit 1), also from the last flush
+    of a short output at the interpreter's exit. Now the output is dropped and the exit code is
+    the command's own."""
+    data = tmp_path / "data"
+    data.mkdir()
+    load = ["populate", "--rows", "200", "--connections", "2", "--data-dir", str(data)]
+    for stdout, stderr in (
+        ("closed", "pipe"),
+        ("pipe", "closed"),
+        ("full", "pipe"),
+        ("pipe", "full"),
+        ("closed", "closed"),
+    ):
+        case = (stdout, stderr)
+        code, out, said = iolab_streams(*load, "--json", stdout=stdout, stderr=stderr)
+        assert code == 0, (case, said)
+        assert (json.loads(out)["status"] if out else None) == (
+            "done" if stdout == "pipe" else None
+        ), case
+        lines = said.splitlines()  # the steps, and the one line on the failing stdout
+        assert "Traceback" not in said
+        full = case == ("full", "pipe")
+        assert (FULL in lines, lines[-1:] == [FULL], "opening 2 loader connections…" in lines) == (
+            full,
+            full,
+            stderr == "pipe",
+        ), case
+        assert iolab_streams("--version", stdout=stdout, stderr=stderr) == (
+            0,
+            "iolab 0.1.0\n" if stdout == "pipe" else "",
+            FULL + "\n" if case == ("full", "pipe") else "",
+        ), case
+        code, out, said = iolab_streams(stdout=stdout, stderr=stderr)  # usage: exit 2
+        assert (code, out.startswith("Usage: "), "Traceback" in said) == (
+            2,
+            stdout == "pipe",
+            False,
+        ), case
+        code, out, said = iolab_streams("results", "list", "--bad", stdout=stdout, stderr=stderr)
+        assert (code, out, "No such option: --bad" in said) == (2, "", stderr == "pipe"), case
+    assert [s for _, s, _ in runs(results_db)] == ["done"] * 5
+    assert [p.name for p in data.iterdir()] == []

@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,6 +31,7 @@ from iolab.ownership import process_alive
 from iolab.system import launch
 from iolab.system.devices import parse_mountinfo
 from iolab.testbed import cgroups
+from tests.conftest import iolab_streams
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
@@ -314,6 +316,32 @@ def test_down_finishes_when_its_output_is_not_read(bed: Path, backing: Path) -> 
     assert iolab_unread("testbed", "down") == 0
     assert testbed.status() == []
     assert_nothing_left(bed, backing)
+
+
+@requires_testbed
+def test_down_finishes_whatever_its_streams_do(bed: Path, backing: Path) -> None:
+    # issue 43: `down 2>/dev/full` exit 1 with the 3 devices up; `down >&-` and `2>&-` exit 120
+    # with nothing taken down (a crash at import); `down >/dev/full` a traceback after it
+    specs = testbed.parse_devices(
+        {name: {"size": "64MiB", "backing_dir": str(backing)} for name in ("a", "b", "c")}
+    )
+    steps = [f"{n}: {step}" for n in "abc" for step in (f"unmounting {bed}/mnt/{n}…", "detaching…")]
+    full = "warning: standard output: No space left on device; what iolab writes there is dropped"
+    for stdout, stderr, said, err in (
+        ("pipe", "full", "taken down: a, b, c\n", []),
+        ("closed", "pipe", "", steps),
+        ("pipe", "closed", "taken down: a, b, c\n", []),
+        ("full", "pipe", "", [*steps, full]),
+        ("closed", "closed", "", []),
+        ("full", "full", "", []),
+    ):
+        testbed.up(specs)
+        assert [d.name for d in testbed.status()] == ["a", "b", "c"]
+        code, out, lines = iolab_streams("testbed", "down", stdout=stdout, stderr=stderr)
+        shown = [re.sub(r" /dev/loop\d+…$", "…", line) for line in lines.splitlines()]
+        assert (code, out, shown) == (0, said, err), (stdout, stderr)
+        assert testbed.status() == []
+        assert_nothing_left(bed, backing)
 
 
 @requires_testbed

@@ -15,7 +15,7 @@ from typer import main as typer_main
 from typer.core import TyperGroup
 from typer.models import CommandInfo, TyperInfo
 
-from iolab.cli.streams import fit_streams, guarded
+from iolab.cli.streams import fit_streams, guarded, open_missing
 from iolab.errors import IolabError
 from iolab.redaction import redact
 from iolab.system.open_files import raise_to_hard
@@ -157,6 +157,7 @@ def run() -> None:
     reader has gone (``| head -1``) is dropped and the command finishes its work, exiting as
     it would have (see :mod:`iolab.cli.console`).
     """
+    open_missing()  # before anything opens a file: `iolab ... >&-` runs without output
     signal.signal(signal.SIGTERM, _terminate)
     fit_streams()
     raise_to_hard()  # as many open files as the machine allows: connections, servers

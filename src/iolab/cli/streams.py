@@ -8,11 +8,18 @@ sets that up once, when the command starts, for everything written to stdout and
 itself draws its boxes in ASCII on such a stream).
 
 Output never stops the work: a reader that goes away (``iolab testbed down | head -1``, a
-closed terminal) makes the next write fail with a broken pipe, and from then on what iolab
-says to that stream is dropped (its descriptor is pointed at /dev/null, so programs started
-later and the interpreter's last flush find it open), while the command finishes what it
-does: a teardown takes every device down, a run is recorded. :func:`guarded` puts both
-standard streams behind that rule for the command's duration.
+closed terminal) makes the next write fail with a broken pipe, a full file (``>/dev/full``)
+with "no space left", and from then on what iolab says to that stream is dropped (its
+descriptor is pointed at /dev/null, so programs started later and the interpreter's last flush
+find it open), while the command finishes what it does and exits as it would have: a teardown
+takes every device down, a run is recorded. A stream that fails for another reason than a
+reader gone is named once on the other stream. :func:`guarded` puts both standard streams
+behind that rule for the command's duration.
+
+A standard stream the command was started without (``>&-``, ``2>&-``, ``<&-``) is opened on
+/dev/null first of all (:func:`open_missing`): the command runs with no output there, and the
+next file it opens cannot take the stream's number (what it or a program it starts writes to
+the stream would land in that file).
 """
 
 from __future__ import annotations
@@ -73,6 +80,28 @@ def _to_ascii(exc: UnicodeError) -> tuple[str | bytes, int]:
 codecs.register_error(ERRORS, _to_ascii)
 
 
+STANDARD = ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w"))
+
+
+def open_missing() -> None:
+    """Open /dev/null on each standard descriptor that is closed, and give Python a stream for
+    each one it started without (``sys.stdout`` is None when descriptor 1 was closed)."""
+    for fd, name, mode in STANDARD:
+        was_closed = False
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            was_closed = True
+        if getattr(sys, name) is None:  # closed when Python started
+            # the descriptor, now /dev/null; else whatever took its number since: not that
+            stream = open(fd if was_closed else os.devnull, mode, closefd=was_closed)  # noqa: SIM115
+            setattr(sys, name, stream)  # open for the process's life, as Python's own
+
+
 def fit_streams() -> None:
     """Make stdout and stderr write what their encoding cannot carry as its nearest ASCII."""
     for stream in (sys.stdout, sys.stderr):
@@ -81,13 +110,15 @@ def fit_streams() -> None:
 
 
 class _Guarded:
-    """A text stream whose writes and flushes survive its reader going away (see above)."""
+    """A text stream whose writes and flushes survive its reader going away or its file
+    failing (see above)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, named: str | None = None) -> None:
         self._stream = stream
+        self._named = named  # how a failure is named on stderr; None: not named (stderr's own)
         self.gone = False
 
-    def _lose(self) -> None:
+    def _lose(self, exc: OSError) -> None:
         self.gone = True
         with suppress(OSError, ValueError, io.UnsupportedOperation):
             null = os.open(os.devnull, os.O_WRONLY)
@@ -95,21 +126,25 @@ class _Guarded:
                 os.dup2(null, self._stream.fileno())
             finally:
                 os.close(null)
+        if self._named and not isinstance(exc, BrokenPipeError):  # a reader gone is no news
+            why = exc.strerror or str(exc)
+            sys.stderr.write(f"warning: {self._named}: {why}; what iolab writes there is dropped\n")
+            sys.stderr.flush()
 
     def write(self, text: str) -> int:
         if not self.gone:
             try:
                 return self._stream.write(text)
-            except BrokenPipeError:
-                self._lose()
+            except OSError as exc:
+                self._lose(exc)
         return len(text)
 
     def flush(self) -> None:
         if not self.gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._lose()
+            except OSError as exc:
+                self._lose(exc)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -118,9 +153,10 @@ class _Guarded:
 @contextmanager
 def guarded() -> Iterator[None]:
     """Within: ``sys.stdout`` and ``sys.stderr`` (and so both consoles and ``print``) drop what
-    they cannot write to a reader that has gone, instead of raising into the work."""
+    they cannot write (a reader gone, a file full or failing), instead of raising into the work;
+    a failing stdout is named in one line on stderr."""
     saved = sys.stdout, sys.stderr
-    out, err = _Guarded(saved[0]), _Guarded(saved[1])
+    out, err = _Guarded(saved[0], "standard output"), _Guarded(saved[1])
     sys.stdout, sys.stderr = out, err
     try:
         yield

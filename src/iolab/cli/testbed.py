@@ -108,7 +108,8 @@ def down(
     left behind. Only what carries iolab's mark is removed (its loop file with the recorded
     inode and token, its own mount points and cgroup); anything else the state names is left
     in place and named in a warning. A state directory or file others could write is refused.
-    Output that is no longer read (`| head -1`) does not stop it: every device is taken down."""
+    Output that is no longer read (`| head -1`) or cannot be written (`>&-`, a full disk) does
+    not stop it: every device is taken down."""
     from iolab import testbed
     from iolab.cli.progress import ProgressView
 
