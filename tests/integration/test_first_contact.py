@@ -107,6 +107,15 @@ def test_every_command_writes_ascii_to_a_stream_that_takes_nothing_else(
     assert [s for _, s in runs(results_db)] == ["done"]
 
 
+def test_a_name_the_stream_cannot_carry_is_escaped_not_changed(open_tmp: Path) -> None:
+    # issue 43: `é.toml` was reported as `e.toml`, another file's name
+    for name, shown in (("é.toml", "\\xe9.toml"), ("☃ x.toml", "\\u2603 x.toml")):
+        done = iolab("testbed", "up", str(open_tmp / name), env=ASCII_ONLY)
+        assert one_error(done) == (
+            f"error: TESTBED: '{open_tmp}/{shown}' is not allowed; give an existing TOML file"
+        )
+
+
 # --- item 8: a results file this process cannot write -----------------------------------------
 
 

@@ -3,17 +3,19 @@
 every command's path, ``iolab --version`` included.
 
 A stream that cannot carry a character (``LANG=C``, ``PYTHONIOENCODING=ascii`` or ``latin-1``)
-gets its nearest ASCII (``·`` as ``-``, ``…`` as ``...``) instead of a crash: :func:`fit_streams`
-sets that up once, when the command starts, for everything written to stdout and stderr (rich
-itself draws its boxes in ASCII on such a stream).
+gets iolab's own characters as their nearest ASCII (``·`` as ``-``, ``…`` as ``...``) and any
+other (a path's or a name's) escaped as Python writes it (``é`` as ``\\xe9``: never another
+name, as ``e`` would be) instead of a crash: :func:`fit_streams` sets that up once, when the
+command starts, for everything written to stdout and stderr (rich itself draws its boxes in
+ASCII on such a stream).
 
 Output never stops the work: a reader that goes away (``iolab testbed down | head -1``, a
 closed terminal) makes the next write fail with a broken pipe, a full file (``>/dev/full``)
 with "no space left", and from then on what iolab says to that stream is dropped (its
 descriptor is pointed at /dev/null, so programs started later and the interpreter's last flush
 find it open), while the command finishes what it does and exits as it would have: a teardown
-takes every device down, a run is recorded. A stream that fails for another reason than a
-reader gone is named once on the other stream. :func:`guarded` puts both standard streams
+takes every device down, a run is recorded. A standard output that fails for another reason
+than a reader gone is named once on stderr. :func:`guarded` puts both standard streams
 behind that rule for the command's duration.
 
 A standard stream the command was started without (``>&-``, ``2>&-``, ``<&-``) is opened on
@@ -28,13 +30,12 @@ import codecs
 import io
 import os
 import sys
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, TextIO
 
 ERRORS = "iolab-ascii"  # the codec error handler of both streams
-# Characters iolab and rich write, as ASCII; the rest by their decomposition (é as e), else "?".
+# Characters iolab and rich write, as ASCII; the rest escaped (é as \xe9).
 ASCII = {
     "·": "-",
     "…": "...",
@@ -64,8 +65,7 @@ ASCII = {
 def _nearest(char: str) -> str:
     if char in ASCII:
         return ASCII[char]
-    plain = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode()
-    return plain or "?"
+    return char.encode("ascii", "backslashreplace").decode()
 
 
 def _to_ascii(exc: UnicodeError) -> tuple[str | bytes, int]:
