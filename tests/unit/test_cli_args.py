@@ -1139,7 +1139,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "hook",
         exp(extra="[hooks]\non_complete = 5"),
-        "hooks.on_complete: 5 {} Input should be a valid string",
+        "hooks.on_complete: 5 {} give text in quotes",
     ),
     (
         "device-size",

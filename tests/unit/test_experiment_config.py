@@ -221,6 +221,31 @@ def test_bad_durations_and_disk_keys_name_the_key(
     assert said in str(caught.value)
 
 
+def test_a_text_key_given_something_else_says_what_it_takes(root: Path) -> None:
+    # issue 43: `size = true` and `qd = true` got pydantic's "Input should be a valid string"
+    for workload, matrix, line in (
+        (
+            "size = true",
+            "",
+            'workload.size: True is not allowed; give a size in quotes, e.g. "1GiB"',
+        ),
+        (
+            'profile = "sweep"\nqd = true',
+            "",
+            'workload.qd: True is not allowed; give queue depths in quotes, e.g. "1,8,32"',
+        ),
+        (
+            'profile = "sweep"',
+            "threads = [2]",
+            "matrix (threads=2).threads: 2 is not allowed; give thread counts in quotes, "
+            'e.g. "1,4"',
+        ),
+    ):
+        with pytest.raises(BadInput) as caught:
+            load(_disk(root, workload, matrix=matrix))
+        assert str(caught.value) == line
+
+
 def test_a_matrix_is_counted_before_it_is_expanded(root: Path) -> None:
     """10^9 cells would take hours and gigabytes to expand; the count refuses them at once."""
     keys = "\n".join(

@@ -78,6 +78,17 @@ def _numbers_only(types: Sequence[Any]) -> str | None:
     return "a whole number" if int in types else None
 
 
+def _text_only(annotation: Any) -> bool:
+    """Whether a field takes text and nothing else (or None): not a choice (a Literal), not a
+    number."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _text_only(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return all(_text_only(a) for a in get_args(annotation))
+    return annotation in (str, type(None))
+
+
 class Section(BaseModel):
     """A workload's options model (or a part of an experiment file): unknown keys refused,
     frozen. A model's ``hints`` say, per key, what a number out of range means."""
@@ -107,6 +118,13 @@ class Section(BaseModel):
             wanted = None
         if wanted is not None:
             raise ValueError(f"give {wanted}, not true or false")
+        if value is not None and not isinstance(value, str) and _text_only(field.annotation):
+            # a number or true where text goes: what the key takes, not "a valid string"
+            example = field.examples[0] if field.examples else field.default
+            raise ValueError(
+                f"give {field.description or 'text'} in quotes"
+                + (f', e.g. "{example}"' if isinstance(example, str) else "")
+            )
         return value
 
 

@@ -28,8 +28,8 @@ SWEEP_KEYS = ("bs", "qd", "threads", "rw", "rwmix")
 class DiskWorkload(Section):
     hints: ClassVar[Mapping[str, str]] = {"runs": "give at least 1 measured pass"}
     kind: Literal["disk"]
-    profile: str = "default"
-    size: str = "1GiB"
+    profile: str = Field(default="default", description="a profile's name")
+    size: str = Field(default="1GiB", description="a size")
     runs: int = Field(default=5, ge=1)
     # seconds, or as on the command line ("5s"); the same range as --duration and --interval
     duration: Annotated[float, BeforeValidator(duration_check(1.0, strict=False))] = 5.0
@@ -38,10 +38,12 @@ class DiskWorkload(Section):
     direct: bool = True
     mix: bool = False
     # The sweep profile's SQLIO matrix, written as on the command line ("4k,8k,64k", "1,8,32").
-    bs: str | None = None
-    qd: str | None = None
-    threads: str | None = None
-    rw: str | None = None
+    bs: str | None = Field(default=None, description="block sizes", examples=["4k,8k,64k"])
+    qd: str | None = Field(default=None, description="queue depths", examples=["1,8,32"])
+    threads: str | None = Field(default=None, description="thread counts", examples=["1,4"])
+    rw: str | None = Field(
+        default=None, description="access patterns", examples=["randread,randwrite"]
+    )
     rwmix: int | None = None
 
     @model_serializer(mode="wrap")
