@@ -222,6 +222,12 @@ def test_null_costs_nothing() -> None:
         ({"model": "raid10", "members": 5, "member": {"model": "hdd"}}, "members", "even"),
         ({"model": "raid1", "members": 2}, "member", "give the member device"),
         ({"model": "raid1", "members": 2, "member": {"model": "raid0"}}, "member.model", "one"),
+        # issue 43: an unknown member's choices were every model's, raid0 ... null
+        (
+            {"model": "raid1", "members": 2, "member": {"model": "tape"}},
+            "member.model",
+            "a member is one device: 'hdd' or 'ssd'",
+        ),
         ({"model": "raid1", "members": 2, "member": {"model": "hdd", "rpm": 1}}, "member.rpm", ""),
     ],
 )

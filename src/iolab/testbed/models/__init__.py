@@ -428,11 +428,11 @@ def check(table: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """A model table with its defaults filled in; :class:`ParamError` (key relative to the
     device's table, ``member.`` for a RAID member's) for the first mistake."""
     model = table.get("model")
-    if model not in MODELS:
-        raise ParamError(f"{where}model", model, "choose one of: " + ", ".join(MODELS))
-    if where and model not in MEMBERS:
+    if where and model not in MEMBERS:  # what a member can be, not every model's name
         # a null member would make an array that costs nothing: use model = "null" itself
         raise ParamError(f"{where}model", model, "a member is one device: 'hdd' or 'ssd'")
+    if model not in MODELS:
+        raise ParamError(f"{where}model", model, "choose one of: " + ", ".join(MODELS))
     known = keys_of(model)
     out: dict[str, Any] = {"model": model}
     for key, value in table.items():
