@@ -224,7 +224,24 @@ def test_each_kind_iolab_writes_is_recognised(tmp_path: Path) -> None:
         "b.png": (signed, True),
         "c.png": (_png(), False),  # a PNG iolab did not mark
         "d.hlog": (hlog, True),
-        "e.json": ("[]", True),
+        "e.json": ("[]", False),  # a user's empty list (issue 43); an export of no run too
+        "g.csv": ("run,cell,status\r\n", False),
+        "h.csv": ("run,cell,status,notes\nmine,2,to do,x\n", False),  # a user's own CSV
+        "i.csv": ("run,cell,status,rows\r\n1,f69ba2a28830,done,200\r\n", True),
+        "j.csv": ("run,cell,status,rows\n1,f69ba2a28830,done,200\n", False),  # not csv's line ends
+        "k.csv": (
+            "run,cell,status,rows\r\n1,f69ba2a28830,done,2\r\n2,f69ba2a28830,to do,3\r\n",
+            False,
+        ),
+        "l.json": (
+            json.dumps([{"run": 1, "cell": "f69ba2a28830", "status": "done", "rows": 2}], indent=2),
+            True,
+        ),
+        "m.json": ('[\n  {\n    "run": "mine"\n  }\n]', False),
+        "n.json": (
+            json.dumps([{"run": 1, "cell": "f69ba2a28830", "status": "done"}]),
+            False,
+        ),  # not indented
         "f.svg": ('<svg xmlns="http://www.w3.org/2000/svg"></svg>', False),
     }
     for name, (content, ours) in cases.items():
@@ -232,6 +249,26 @@ def test_each_kind_iolab_writes_is_recognised(tmp_path: Path) -> None:
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
         assert written_by_iolab(path) is ours, name
         assert not sqlite_file(path)
+
+
+def test_a_users_file_shaped_like_an_export_is_not_replaced(db: Path, tmp_path: Path) -> None:
+    # issue 43: a user's `[]` and a CSV of theirs that began `run,cell,status,` were replaced
+    for name, content in (
+        ("mine.json", "[]\n"),
+        ("mine.csv", "run,cell,status,owner\nA7,kitchen,ordered,me\n"),
+    ):
+        path = tmp_path / name
+        path.write_text(content)
+        fmt = name.rsplit(".", 1)[1]
+        done = iolab("export", NAME, "--format", fmt, "-o", str(path), "--results", str(db))
+        line = f"error: --output: {str(path)!r} is not allowed; {FOREIGN}"
+        assert (done.code, done.error_lines, done.stdout) == (2, [line], "")
+        assert path.read_text() == content
+        path.unlink()  # a new file: written, and then replaced as iolab's own
+        for _ in range(2):
+            done = iolab("export", NAME, "--format", fmt, "-o", str(path), "--results", str(db))
+            assert (done.code, done.stdout.strip()) == (0, f"wrote 1 runs to {path}"), done
+        assert written_by_iolab(path)
 
 
 def test_every_chart_name_is_checked_before_one_is_written(

@@ -47,7 +47,7 @@ def run_table(store: Store, target: str) -> RunTable:
                 if isinstance(v, int | float | str | bool) or v is None:
                     row[k] = v
             rows.append(row)
-    columns: list[str] = ["run", "cell", "status"]  # also without a run: iolab's CSV shape
+    columns: list[str] = ["run", "cell", "status"]  # also without a run (report/signature.py)
     for row in rows:
         columns += [k for k in row if k not in columns]
     return RunTable(tuple(columns), tuple(rows))

@@ -8,8 +8,13 @@ Every kind of file iolab writes carries a mark or a shape of its own:
 - PNG: a ``tEXt`` chunk ``Software: iolab`` after the header (Chromium draws the picture,
   :func:`sign_png` marks it);
 - Parquet: the key-value metadata ``generator = iolab`` in its footer;
-- CSV and JSON exports: their shape, a header ``run,cell,status,...`` or a JSON list of rows
-  whose first key is ``"run"`` (as ``iolab export`` indents it);
+- CSV and JSON exports (formats without a place for a mark): their whole shape, read to the
+  end: a CSV of a header ``run,cell,status,...`` and at least one row, each as wide as the
+  header, with a run's number, a cell's id and a run status, exactly as Python's csv module writes
+  it (``\r\n`` line ends, its quoting); a JSON list of at least one such row as an object
+  whose first keys are ``run``, ``cell`` and ``status``, exactly as ``iolab export`` indents it.
+  A user's ``[]`` or a CSV of their own that begins ``run,cell,status,`` is not one (nor is an
+  export of no run: nothing tells it apart);
 - HdrHistogram interval logs: the first line ``#[iolab run ...``.
 
 :func:`written_by_iolab` reads a file's first and last bytes and says whether it is one of them;
@@ -18,7 +23,11 @@ Every kind of file iolab writes carries a mark or a shape of its own:
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -39,6 +48,7 @@ WAL_MAGICS = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 HEAD_BYTES = 64 * 1024  # where the marks of HTML, SVG, PNG, CSV, JSON and logs are
+EXPORT_BYTES = 256 * 1024 * 1024  # a larger CSV or JSON is not read whole: not taken as iolab's
 FOOTER_BYTES = 1024 * 1024  # at most this much of a Parquet footer is read
 
 
@@ -64,9 +74,63 @@ def written_by_iolab(path: Path) -> bool:
     text = head.decode("utf-8", errors="replace")
     if text.lstrip().startswith("<"):  # HTML or SVG: the mark is in the head of the document
         return HTML_MARK in text or SVG_MARK in text.split(">", 1)[0]
+    if text.startswith(HLOG_HEAD):
+        return True
+    if text.startswith((CSV_HEAD + "\r\n", CSV_HEAD + ",", JSON_HEAD)):
+        return _export_shaped(path)
+    return False
+
+
+def _export_shaped(path: Path) -> bool:
+    """A CSV or JSON export as :mod:`iolab.report.export` writes it, whole (see the module)."""
+    from iolab.results import RunStatus  # on use: not on every command's path
+
+    if path.stat().st_size > EXPORT_BYTES:
+        return False
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    statuses = {s.value for s in RunStatus}
+
+    def row_shaped(run: object, cell: object, status: object) -> bool:
+        """A run's number, a cell's id (a hash in hex) and a run status."""
+        return (
+            isinstance(run, str)
+            and run.isdigit()
+            and run == str(int(run))
+            and isinstance(cell, str)
+            and re.fullmatch("[0-9a-f]+", cell) is not None
+            and status in statuses
+        )
+
+    if text.startswith(CSV_HEAD):
+        try:
+            rows = list(csv.reader(io.StringIO(text, newline="")))
+        except csv.Error:
+            return False
+        if len(rows) < 2 or rows[0][:3] != CSV_HEAD.split(","):
+            return False
+        again = io.StringIO()
+        csv.writer(again).writerows(rows)
+        return again.getvalue() == text and all(
+            len(row) == len(rows[0]) and row_shaped(*row[:3]) for row in rows[1:]
+        )
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
     return (
-        text.startswith((CSV_HEAD + "\r\n", CSV_HEAD + ",", JSON_HEAD, HLOG_HEAD))
-        or text.strip() == "[]"
+        isinstance(doc, list)
+        and len(doc) > 0
+        and all(
+            isinstance(row, dict)
+            and list(row)[:3] == ["run", "cell", "status"]
+            and type(row["run"]) is int
+            and row_shaped(str(row["run"]), row["cell"], row["status"])
+            for row in doc
+        )
+        and text.removesuffix("\n") == json.dumps(doc, indent=2)
     )
 
 
