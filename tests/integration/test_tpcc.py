@@ -7,7 +7,10 @@ The generated data (about 80 MB, once) lives in the session's shared cache (``ca
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,11 +22,12 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.events import Collect
+from iolab.units import format_bytes
 from iolab.workloads.tpcc import consistency, data, dialects, spec
 from iolab.workloads.tpcc import steps as tpcc
 from iolab.workloads.tpcc.driver import DriverOptions
 from iolab.workloads.tpcc.modes import CLIENT, SERVER
-from tests.conftest import make_dirs, requires_mariadb
+from tests.conftest import is_root, make_dirs, requires_mariadb
 from tests.integration.conftest import iolab
 
 pytestmark = pytest.mark.integration
@@ -277,3 +281,139 @@ def test_a_postgres_server_of_yours_through_a_dsn_kept_and_never_dropped(
         assert "already holds" in again.stderr and SECRET not in again.stderr
         with server.connect() as conn:
             assert conn.execute("SELECT sum(d_next_o_id) FROM district").fetchone() == (next_ids,)
+
+
+# --- the data cache: trusted only when no one else can write it, checked before each load ---
+
+NOBODY = 65534
+
+
+def tiny_data_set(root: Path) -> Path:
+    """A complete data set of W = 1 in the cache ``root`` as iolab writes it (one line a table,
+    a manifest with each file's bytes and SHA-256): refused or used only for who owns it."""
+    directory = data.data_dir(1, root)
+    directory.mkdir(parents=True)
+    doc: dict[str, Any] = {"format": data.FORMAT, "seed": data.SEED, "warehouses": 1}
+    doc["constants"] = {"c_last": 1, "c_id": 2, "ol_i_id": 3}
+    doc["bytes"], doc["sha256"] = {}, {}
+    for table in spec.TABLES:
+        (directory / f"{table}.csv").write_text("1\n")
+        doc["bytes"][table] = 2
+        doc["sha256"][table] = hashlib.sha256(b"1\n").hexdigest()
+    (directory / data.MANIFEST).write_text(json.dumps(doc))
+    return directory
+
+
+@pytest.mark.parametrize(
+    "whose", ["tpcc", "tpcc/w1", "tpcc/w1/customer.csv", "tpcc/w1/manifest.json", "tpcc/.w1.lock"]
+)
+def test_a_cache_another_user_owns_is_refused_before_anything_and_kept(
+    whose: str, open_tmp: Path, results_db: Path
+) -> None:
+    """The cache's directory, a data set's directory, one of its files or its lock owned by
+    nobody (who could have written the data the run loads, or hold the lock forever): refused in
+    one line naming it, before a run is recorded; nothing of nobody's is removed."""
+    if not is_root():
+        pytest.skip("giving a file to nobody needs root")
+    root = open_tmp / "cache"
+    tiny_data_set(root / "tpcc")
+    (root / "tpcc" / ".w1.lock").touch()
+    os.chown(root / whose, NOBODY, NOBODY)
+    done = iolab("tpcc", "--engine", "sqlite", env={"IOLAB_CACHE": str(root)})
+    assert done.returncode == 2, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip() and "waiting" not in ln]
+    assert lines == [
+        f"error: the data cache's {root / whose} is owned by uid {NOBODY}; iolab uses only data "
+        "no one else can write: look at it, then remove it (iolab generates the data again) or "
+        "make it yours and not writable by others, or set IOLAB_CACHE to a directory of your own"
+    ]
+    assert (root / whose).exists() and os.stat(root / whose).st_uid == NOBODY
+    assert not results_db.exists() or json.loads(iolab("results", "list", "--json").stdout) == []
+
+
+def test_a_data_set_that_is_a_link_to_nobodys_directory_is_refused_not_followed(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """``w1`` a symbolic link (nobody's, to nobody's directory of data): refused as a link,
+    neither followed nor removed; a group-writable ``w1`` of the user's own is refused too."""
+    if not is_root():
+        pytest.skip("giving a file to nobody needs root")
+    root = open_tmp / "cache"
+    theirs = tiny_data_set(open_tmp / "theirs")
+    for path in (theirs.parent, theirs, *theirs.iterdir()):
+        os.chown(path, NOBODY, NOBODY)
+    (root / "tpcc").mkdir(parents=True)
+    (root / "tpcc" / "w1").symlink_to(theirs)
+    os.lchown(root / "tpcc" / "w1", NOBODY, NOBODY)
+    done = iolab("tpcc", "--engine", "sqlite", env={"IOLAB_CACHE": str(root)})
+    assert done.returncode == 2, done.stderr
+    assert f"error: the data cache's {root}/tpcc/w1 is a symbolic link; " in done.stderr
+    assert (root / "tpcc" / "w1").is_symlink() and (theirs / data.MANIFEST).exists()
+    (root / "tpcc" / "w1").unlink()
+    mine = tiny_data_set(root / "tpcc")
+    mine.chmod(0o775)
+    done = iolab("tpcc", "--engine", "sqlite", env={"IOLAB_CACHE": str(root)})
+    assert done.returncode == 2, done.stderr
+    assert f"{mine} is writable by others (mode 0775)" in done.stderr
+    assert not results_db.exists() or json.loads(iolab("results", "list", "--json").stdout) == []
+
+
+def private_copy(open_tmp: Path) -> Path:
+    """A cache of the test's own holding a copy of the session's W = 1 data, to spoil."""
+    files = data.ensure(1, Collect())
+    root = open_tmp / "cache"
+    (root / "tpcc").mkdir(parents=True)
+    shutil.copytree(files.directory, data.data_dir(1, root / "tpcc"))
+    return root
+
+
+def test_an_edited_csv_is_removed_and_generated_again_before_the_load(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    """Every customer given bad credit in customer.csv (the same size: only its checksum
+    tells): the run says the file differs from its manifest, removes the data set, generates it
+    again and loads that, about 10 % bad credit as the specification says (the edited file had
+    loaded and the run ended "done")."""
+    root = private_copy(open_tmp)
+    directory = data.data_dir(1, root / "tpcc")
+    customer = directory / "customer.csv"
+    original = hashlib.sha256(customer.read_bytes()).hexdigest()
+    text = customer.read_text()
+    customer.write_text(text.replace(",GC,", ",BC,"))
+    assert customer.stat().st_size == len(text)
+    argv = ["tpcc", "--engine", "sqlite", "--connections", "2", "--rampup", "0s"]
+    done = iolab(*argv, "--duration", "1s", "--json", env={"IOLAB_CACHE": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"the cached TPC-C data in {directory} are not what iolab generated (customer.csv "
+        "differs from its manifest's SHA-256): removed them; generating them again"
+    ) in " ".join(done.stderr.split())
+    assert json.loads(done.stdout)["status"] == "done"
+    again = customer.read_text()
+    assert hashlib.sha256(again.encode()).hexdigest() == original
+    credits = [line.split(",")[13] for line in again.splitlines()]
+    assert len(credits) == 30_000 and 2_700 < credits.count("BC") < 3_300
+
+
+def test_a_truncated_csv_names_itself_and_is_generated_again(cache: Path, open_tmp: Path) -> None:
+    """order_line.csv cut in half: the cache is not taken as complete before the run (so the
+    free space for generating it is checked), and the run's data step names the file and its
+    sizes, removes the data set and generates it again (the load had failed with "the load lost
+    or added rows", on every later run too)."""
+    root = private_copy(open_tmp)
+    directory = data.data_dir(1, root / "tpcc")
+    lines = directory / "order_line.csv"
+    size = lines.stat().st_size
+    os.truncate(lines, size // 2)
+    assert data.cached(1, root / "tpcc") is None
+    said = Collect()
+    found = data.ensure(1, said, root / "tpcc")
+    told = [str(e) for e in said.events]
+    assert any(
+        f"the cached TPC-C data in {directory} are not what iolab generated (order_line.csv "
+        f"holds {format_bytes(size // 2)} ({size // 2:,} bytes), its manifest {size:,} bytes): "
+        "removed them; generating them again" in t
+        for t in told
+    ), told
+    assert found.directory == directory and lines.stat().st_size == size
+    assert found.rows() == data.ensure(1, Collect()).rows()

@@ -4,6 +4,7 @@ verdict on its numbers."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import random
@@ -112,6 +113,8 @@ def _tiny_data(directory: Path, text: str, fmt: int = data.FORMAT) -> dict[str, 
         (directory / f"{table}.csv").write_text(text)
     doc: dict[str, object] = {"format": fmt, "seed": data.SEED, "warehouses": 1}
     doc["constants"] = {"c_last": 1, "c_id": 2, "ol_i_id": 3}
+    doc["bytes"] = {t: len(text) for t in spec.TABLES}
+    doc["sha256"] = {t: hashlib.sha256(text.encode()).hexdigest() for t in spec.TABLES}
     return doc
 
 

@@ -3,22 +3,25 @@
 The cache is beside TPC-H's: ``$IOLAB_CACHE/tpcc`` (default ``~/.cache/iolab/tpcc``), one
 directory per warehouse count (``w1``, ``w4``, ...) holding one CSV file per table (no header;
 an empty field is NULL; no field holds a comma or a quote) and ``manifest.json`` (seed, NURand
-constants of the load, rows and bytes per table). Everything follows from the seed: the same W
-gives the same bytes. A directory is generated beside its final name and renamed into place only
-when complete, so an interrupted generation never looks like data; of two processes generating
-the same W at once (a fleet's hosts on one machine), the first to finish keeps its data.
+constants of the load, rows, bytes and SHA-256 per table, the checksums computed as the files
+are written). Everything follows from the seed: the same W gives the same bytes. A directory is
+generated beside its final name and renamed into place only when complete, so an interrupted
+generation never looks like data; of two processes generating the same W at once (a fleet's
+hosts on one machine), the first to finish keeps its data. The cache is trusted, and the files
+checked against their manifest before each load, as :mod:`iolab.workloads.cache` says.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from iolab.errors import BadInput, RunFailed
-from iolab.events import EventSink, Phase
+from iolab.events import EventSink, Phase, Warning
 from iolab.ownership import owned_name, reap, remove
 from iolab.units import format_bytes
 from iolab.workloads import cache
@@ -26,9 +29,10 @@ from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.spec import Constants, Random
 
 KIND_GENERATING = "tpccgen"
-MANIFEST = "manifest.json"
+MANIFEST = cache.MANIFEST
 SEED = 20_26  # the data's seed: one initial database per warehouse count
-FORMAT = 1  # bumped when the generated data changes, so an older cache is not used
+FORMAT = 2  # bumped when the generated data or its manifest changes: an older one is replaced
+# (2: the manifest holds each file's SHA-256)
 # CSV bytes: measured 8.0 MB for the items and 76.6 MB per warehouse at W=1; rounded up
 ITEM_BYTES = 9 * 10**6
 BYTES_PER_WAREHOUSE = 80 * 10**6
@@ -55,7 +59,7 @@ class TpccFiles:
         return self.directory / f"{table}.csv"
 
     def manifest(self) -> dict[str, object]:
-        return dict(json.loads((self.directory / MANIFEST).read_text()))
+        return cache.manifest(self.directory)
 
     def rows(self) -> dict[str, int]:
         rows = self.manifest()["rows"]
@@ -76,15 +80,16 @@ def data_dir(warehouses: int, root: Path | None = None) -> Path:
     return (root or cache_root()) / f"w{warehouses}"
 
 
+def _current(doc: Mapping[str, Any]) -> bool:
+    return doc.get("format") == FORMAT and doc.get("seed") == SEED
+
+
 def cached(warehouses: int, root: Path | None = None) -> TpccFiles | None:
+    """The data of ``warehouses`` in the cache when its files are all there at the sizes its
+    manifest says (their checksums are checked by :func:`ensure`); None otherwise."""
     directory = data_dir(warehouses, root)
-    try:
-        doc = json.loads((directory / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    if doc.get("format") != FORMAT or doc.get("seed") != SEED:
-        return None
-    if not all((directory / f"{t}.csv").is_file() for t in spec.TABLES):
+    doc = cache.data_set(directory, spec.TABLES, _current)
+    if doc is None or cache.differs(directory, doc, spec.TABLES, checksums=False) is not None:
         return None
     return TpccFiles(warehouses, directory)
 
@@ -110,20 +115,37 @@ def check_space(warehouses: int, root: Path | None = None) -> None:
 
 
 def ensure(warehouses: int, events: EventSink, root: Path | None = None) -> TpccFiles:
-    """The data of ``warehouses``: from the cache, or generated into it first."""
+    """The data of ``warehouses``: from the cache once its files match their manifest's sizes
+    and checksums, else generated into it first (data that do not match are removed first,
+    saying so)."""
     root = root or cache_root()
-    found = cached(warehouses, root)
-    if found is not None:
-        events(Phase(f"using cached TPC-C data for {warehouses} warehouses ({found.directory})"))
-        return found
+    directory = data_dir(warehouses, root)
+    doc = cache.data_set(directory, spec.TABLES, _current)
+    if doc is not None:
+        why = cache.differs(directory, doc, spec.TABLES, checksums=True)
+        if why is None:
+            events(
+                Phase(
+                    f"using cached TPC-C data for {warehouses} warehouses ({directory}, "
+                    "checked against its manifest's SHA-256)"
+                )
+            )
+            return TpccFiles(warehouses, directory)
+        cache.discard(directory, spec.TABLES, (), why)
+        events(
+            Warning(
+                f"the cached TPC-C data in {directory} are not what iolab generated ({why}): "
+                "removed them; generating them again"
+            )
+        )
     check_cache(root)
     check_space(warehouses, root)
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o755, parents=True, exist_ok=True)
     except OSError as exc:
         raise cache.unusable(root, "TPC-C", f"it cannot be created ({exc.strerror})") from None
     return cache.made_once(
-        data_dir(warehouses, root),
+        directory,
         f"TPC-C data for {warehouses} warehouses",
         events,
         lambda: cached(warehouses, root),
@@ -145,13 +167,12 @@ def _generate(warehouses: int, events: EventSink, root: Path) -> TpccFiles:
     created = [work]
     try:
         work.mkdir(mode=0o755)
-        doc = generate(warehouses, work)
-        (work / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")
+        cache.write_manifest(work, generate(warehouses, work))
         # an older format is replaced by this one; complete data that another process (a
         # host of a fleet on the same machine) renamed into place meanwhile is kept: it may be
         # loading from it
-        if target.exists() and cached(warehouses, root) is None:
-            remove([target])
+        if cache.trusted(target) is not None and cached(warehouses, root) is None:
+            cache.discard(target, spec.TABLES, (), "an older iolab's, or incomplete")
         try:
             work.rename(target)
         except OSError:
@@ -174,21 +195,10 @@ def generate(warehouses: int, directory: Path, seed: int = SEED) -> dict[str, ob
     constants = Constants.for_load(random.Random(f"{seed}:constants"))
     rows: dict[str, int] = {}
     sizes: dict[str, int] = {}
+    sums: dict[str, str] = {}
     for table in spec.TABLES:
-        path = directory / f"{table}.csv"
-        count = 0
-        with path.open("w", encoding="ascii", newline="") as f:
-            batch: list[str] = []
-            for line in _rows(table, warehouses, seed, constants):
-                batch.append(line)
-                if len(batch) >= 10_000:
-                    f.write("\n".join(batch) + "\n")
-                    count += len(batch)
-                    batch = []
-            if batch:
-                f.write("\n".join(batch) + "\n")
-                count += len(batch)
-        rows[table] = count
+        path = directory / cache.csv_name(table)
+        rows[table], sums[table] = _write(path, _rows(table, warehouses, seed, constants))
         sizes[table] = path.stat().st_size
     return {
         "format": FORMAT,
@@ -201,7 +211,33 @@ def generate(warehouses: int, directory: Path, seed: int = SEED) -> dict[str, ob
         },
         "rows": rows,
         "bytes": sizes,
+        "sha256": sums,
     }
+
+
+def _write(path: Path, lines: Iterator[str]) -> tuple[int, str]:
+    """A table's lines into a new file of the cache, 10,000 at a time; their count and the
+    file's SHA-256."""
+    count = 0
+    digest = hashlib.sha256()
+    with cache.create(path) as f:
+
+        def put(batch: list[str]) -> None:
+            block = ("\n".join(batch) + "\n").encode("ascii")
+            digest.update(block)
+            f.write(block)
+
+        batch: list[str] = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) >= 10_000:
+                put(batch)
+                count += len(batch)
+                batch = []
+        if batch:
+            put(batch)
+            count += len(batch)
+    return count, digest.hexdigest()
 
 
 def _rows(table: str, warehouses: int, seed: int, c: Constants) -> Iterator[str]:

@@ -33,13 +33,14 @@ from typing import Any
 from iolab.engines.duckdb import duckdb_module, sql_string
 from iolab.errors import MissingTool, RunFailed
 from iolab.events import EventSink, Phase
+from iolab.workloads import cache
+from iolab.workloads.tpch.data import ANSWERS_FILE, ANSWERS_TMP
 from iolab.workloads.tpch.dialect import TpchFiles
 from iolab.workloads.tpch.duckdb import DuckDBTpch
 
 EXTENSION_PACKAGE = "duckdb-ext-tpch"
 EXTENSIONS_ENV = "IOLAB_DUCKDB_EXTENSIONS"
 HOW_TO_GET = "pip install duckdb-ext-tpch (or pip install 'iolab[engines]')"
-ANSWERS_FILE = "answers.json"
 QUERIES = tuple(range(1, 23))
 ANSWER_SCALE_FACTORS = (0.01, 0.1, 1.0)  # where the extension has answers
 
@@ -224,8 +225,11 @@ def reference(files: TpchFiles, events: EventSink) -> dict[int, Answer] | None:
     if not has_answers(files.scale_factor):
         return None
     path = files.directory / ANSWERS_FILE
-    if path.is_file():
-        doc = json.loads(path.read_text())
+    try:
+        doc = json.loads(cache.read_trusted(path))
+    except FileNotFoundError:
+        pass
+    else:
         return {int(n): Answer.from_json(a) for n, a in doc["answers"].items()}
     events(Phase("computing the reference answers with DuckDB (once per scale factor)"))
     computed = _compute(files)
@@ -244,8 +248,11 @@ def reference(files: TpchFiles, events: EventSink) -> dict[int, Answer] | None:
         "made_by": f"DuckDB {duckdb_module().__version__}, checked against tpch_answers()",
         "answers": {str(n): a.as_json() for n, a in computed.items()},
     }
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc) + "\n")
+    tmp = files.directory / ANSWERS_TMP
+    if cache.trusted(tmp) is not None:
+        tmp.unlink()  # left by a process killed while writing it
+    with cache.create(tmp) as f:
+        f.write((json.dumps(doc) + "\n").encode())
     tmp.replace(path)
     return computed
 

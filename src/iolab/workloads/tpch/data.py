@@ -2,10 +2,12 @@
 
 The cache is ``$IOLAB_CACHE/tpch`` (default ``$XDG_CACHE_HOME/iolab/tpch``, i.e.
 ``~/.cache/iolab/tpch``), one directory per scale factor: ``sf1``, ``sf0.01``, ... holding one
-CSV file per table (with a header line) and ``manifest.json`` (generator version, rows and
-bytes per table). A scale factor is generated into an iolab-owned directory beside it and
-renamed into place only when complete, so an interrupted generation never looks like data; a
-later run removes the leftovers of a generation whose process is gone.
+CSV file per table (with a header line) and ``manifest.json`` (generator version, rows, bytes
+and SHA-256 per table, the checksums computed while the rows are counted). A scale factor is
+generated into an iolab-owned directory beside it and renamed into place only when complete, so
+an interrupted generation never looks like data; a later run removes the leftovers of a
+generation whose process is gone. The cache is trusted, and the files checked against their
+manifest before each load, as :mod:`iolab.workloads.cache` says.
 
 Free space is estimated before generating (:data:`BYTES_PER_SF`: 1.15 GB of CSV per
 scale-factor unit) and a cache without room for it is refused.
@@ -13,15 +15,17 @@ scale-factor unit) and a cache without room for it is refused.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from iolab.errors import BadInput, MissingTool, RunFailed
-from iolab.events import EventSink, Phase
+from iolab.events import EventSink, Phase, Warning
 from iolab.ownership import owned_name, reap, remove
 from iolab.process import run
 from iolab.units import format_bytes
@@ -30,11 +34,14 @@ from iolab.workloads.cache import CACHE_ENV, free_bytes
 from iolab.workloads.tpch.dialect import TABLES, TpchFiles
 
 KIND_GENERATING = "tpchgen"
-MANIFEST = "manifest.json"
+MANIFEST = cache.MANIFEST
+ANSWERS_FILE = "answers.json"  # the reference answers, computed once (answers.py)
+ANSWERS_TMP = "answers.tmp"
 # CSV bytes per scale-factor unit: 1.07 GB measured at SF 0.01, 1.11 GB at SF 1; rounded up.
 BYTES_PER_SF = 1.15e9
 HEADROOM_BYTES = 64 * 2**20  # the small tables, the manifest, the filesystem's own needs
 GENERATE_TIMEOUT_PER_SF = 3600.0  # seconds; a generation that takes longer is stuck
+OWN_FILES = (ANSWERS_FILE, ANSWERS_TMP)  # what iolab writes beside the data
 HOW_TO_GET = "pip install tpchgen-cli (or pip install 'iolab[engines]')"
 
 
@@ -68,18 +75,22 @@ def tpchgen_binary() -> str:
     return found
 
 
+def _current(doc: Mapping[str, Any]) -> bool:
+    return "generator" in doc
+
+
 def cached(scale_factor: float, root: Path | None = None) -> TpchFiles | None:
-    """The complete data of ``scale_factor`` in the cache, or None."""
+    """The data of ``scale_factor`` in the cache when its files are all there at the sizes its
+    manifest says (their checksums are checked by :func:`ensure`); None otherwise."""
     directory = data_dir(scale_factor, root)
-    if not (directory / MANIFEST).is_file():
-        return None
-    if not all((directory / f"{t}.csv").is_file() for t in TABLES):
+    doc = cache.data_set(directory, TABLES, _current)
+    if doc is None or cache.differs(directory, doc, TABLES, checksums=False) is not None:
         return None
     return TpchFiles(scale_factor, directory)
 
 
 def manifest(files: TpchFiles) -> dict[str, object]:
-    return dict(json.loads((files.directory / MANIFEST).read_text()))
+    return cache.manifest(files.directory)
 
 
 def expected_rows(files: TpchFiles) -> dict[str, int]:
@@ -109,21 +120,37 @@ def check_space(scale_factor: float, root: Path | None = None) -> None:
 
 
 def ensure(scale_factor: float, events: EventSink, root: Path | None = None) -> TpchFiles:
-    """The data of ``scale_factor``: from the cache, or generated into it first."""
+    """The data of ``scale_factor``: from the cache once its files match their manifest's
+    sizes and checksums, else generated into it first (data that do not match are removed
+    first, saying so)."""
     root = root or cache_root()
-    found = cached(scale_factor, root)
-    if found is not None:
-        events(Phase(f"using cached TPC-H data at SF {sf_label(scale_factor)} ({found.directory})"))
-        return found
+    directory = data_dir(scale_factor, root)
+    label = f"TPC-H data at SF {sf_label(scale_factor)}"
+    doc = cache.data_set(directory, TABLES, _current)
+    if doc is not None:
+        why = cache.differs(directory, doc, TABLES, checksums=True)
+        if why is None:
+            events(
+                Phase(f"using cached {label} ({directory}, checked against its manifest's SHA-256)")
+            )
+            return TpchFiles(scale_factor, directory)
+        cache.discard(directory, TABLES, OWN_FILES, why)
+        events(
+            Warning(
+                f"the cached {label} in {directory} are not what iolab generated ({why}): "
+                "removed them; generating them again"
+            )
+        )
+    check_cache(root)
     check_space(scale_factor, root)
     binary = tpchgen_binary()
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=0o755, parents=True, exist_ok=True)
     except OSError as exc:
         raise cache.unusable(root, "TPC-H", f"it cannot be created ({exc.strerror})") from None
     return cache.made_once(
-        data_dir(scale_factor, root),
-        f"TPC-H data at SF {sf_label(scale_factor)}",
+        directory,
+        label,
         events,
         lambda: cached(scale_factor, root),
         lambda: _generate(scale_factor, events, root, binary),
@@ -148,16 +175,26 @@ def _generate(scale_factor: float, events: EventSink, root: Path, binary: str) -
         argv = [binary, "csv", "-s", sf_label(scale_factor), "-o", str(work), "--no-progress"]
         run([*argv, "-q"], timeout=timeout)
         version = run([binary, "--version"]).stdout.strip()
-        rows = {t: _count_rows(work / f"{t}.csv") for t in TABLES}
-        sizes = {t: (work / f"{t}.csv").stat().st_size for t in TABLES}
+        rows: dict[str, int] = {}
+        sums: dict[str, str] = {}
+        for table in TABLES:
+            path = work / cache.csv_name(table)
+            path.chmod(0o644)  # whatever the umask: a file others can write is refused
+            rows[table], sums[table] = _count_rows(path)
+        sizes = {t: (work / cache.csv_name(t)).stat().st_size for t in TABLES}
         doc = {
             "scale_factor": scale_factor,
             "generator": version,
             "command": " ".join(argv[1:]),
             "rows": rows,
             "bytes": sizes,
+            "sha256": sums,
         }
-        (work / MANIFEST).write_text(json.dumps(doc, indent=2) + "\n")
+        cache.write_manifest(work, doc)
+        # an older manifest (without checksums) is replaced by this one; complete data that
+        # another process renamed into place meanwhile is kept: it may be loading from it
+        if cache.trusted(target) is not None and cached(scale_factor, root) is None:
+            cache.discard(target, TABLES, OWN_FILES, "an older iolab's, or incomplete")
         try:
             work.rename(target)
         except OSError:
@@ -175,10 +212,13 @@ def _generate(scale_factor: float, events: EventSink, root: Path, binary: str) -
     return found
 
 
-def _count_rows(path: Path) -> int:
-    """Lines in a CSV file less its header (TPC-H text holds no line breaks)."""
+def _count_rows(path: Path) -> tuple[int, str]:
+    """Lines in a CSV file less its header (TPC-H text holds no line breaks), and the file's
+    SHA-256, in one read."""
     count = 0
+    digest = hashlib.sha256()
     with path.open("rb") as f:
-        while block := f.read(1 << 20):
+        while block := f.read(cache.BLOCK_BYTES):
             count += block.count(b"\n")
-    return max(0, count - 1)
+            digest.update(block)
+    return max(0, count - 1), digest.hexdigest()
