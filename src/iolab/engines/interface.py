@@ -210,21 +210,42 @@ def check_dirs(named: list[tuple[str, Path]]) -> None:
             )
 
 
+_SEVERITIES = ("PANIC", "FATAL", "ERROR")  # the worst first: a PANIC is the cause of what follows
+
+
+def first_error(text: str) -> str | None:
+    """A server log's first line of its worst severity (PostgreSQL's ``PANIC:``, ``FATAL:``,
+    ``ERROR:``; MariaDB's ``[ERROR]``), or None: the cause, where the log's end shows what
+    followed (a crash recovery that failed too)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for severity in _SEVERITIES:
+        marks = (f"{severity}:", f"[{severity}]")
+        found = next((ln for ln in lines if any(m in ln for m in marks)), None)
+        if found is not None:
+            return found
+    return None
+
+
 def _stopped_during(server: str, how: str, log: Path | None, what: str) -> str:
-    """The one-line reason of a run whose server died: how, and the end of its log."""
+    """The one-line reason of a run whose server died: how, the log's first error, and the
+    end of its log."""
     try:
         text = log.read_text(errors="replace") if log is not None else ""
     except OSError:
         text = ""
-    return f"the {server} server stopped during {what} ({how}); its log: {tail(text, 5)}"
+    end = tail(text, 5)
+    first = first_error(text)
+    shown = end if first is None or first in end else f"{first} | ... | {tail(text, 4)}"
+    return f"the {server} server stopped during {what} ({how}); its log: {shown}"
 
 
 @contextmanager
-def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
+def running(engine: Engine, what: str | Callable[[], str] = "the run") -> Iterator[Placement]:
     """Provision and start an engine; stop and destroy it however the block ends.
 
     An error inside the block while the server died under it (a crash, the OOM killer, a
-    SIGKILL) becomes one line: how the server ended during ``what``, and the end of its log.
+    SIGKILL) becomes one line: how the server ended during ``what`` (or what ``what()`` says
+    then: the step the run was in), its log's first error and the end of its log.
     What cannot be removed after such an error (a device that fails its writes) is said after
     it, not instead of it.
     """
@@ -238,7 +259,8 @@ def running(engine: Engine, what: str = "the run") -> Iterator[Placement]:
             how = engine.died()
             if how is None:
                 raise
-            raise RunFailed(_stopped_during(engine.title, how, placement.log, what)) from None
+            step = what() if callable(what) else what
+            raise RunFailed(_stopped_during(engine.title, how, placement.log, step)) from None
     except IolabError as exc:
         failure = None if isinstance(exc, BadInput) else exc
         raise

@@ -419,7 +419,14 @@ class PostgresEngine(Provisioned):
         )
         return self._placement
 
-    def _validate_layout(self, layout: Layout) -> None:
+    @staticmethod
+    def check(layout: Layout) -> None:
+        """Refuse a layout PostgreSQL cannot use (no data dir, no data file), before anything
+        is created."""
+        PostgresEngine._validate_layout(layout)
+
+    @staticmethod
+    def _validate_layout(layout: Layout) -> None:
         if not layout.data_dirs:
             raise BadInput("--data-dir", (), "give at least one data directory")
         if isinstance(layout.files, bool) or not isinstance(layout.files, int) or layout.files < 1:

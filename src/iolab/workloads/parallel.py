@@ -5,6 +5,7 @@ tasks (chunks, index builds) to connections until none is left or one fails."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -17,6 +18,10 @@ from iolab.errors import RunFailed
 from iolab.workers import Worker, wait_all
 
 BLOCK_BYTES = 1 * 2**20  # bytes read from a chunk at a time
+# psycopg logs the error of ending a COPY whose connection already failed ("error ignored
+# terminating <psycopg.Copy [BAD] ...>"), which Python's logging prints on stderr when nothing
+# handles it: the load's first error is what iolab reports, in one line
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 Connect = Callable[[], Connection]  # a new connection to the engine's benchmark database
 
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator
 
 from iolab.workloads.caps import Caps
 from iolab.workloads.interface import Section, duration_check, one_of
@@ -19,6 +19,20 @@ MIX_HELP = (
     "that sum to 100, e.g. 45,43,4,4,4"
 )
 DEFAULT_MIX = ",".join(str(spec.DEFAULT_MIX[k]) for k in spec.TRANSACTIONS)
+MAX_WAREHOUSES = 100_000
+# the longest rampup or measured window: a week (a longer one overflowed the clock's timeout
+# after the whole load: 1000000000h)
+MAX_SECONDS = 7 * 86_400
+THINK_AND_RATE = (
+    "give --think or --rate, not both: with --think each user waits its keying and thinking "
+    "times, so an open loop's due times would count that waiting as latency"
+)
+
+
+def _at_most_a_week(value: float) -> float:
+    if value > MAX_SECONDS:
+        raise ValueError(f"give at most 7 days ({MAX_SECONDS:,} s), e.g. 8h")
+    return value
 
 
 def parse_mix(text: str) -> dict[str, int]:
@@ -46,17 +60,21 @@ def _mode(value: str) -> str:
 
 class TpccWorkload(Section, Caps):
     hints: ClassVar[Mapping[str, str]] = {
-        "warehouses": "give 1 or more warehouses",
+        "warehouses": f"give 1 to {MAX_WAREHOUSES:,} warehouses",
     }
     kind: Literal["tpcc"]
     engine: Annotated[str, AfterValidator(one_of(dialects.NAMES))] = dialects.DEFAULT
-    warehouses: int = Field(default=1, ge=1, le=100_000)
+    warehouses: int = Field(default=1, ge=1, le=MAX_WAREHOUSES)
     connections: int = 4
     mode: Annotated[str, AfterValidator(_mode)] = "default"  # default: the engine's
     mix: Annotated[str, BeforeValidator(_mix)] = DEFAULT_MIX
     all_warehouses: bool = False
-    rampup: Annotated[float, BeforeValidator(duration_check(0.0, strict=False))] = 10.0
-    duration: Annotated[float, BeforeValidator(duration_check(0.0, strict=True))] = 60.0
+    rampup: Annotated[
+        float, BeforeValidator(duration_check(0.0, strict=False)), AfterValidator(_at_most_a_week)
+    ] = 10.0
+    duration: Annotated[
+        float, BeforeValidator(duration_check(0.0, strict=True)), AfterValidator(_at_most_a_week)
+    ] = 60.0
     rate: float | None = None  # transactions a second, all users
     think: bool = False
     loaders: int | None = Field(default=None, ge=1)
@@ -75,4 +93,11 @@ class TpccWorkload(Section, Caps):
     def _rate(cls, value: float | None) -> float | None:
         if value is not None and not (math.isfinite(value) and value > 0):
             raise ValueError("give a positive number of transactions a second")
+        return value
+
+    @field_validator("think")
+    @classmethod
+    def _think(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("rate") is not None:  # (rate is validated before think)
+            raise ValueError(THINK_AND_RATE)
         return value

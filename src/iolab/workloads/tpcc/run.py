@@ -16,9 +16,9 @@ from typing import Any
 
 from iolab.engines import catalog, external, rights
 from iolab.engines.external import ExternalTarget, check_external_layout
-from iolab.engines.interface import Engine, Layout, Placement, running
+from iolab.engines.interface import Engine, Layout, Placement, first_error, running
 from iolab.engines.log_control import allocated_bytes
-from iolab.errors import BadInput, RunFailed
+from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.events import EventSink, Measured, Phase
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
@@ -29,11 +29,18 @@ from iolab.probes.recorder import Recorder, recording
 from iolab.probes.standard import engine_probes, placement_roles, session_ids
 from iolab.probes.workload import CounterProbe
 from iolab.results import RunOutcome
+from iolab.units import format_bytes
+from iolab.workloads import cache
 from iolab.workloads.tpcc import data, dialects, spec, steps
 from iolab.workloads.tpcc.driver import MEASURED, DriverOptions, Live
 from iolab.workloads.tpcc.modes import MODES
+from iolab.workloads.tpcc.options import MAX_SECONDS, MAX_WAREHOUSES, THINK_AND_RATE
 
-MAX_WAREHOUSES = 100_000
+# connections a run opens beside its users': the window's monitor and the probes' (PostgreSQL's
+# statistics and its waits; MariaDB's one)
+BESIDE_USERS = 3
+FULL_BYTES = 64 * 2**20  # a directory with less free is named when a step fails for lack of space
+NO_SPACE = ("No space left on device", "disk is full", "Disk full", "ENOSPC")
 
 
 def default_loaders() -> int:
@@ -76,6 +83,12 @@ class TpccOptions:
     def loader_count(self) -> int:
         return self.loaders if self.loaders is not None else default_loaders()
 
+    @property
+    def connections_needed(self) -> int:
+        """The most connections the run holds at once: the loaders', or the users' and
+        :data:`BESIDE_USERS`."""
+        return max(self.loader_count, self.connections + BESIDE_USERS)
+
     def validate(self) -> list[str]:
         """Refuse what cannot run, before anything is created; the warnings to show."""
         if self.engine not in dialects.NAMES:
@@ -113,16 +126,33 @@ class TpccOptions:
             )
         if sum(self.mix.values()) != 100 or any(v < 0 for v in self.mix.values()):
             raise BadInput("--mix", mix_text(self.mix), "give shares that sum to 100")
-        if not (math.isfinite(self.rampup) and self.rampup >= 0):
-            raise BadInput("--rampup", self.rampup, "give 0 or more seconds, e.g. 10s or 1m")
-        if not (math.isfinite(self.duration) and self.duration >= 1):
-            raise BadInput("--duration", self.duration, "give 1 s or more, e.g. 60s or 5m")
+        if not (math.isfinite(self.rampup) and 0 <= self.rampup <= MAX_SECONDS):
+            raise BadInput(
+                "--rampup", self.rampup, f"give 0 to {MAX_SECONDS:,} seconds, e.g. 10s or 1m"
+            )
+        if not (math.isfinite(self.duration) and 1 <= self.duration <= MAX_SECONDS):
+            raise BadInput(
+                "--duration", self.duration, f"give 1 to {MAX_SECONDS:,} seconds, e.g. 60s or 5m"
+            )
         if self.rate is not None and not (math.isfinite(self.rate) and self.rate > 0):
             raise BadInput("--rate", self.rate, "give a positive number of transactions a second")
+        if self.rate is not None and self.think:
+            raise BadInput("--think", "on", THINK_AND_RATE)
         if self.loaders is not None and self.loaders < 1:
             raise BadInput("--loaders", self.loaders, "give 1 or more loader connections")
         if self.sample_interval is not None and not self.sample_interval >= 0.1:
             raise BadInput("--sample-interval", self.sample_interval, "give 0.1 s or more")
+        given = self.layout.settings.get("max_connections")
+        if self.dsn is None and given is not None and catalog.kind(self.engine).server:
+            need = self.connections_needed
+            if str(given).strip().isdigit() and int(str(given)) < need:
+                raise BadInput(
+                    "--set",
+                    f"max_connections={given}",
+                    f"the run opens up to {need} connections at once ({c} users and "
+                    f"{BESIDE_USERS} beside them, or {self.loader_count} loaders): give "
+                    f"max_connections={need} or more, or fewer --connections",
+                )
         if not catalog.kind(self.engine).takes_pg_bin and self.pg_bin is not None:
             raise BadInput("--pg-bin", str(self.pg_bin), "--pg-bin goes with --engine postgres")
         warnings = []
@@ -208,8 +238,9 @@ def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> No
         layout = replace(layout, settings=settings)
     engine = catalog.create(options.engine, layout, pg_bin=options.pg_bin)
     events(Phase(f"provisioning {options.engine}"))
-    with running(engine, "the TPC-C run") as placement:
-        _measured(engine, placement, options, files, outcome, events)
+    step = _Step()
+    with running(engine, step.said) as placement:
+        _measured(engine, placement, options, files, outcome, events, step)
     why = steps.verdict(outcome.summary)
     if why is not None:
         raise RunFailed(why)
@@ -223,16 +254,82 @@ def _on_a_server(
     assert options.dsn is not None
     target = external.create(options.dsn, dialects.objects(options.engine))
     events(Phase(f"connecting to {options.dsn.redacted}"))
+    step = _Step()
     if options.keep:
         placement = target.provision()
         target.start()
         outcome.summary["server_local"] = target.local  # its host and devices: this one's
-        _measured(target, placement, options, files, outcome, events)
+        _measured(target, placement, options, files, outcome, events, step)
         events(Phase(f"kept the TPC-C tables and routines in {options.dsn.redacted}"))
         return
-    with running(target, "the TPC-C run") as placement:
+    with running(target, step.said) as placement:
         outcome.summary["server_local"] = target.local
-        _measured(target, placement, options, files, outcome, events)
+        _measured(target, placement, options, files, outcome, events, step)
+
+
+@dataclass
+class _Step:
+    """The step a run is in, for the line that says where it stopped."""
+
+    now: str = "the TPC-C run's start"
+
+    def said(self) -> str:
+        return self.now
+
+
+def _connect(engine: Engine, step: _Step) -> Any:
+    """A connection to the engine, or one line naming the step whose connection the server
+    refused (too many clients: max_connections) instead of the driver's traceback."""
+    try:
+        return engine.connect()
+    except Exception as exc:
+        said = str(exc) if isinstance(exc, IolabError) else first_line(exc)
+        raise RunFailed(f"{engine.title} refused a connection during {step.now}: {said}") from None
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else type(exc).__name__
+
+
+def _stopped(
+    what: str, exc: BaseException, options: TpccOptions, placement: Placement, log_from: int
+) -> RunFailed:
+    """A step that failed on a running server: the server's first error in its log since the
+    step began (the cause, where the driver saw only its consequence: a connection lost), else
+    the driver's; and where space ran out, the layout's directories with less than
+    :data:`FULL_BYTES` free."""
+    said = str(exc) if isinstance(exc, IolabError) else first_line(exc)
+    logged = None
+    if placement.log is not None:
+        try:
+            with placement.log.open("rb") as f:
+                f.seek(log_from)
+                logged = first_error(f.read().decode(errors="replace"))
+        except OSError:
+            pass
+    text = f"{what} stopped: {logged or said}"
+    if any(mark in text for mark in NO_SPACE) and options.dsn is None:
+        layout = options.layout
+        named = [("--data-dir", d) for d in layout.data_dirs]
+        named += [
+            (f, d) for f, d in (("--wal-dir", layout.wal_dir), ("--temp-dir", layout.temp_dir)) if d
+        ]
+        full = [
+            f"{d} ({flag}, {format_bytes(cache.free_bytes(d))} free)"
+            for flag, d in named
+            if cache.free_bytes(d) < FULL_BYTES
+        ]
+        if full:
+            text += f"; full: {', '.join(dict.fromkeys(full))}"
+    return RunFailed(text)
+
+
+def _log_size(placement: Placement) -> int:
+    try:
+        return placement.log.stat().st_size if placement.log is not None else 0
+    except OSError:
+        return 0
 
 
 def tpcc_recorder(
@@ -266,10 +363,24 @@ def _measured(
     files: data.TpccFiles,
     outcome: RunOutcome,
     events: EventSink,
+    step: _Step,
 ) -> None:
-    """Load, drive, check on a running engine; the numbers into ``outcome.summary``."""
+    """Load, drive, check on a running engine; the numbers into ``outcome.summary``; ``step``
+    says which of them it is in."""
     dialect = dialects.dialect(engine, options.loader_count)
-    loaded = steps.load(dialect, engine.connect, files, options.run_mode, events)
+
+    def connect() -> Any:
+        return _connect(engine, step)
+
+    step.now = "the TPC-C load"
+    log_from = _log_size(placement)
+    try:
+        loaded = steps.load(dialect, connect, files, options.run_mode, events)
+    except Exception as exc:
+        if engine.died() is not None:
+            raise  # running() says how it ended
+        raise _stopped("the TPC-C load", exc, options, placement, log_from) from exc
+    step.now = "the TPC-C run"
     # on a server of the user's, its data directory holds more than these tables: not measured
     on_disk = allocated_bytes(list(placement.data)) if options.dsn is None else None
     summary = outcome.summary
@@ -321,7 +432,7 @@ def _measured(
             yield
 
     result, conditions = steps.measure(
-        dialect, engine.connect, options.driver(), constants, on_phase, probes
+        dialect, connect, options.driver(), constants, on_phase, probes
     )
     offset = result.t0 - probe_t0[0] if probe_t0 else 0.0
     outcome.latency = LatencyData(
