@@ -9,6 +9,7 @@ IOLAB_CACHE), removed at the end.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,10 +18,11 @@ import pytest
 from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
 from iolab.errors import RunFailed
-from iolab.events import Collect
+from iolab.events import Collect, Warning
 from iolab.results import RunOutcome, RunStatus
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
+from iolab.workloads.cache import UntrustedCache
 from iolab.workloads.tpch import data as tpch_data
 from iolab.workloads.tpch import dialects as tpch_dialects
 from iolab.workloads.tpch.run import TpchOptions, load_and_query, run_tpch
@@ -272,3 +274,30 @@ def test_a_query_over_its_timeout_is_stopped_and_the_run_goes_on(
             conn.close()
         assert counts == tpch_data.expected_rows(files)
     assert list(open_tmp.iterdir()) == []
+
+
+def test_cached_data_that_differ_from_their_manifest_are_generated_again(
+    open_tmp: Path,
+) -> None:
+    """TPC-H's cache follows TPC-C's rules: an edited nation.csv (its size kept) is named,
+    the data set removed with the answers iolab computed beside it, and generated again to
+    the manifest's checksum; a data set owned by nobody is refused, not removed."""
+    root = open_tmp / "cache"
+    files = tpch_data.ensure(0.01, Collect(), root)
+    nation = files.path("nation")
+    original = nation.read_bytes()
+    nation.write_bytes(original.replace(b"a", b"b"))
+    (files.directory / tpch_data.ANSWERS_FILE).write_text("{}\n")
+    said = Collect()
+    again = tpch_data.ensure(0.01, said, root)
+    assert said.events[0] == Warning(
+        f"the cached TPC-H data at SF 0.01 in {files.directory} are not what iolab generated "
+        "(nation.csv differs from its manifest's SHA-256): removed them; generating them again"
+    )
+    assert again.path("nation").read_bytes() == original
+    assert not (again.directory / tpch_data.ANSWERS_FILE).exists()
+    if os.geteuid() == 0:
+        os.chown(again.directory, 65534, 65534)
+        with pytest.raises(UntrustedCache, match=r"sf0\.01 is owned by uid 65534"):
+            tpch_data.ensure(0.01, Collect(), root)
+        assert again.path("nation").read_bytes() == original
