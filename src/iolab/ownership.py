@@ -1,19 +1,29 @@
 """Names that mark what iolab created, so that it removes only its own leftovers.
 
 Everything iolab creates inside a user's directory (a disk test file, an engine's instance
-directory) is named ``.iolab-<kind>-<pid>-<token>``. A later run on the same directory removes
-such entries whose creating process is gone (killed before it could clean up), and nothing else.
+directory) is named ``.iolab-<kind>-<pid>-<boot>-<token>``. A later run on the same directory
+removes such entries whose creating process is gone (killed before it could clean up) and that
+are iolab's own by owner too, and nothing else: in a world-writable directory (``/tmp``,
+``/var/tmp``) anyone can make an entry with that name, so an entry is removed only if it
+(``lstat``: a symbolic link is itself, never its target) belongs to this process's user or to the
+user iolab hands its directories to (the server user, :mod:`iolab.engines.server_process`).
+Another's is left in place and said once. A directory is removed with ``shutil.rmtree``, which
+walks it by file descriptor and never follows a symbolic link inside it.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import secrets
 import shutil
-from collections.abc import Iterator
+import stat
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from iolab.events import EventSink, Warning, discard
 
 _PATTERN = re.compile(
     r"^\.iolab-(?P<kind>[a-z0-9]+)-(?P<pid>\d+)-(?P<boot>[0-9a-f]{8})-[0-9a-f]{8}$"
@@ -60,29 +70,70 @@ def is_orphan(path: Path, kind: str) -> bool:
     return pid != os.getpid() and not process_alive(pid)
 
 
-def reap(directory: Path, kind: str) -> list[Path]:
-    """Remove the orphans of ``kind`` in ``directory``; returns what was removed."""
-    removed: list[Path] = []
+_SAID: set[Path] = set()  # another user's entries already said, each once per process
+
+
+def orphans(
+    directory: Path, kind: str, owners: Collection[int] = (), events: EventSink = discard
+) -> list[tuple[Path, os.stat_result]]:
+    """The orphans of ``kind`` in ``directory`` that iolab made, with their ``lstat``: owned by
+    this process's user or one of ``owners`` (uids iolab hands what it makes to). One of another
+    owner has iolab's name only: it is left out, and said once on ``events``."""
+    found: list[tuple[Path, os.stat_result]] = []
     try:
         entries = list(directory.iterdir())
     except OSError:
-        return removed
+        return found
     for entry in entries:
-        if is_orphan(entry, kind):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-            removed.append(entry)
+        if not is_orphan(entry, kind):
+            continue
+        try:
+            st = entry.lstat()
+        except OSError:
+            continue  # gone meanwhile
+        if st.st_uid in {os.geteuid(), *owners}:
+            found.append((entry, st))
+        elif entry not in _SAID:
+            _SAID.add(entry)
+            events(
+                Warning(
+                    f"{entry} has iolab's name but another user's owner ({_user(st.st_uid)}): "
+                    "not iolab's, left in place"
+                )
+            )
+    return found
+
+
+def _user(uid: int) -> str:
+    try:
+        return f"{pwd.getpwuid(uid).pw_name}, uid {uid}"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def reap(
+    directory: Path, kind: str, owners: Collection[int] = (), events: EventSink = discard
+) -> list[Path]:
+    """Remove the orphans of ``kind`` in ``directory`` that iolab made (:func:`orphans`);
+    returns what was removed."""
+    removed: list[Path] = []
+    for entry, st in orphans(directory, kind, owners, events):
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(entry, ignore_errors=True)  # by fd: a link inside goes, not its target
+        else:
+            entry.unlink(missing_ok=True)  # a link: itself, not its target
+        removed.append(entry)
     return removed
 
 
 @contextmanager
-def owned_dir(parent: Path, kind: str, mode: int = 0o700) -> Iterator[Path]:
+def owned_dir(
+    parent: Path, kind: str, mode: int = 0o700, events: EventSink = discard
+) -> Iterator[Path]:
     """A fresh directory of ``kind`` in ``parent`` (named by :func:`owned_name`, ``mode``),
-    removed afterwards; those of ``kind`` a killed process left there go first, and nothing
-    else."""
-    reap(parent, kind)
+    removed afterwards; those of ``kind`` a killed iolab left there go first (:func:`reap`), and
+    nothing else."""
+    reap(parent, kind, events=events)
     path = parent / owned_name(kind)
     path.mkdir(mode=0o700)
     path.chmod(mode)

@@ -13,7 +13,10 @@ No number here is a time: the device's bytes, the kernel's counters of the group
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pwd
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from iolab.ownership import owned_name
 from iolab.system import cgroups
 from tests.conftest import is_root, make_dirs, requires_mariadb
 from tests.integration.test_populate_cli import iolab
@@ -204,3 +208,38 @@ def test_a_server_the_oom_killer_ends_at_the_cap_is_said_so(
     assert [r["status"] for r in runs] == ["failed"]
     assert runs[0]["error"].startswith(said)
     assert cgroups.left() == []
+
+
+def test_a_group_of_iolabs_name_another_user_owns_is_neither_emptied_nor_removed() -> None:
+    """Where a hierarchy is delegated to another user, they can make a group named like iolab's
+    (of a process that is gone) and run in it: the next run removes root's own orphan, leaves
+    theirs and the process in it."""
+    hierarchy = cgroups.find("memory")
+    assert hierarchy is not None
+    tag = owned_name("cgroup").split("-")[3]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    theirs = hierarchy.mount_point / f".iolab-cgroup-{dead.pid}-{tag}-0badc0de"
+    mine = hierarchy.mount_point / f".iolab-cgroup-{dead.pid}-{tag}-00c0ffee"
+    nobody = pwd.getpwnam("nobody")
+    theirs.mkdir()
+    mine.mkdir()
+    sleeper: subprocess.Popen[bytes] | None = None
+    try:
+        os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+        sleeper = subprocess.Popen(["sleep", "600"], user=nobody.pw_uid, group=nobody.pw_gid)
+        (theirs / "cgroup.procs").write_text(f"{sleeper.pid}\n")
+
+        removed = cgroups.reap()
+
+        assert mine in removed and theirs not in removed
+        assert not mine.exists()
+        assert theirs.is_dir() and cgroups.members(theirs) == [sleeper.pid]
+        assert sleeper.poll() is None  # not killed
+    finally:
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+        for path in (theirs, mine):
+            with contextlib.suppress(FileNotFoundError):
+                path.rmdir()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
+from iolab.engines.server_process import server_user
 from iolab.errors import BadInput, RunFailed
-from tests.conftest import make_dirs, requires_mariadb
+from iolab.ownership import owned_name
+from tests.conftest import is_root, make_dirs, requires_mariadb
 from tests.integration.conftest import log_of_stop_restart_destroy
 
 pytestmark = [
@@ -214,3 +219,25 @@ def test_stop_is_a_clean_shutdown_and_destroy_a_kill(open_tmp: Path) -> None:
     assert text.count("ready for connections") == 2
     assert "crash recovery" not in text.lower()  # the restart found it clean
     assert list(data.iterdir()) == []
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root: the server user and nobody own them")
+def test_leftovers_made_for_the_server_user_are_reaped_anothers_are_not(open_tmp: Path) -> None:
+    """A killed run's data directory is the server user's (iolab made it for it): the next
+    provision removes it. One of iolab's name that another user (nobody) owns is left."""
+    (data,) = make_dirs(open_tmp, "data")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    tag = owned_name("mariadb").split("-")[3]
+    leftover = data / f".iolab-mariadb-{dead.pid}-{tag}-00c0ffee"
+    theirs = data / f".iolab-mariadb-{dead.pid}-{tag}-0badc0de"
+    user, nobody = server_user(), pwd.getpwnam("nobody")
+    for path, uid, gid in ((leftover, user.uid, user.gid), (theirs, nobody.pw_uid, nobody.pw_gid)):
+        path.mkdir()
+        (path / "ibdata1").write_text("left\n")
+        os.chown(path, uid, gid)
+
+    with running(MariaDBEngine(Layout(data_dirs=(data,)), workdir=open_tmp)):
+        assert not leftover.exists()
+        assert (theirs / "ibdata1").read_text() == "left\n"
+    assert [p.name for p in data.iterdir()] == [theirs.name]

@@ -184,6 +184,8 @@ def test_leftovers_of_killed_runs_are_reaped_and_developer_settings_pass(open_tm
     leftover = data / "-".join(name)
     leftover.mkdir()
     (leftover / "PG_VERSION").write_text("18\n")
+    user = server_user()  # iolab made it for the server user, whose it is
+    os.chown(leftover, user.uid, user.gid)
     foreign = data / ".iolab-notours"
     foreign.mkdir()
 

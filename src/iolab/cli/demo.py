@@ -76,6 +76,7 @@ def demo(
     first 10 s ten times a second), the findings, and report.html. Works from any directory, a
     root user's private clone included. If some runs fail, report.html still shows what finished
     and why each failed cell failed, and the demo exits non-zero."""
+    from iolab.cli.progress import ProgressView
     from iolab.engines import catalog
     from iolab.ownership import owned_name, reap
     from iolab.store import open_store
@@ -106,7 +107,7 @@ def demo(
         with open_store(results) as store:
             disk_runs = [r.id for r in store.runs(limit=1) if r.workload == "disk"]
     engines = [f'"{name}"' for name in ENGINES if catalog.KINDS[name].available()]
-    reap(here, KIND)
+    reap(here, KIND, events=ProgressView())
     scratch = here / owned_name(KIND)
     scratch.mkdir(mode=0o755)
     incomplete: typer.Exit | None = None

@@ -63,7 +63,9 @@ def write_output(path: Path, data: str | bytes, option: str, results: Path | Non
     check_output(path, option, results=results)
     raw = data.encode() if isinstance(data, str) else data
     target = Path(os.path.realpath(path))
-    reap(target.parent, SCRATCH)  # what an iolab killed mid-write left
+    from iolab.cli.progress import ProgressView
+
+    reap(target.parent, SCRATCH, events=ProgressView())  # what an iolab killed mid-write left
     scratch = target.parent / owned_name(SCRATCH)
     try:
         fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)

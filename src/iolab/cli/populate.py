@@ -231,9 +231,11 @@ def scratch_dir(wanted: bool, kind: str) -> Iterator[Path]:
     if not wanted:
         yield Path(".")
         return
+    from iolab.cli.progress import ProgressView
     from iolab.ownership import owned_dir
 
-    with owned_dir(SCRATCH_PARENT, kind, 0o755) as path:  # the server user must enter it
+    # the server user must enter it; another user's entry of iolab's name is said on stderr
+    with owned_dir(SCRATCH_PARENT, kind, 0o755, ProgressView()) as path:
         yield path
 
 

@@ -345,7 +345,7 @@ class MariaDBEngine(Provisioned):
         check_reachable([d / run_name for d in used], user)  # refuse before creating anything
         for directory in used:
             for kind in KINDS:
-                ownership.reap(directory, kind)
+                ownership.reap(directory, kind, (user.uid,))  # made for the server user
 
         try:
             return self._create(

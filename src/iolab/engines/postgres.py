@@ -381,8 +381,8 @@ class PostgresEngine(Provisioned):
         user_dirs = [*layout.data_dirs, layout.wal_dir, layout.temp_dir]
         for directory in dict.fromkeys(d for d in user_dirs if d is not None):
             for kind in _KINDS:
-                reap(directory, kind)
-        reap(run_parent, KIND_RUN)
+                reap(directory, kind, (user.uid,))  # made for the server user
+        reap(run_parent, KIND_RUN, (user.uid,))
 
         log = run_dir / LOG_NAME
         try:

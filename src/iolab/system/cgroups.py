@@ -13,7 +13,7 @@ runs its first instruction (the launcher writes itself into ``cgroup.procs``, se
 :mod:`iolab.system.launch`), so the postmaster's backends and mariadbd's threads are born inside.
 iolab killed (SIGKILL) leaves the group behind, empty once its servers died with it (they are
 tied to iolab by a parent-death signal): the next run removes every such group whose process is
-gone (:func:`reap`), before it makes its own.
+gone and that is its own user's (:func:`reap`), before it makes its own.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ import contextlib
 import errno
 import os
 import signal
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import RunFailed
-from iolab.ownership import is_orphan, owned_name
+from iolab.ownership import orphans, owned_name
 
 KIND = "cgroup"  # the ownership kind of the groups' names
 CPU_PERIOD_US = 100_000  # the quota's period: the kernel's default, 100 ms
@@ -218,16 +219,14 @@ def _remove_dir(path: Path, timeout: float) -> bool:
 
 def reap() -> list[Path]:
     """Remove the groups of iolab runs whose process is gone (killed before it could remove
-    them), in every hierarchy; returns what was removed. Nothing else is touched."""
+    them), in every hierarchy; returns what was removed. Only groups of this user's are iolab's
+    (:func:`iolab.ownership.orphans`): one another user made with iolab's name (where a hierarchy
+    is delegated to them) is neither emptied nor removed. Nothing else is touched."""
     removed: list[Path] = []
     points = {h.mount_point for c in ("memory", "cpu", "cpuacct") if (h := find(c)) is not None}
     for point in sorted(points):
-        try:
-            entries = [e for e in point.iterdir() if e.is_dir()]
-        except OSError:
-            continue
-        for entry in entries:
-            if is_orphan(entry, KIND) and _remove_dir(entry, 5.0):
+        for entry, st in orphans(point, KIND):
+            if stat.S_ISDIR(st.st_mode) and _remove_dir(entry, 5.0):
                 removed.append(entry)
     return removed
 

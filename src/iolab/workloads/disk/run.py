@@ -260,9 +260,9 @@ def prepare_job(options: DiskOptions, path: Path) -> FioJob:
 
 
 @contextmanager
-def test_file(directory: Path) -> Iterator[Path]:
+def test_file(directory: Path, events: EventSink) -> Iterator[Path]:
     """A test file name that iolab owns; the file is removed however the block ends."""
-    ownership.reap(directory, OWNED_KIND)
+    ownership.reap(directory, OWNED_KIND, events=events)
     path = directory / ownership.owned_name(OWNED_KIND)
     try:
         yield path
@@ -300,7 +300,7 @@ def run_profile(options: DiskOptions, outcome: RunOutcome, events: EventSink) ->
             )
         )
     warned_cache: set[str] = set()
-    with test_file(options.path) as path:
+    with test_file(options.path, events) as path:
         events(Phase(f"writing the {format_bytes(options.size)} test file"))
         prepare = prepare_job(options, path)
         try:

@@ -168,7 +168,7 @@ def drive(
         summary["init_seconds"] = time.perf_counter() - t0
         outcome.logs["pgbench init"] = (init.stdout + init.stderr)[-INIT_LOG_MAX:]
     # iolab's own name: the logs of a pgbench run killed with iolab go with the next one's
-    with owned_dir(Path(tempfile.gettempdir()), LOG_KIND) as work:
+    with owned_dir(Path(tempfile.gettempdir()), LOG_KIND, events=events) as work:
         prefix = work / LOG_PREFIX
         extra = ["-l", f"--log-prefix={prefix}"]
         if not checked.run_options.has("--progress"):

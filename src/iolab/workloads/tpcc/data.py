@@ -155,7 +155,7 @@ def ensure(warehouses: int, events: EventSink, root: Path | None = None) -> Tpcc
 
 def _generate(warehouses: int, events: EventSink, root: Path) -> TpccFiles:
     """Generate the data into the cache (in :func:`cache.made_once`)."""
-    reap(root, KIND_GENERATING)
+    reap(root, KIND_GENERATING, events=events)
     work = root / owned_name(KIND_GENERATING)
     target = data_dir(warehouses, root)
     events(

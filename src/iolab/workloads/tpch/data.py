@@ -159,7 +159,7 @@ def ensure(scale_factor: float, events: EventSink, root: Path | None = None) -> 
 
 def _generate(scale_factor: float, events: EventSink, root: Path, binary: str) -> TpchFiles:
     """Generate the data into the cache (in :func:`cache.made_once`)."""
-    reap(root, KIND_GENERATING)
+    reap(root, KIND_GENERATING, events=events)
     work = root / owned_name(KIND_GENERATING)
     target = data_dir(scale_factor, root)
     events(
