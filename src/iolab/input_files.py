@@ -3,7 +3,8 @@ and refuses what is not such a file before reading a byte too many.
 
 An input file is a regular file of at most :data:`MAX_BYTES`, in UTF-8. A FIFO, a device
 (``iolab plan /dev/zero`` once read until the kernel's OOM killer stopped it), a directory or
-a larger file is refused in one line naming the argument, the path and why.
+a larger file is refused in one line naming the argument, the path and why; so is a file that
+fails as it is read (``/proc/self/mem``: an input/output error).
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ def read_text(path: Path, argument: str, what: str) -> str:
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         _regular(st.st_mode, path, argument, a_what)
-        data = f.read(MAX_BYTES + 1)
+        try:
+            data = f.read(MAX_BYTES + 1)
+        except OSError as exc:  # a regular file the kernel will not read: /proc/self/mem
+            raise BadInput(
+                argument, str(path), f"give {a_what} you can read (reading it: {exc.strerror})"
+            ) from None
     if max(st.st_size, len(data)) > MAX_BYTES:
         size = format_bytes(max(st.st_size, len(data)))
         raise BadInput(

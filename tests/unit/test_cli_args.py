@@ -482,6 +482,18 @@ FILES: list[tuple[list[str], str]] = [
         "character device",
     ),
     (["plan", T], "EXPERIMENT: '{tmp}' {} give an experiment file (.toml), not a directory"),
+    *[
+        (
+            [*command, "/proc/self/mem"],  # a regular file whose read fails
+            f"{argument}: '/proc/self/mem' {{}} give {what} you can read (reading it: "
+            "Input/output error)",
+        )
+        for command, argument, what in (
+            (["plan"], "EXPERIMENT", "an experiment file (.toml)"),
+            (["run"], "EXPERIMENT", "an experiment file (.toml)"),
+            (["testbed", "up"], "TESTBED", "a TOML file"),
+        )
+    ],
     (
         ["testbed", "up", "/dev/zero"],
         "TESTBED: '/dev/zero' {} give a TOML file: a regular file, not a character device",
