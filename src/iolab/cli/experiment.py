@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from iolab.config import experiment as config
     from iolab.results import ExperimentId
     from iolab.runner import experiment as runner
+    from iolab.runner import hostlock
     from iolab.store import Store
     from iolab.workloads.interface import Judged
 
@@ -45,7 +46,9 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     It checks what `iolab run` checks before recording a run: each cell's options, directories
     and free space, engine settings (read by the engine), the name (one workload kind per
     name), and at most 100,000 runs. It also says whether this host is free or which iolab
-    process holds its lock (one run at a time per host)."""
+    process holds its lock (one run at a time per host; a process that is not an iolab run is
+    named with a way out), and of the runs other iolab processes took, which run now and which
+    wait for the lock."""
     from iolab.config import experiment as config
     from iolab.report import experiment as experiment_report
     from iolab.runner import experiment as runner
@@ -60,7 +63,7 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     with open_store(existing, create=False) if existing.exists() else nullcontext() as store:
         p = runner.make_plan(experiment, store)
     here = not p.hosts and experiment.spec.fleet.address is None  # the runs run on this host
-    busy = hostlock.holder() if here else None
+    busy, turns = hostlock.status() if here else (None, None)
     if as_json:
         doc = {
             "experiment": experiment.name,
@@ -72,7 +75,9 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
                     "params": c.cell.params,
                     "done": c.done,
                     "to_run": c.remaining,
-                    "running_now": c.running,
+                    "taken_now": c.running,
+                    "running_now": _states(c.takers, turns)[0],
+                    "waiting_now": _states(c.takers, turns)[1],
                     "seconds_each": c.seconds_each,
                 }
                 for c in p.cells
@@ -119,22 +124,56 @@ def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption 
     if p.kept:
         line += f"; {p.kept} finished runs are kept"
     out.print(line)
-    running = sum(c.running for c in p.cells)
-    if running:
-        out.print(
-            f"{running} of them {'is' if running == 1 else 'are'} running now in another iolab "
-            "process: `iolab run` leaves them to it, and takes them again only if it dies"
-        )
+    takers = tuple(pid for c in p.cells for pid in c.takers)
+    if takers:
+        out.print(_taken_line(takers, turns))
     if experiment.baseline is not None:
         out.print(f"baseline cell: {escape(experiment.baseline.label)}")
     if here:
         lock = escape(str(hostlock.lock_path()))
-        out.print(
-            f"this host: free (one run at a time, by the lock {lock})"
-            if busy is None
-            else f"this host is busy: {escape(busy.describe())} holds its lock {lock}; each "
-            "run waits for the run before it to end"
-        )
+        if busy is None:
+            out.print(f"this host: free (one run at a time, by the lock {lock})")
+        elif busy.identified:
+            out.print(
+                f"this host is busy: {escape(busy.describe())} holds its lock {lock}; each "
+                "run waits for the run before it to end"
+            )
+        else:
+            out.print(
+                f"this host is held: its lock {lock} is held by {escape(busy.describe())}; "
+                f"every run waits until it lets go: {escape(busy.way_out(hostlock.lock_path()))}"
+            )
+
+
+def _states(takers: tuple[int, ...], turns: hostlock.Turns | None) -> tuple[int, int]:
+    """Of the runs other processes took (their pids), how many run now (their process holds
+    the host's lock) and how many wait for the lock. Where the kernel's table of locks does not
+    say (a fleet's hosts, no /proc/locks), every one taken counts as running."""
+    if turns is None:
+        return len(takers), 0
+    return (
+        sum(pid in turns.holding for pid in takers),
+        sum(pid in turns.waiting for pid in takers),
+    )
+
+
+def _taken_line(takers: tuple[int, ...], turns: hostlock.Turns | None) -> str:
+    """What ``iolab plan`` says of the runs that other iolab processes have taken."""
+    leave = "`iolab run` leaves them to it, and takes them again only if it dies"
+    n = len(takers)
+    if turns is None:
+        verb = "is" if n == 1 else "are"
+        return f"{n} of them {verb} running now in another iolab process: {leave}"
+    running, waiting = _states(takers, turns)
+    parts = [
+        f"{running} running now" if running else "",
+        f"{waiting} waiting for this host's lock" if waiting else "",
+        f"{n - running - waiting} getting ready" if n - running - waiting else "",
+    ]
+    said = ", ".join(part for part in parts if part)
+    return (
+        f"{n} of them {'is' if n == 1 else 'are'} taken by another iolab process ({said}): {leave}"
+    )
 
 
 FleetOption = Annotated[

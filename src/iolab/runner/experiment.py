@@ -50,7 +50,12 @@ class PlannedCell:
     wanted: int  # repetitions wanted now (fixed, or min_repetitions for auto)
     done: int  # finished runs already in the results database
     seconds_each: float  # measured mean of earlier runs, or the kind's estimate
-    running: int = 0  # runs another live iolab process is running now (they count as remaining)
+    takers: tuple[int, ...] = ()  # the pid of each run a live iolab process has taken, not ended
+
+    @property
+    def running(self) -> int:
+        """Runs another live iolab process has taken and not ended (they count as remaining)."""
+        return len(self.takers)
 
     @property
     def remaining(self) -> int:
@@ -134,7 +139,7 @@ def make_plan(experiment: Experiment, store: Store | None) -> Plan:
     checks.check(experiment, store)  # plan and run refuse the same things, before any record
     wanted = e.min_repetitions if auto else int(e.repetitions)
     done: Counter[str] = Counter()
-    running: Counter[str] = Counter()
+    running: dict[str, tuple[int, ...]] = {}
     seconds: dict[str, float] = {}
     if store is not None:
         found = store_experiments.find(store, experiment.name)
@@ -148,7 +153,7 @@ def make_plan(experiment: Experiment, store: Store | None) -> Plan:
             wanted,
             done[cell.id],
             seconds.get(cell.id) or kind.estimate(cell.params),
-            running[cell.id],
+            running.get(cell.id, ()),
         )
         for cell in experiment.cells
     )

@@ -8,8 +8,11 @@ drivers, and this lock makes them take turns. It is an exclusive ``flock`` on
 isolated (sync, drop caches, settle) and given back when it has ended (its cool-down included).
 The kernel releases it when its process dies, however it dies, so a killed driver never leaves
 the host locked. The file says who holds it (pid, command, since when) for ``iolab plan`` and
-for the one who waits; it is read only from a directory, and as a file, that no one but root (or
-the user running iolab) owns or can write.
+for the one who waits. No one else can take it: the directory is root's (or the user's
+running iolab) and mode 0700, the file 0600, both checked on each use and never followed
+through a link (an iolab that made them wider had ``nobody`` hold every run off with a
+read-only ``flock``). A holder that wrote no record of itself is named from the kernel's table
+of locks (``/proc/locks``), with a way out.
 
 A thread that holds the lock takes it again at no cost (a run inside a run); two threads of one
 process take turns like two processes.
@@ -17,10 +20,12 @@ process take turns like two processes.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import shlex
+import stat
 import sys
 import threading
 import time
@@ -30,15 +35,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from iolab.errors import IolabError
 from iolab.events import EventSink, Phase
 from iolab.ownership import process_alive
 from iolab.redaction import redact
-from iolab.system.trust import distrust
+from iolab.system.trust import Untrusted, distrust, private_dir
 
 DIR_ENV = "IOLAB_LOCK_DIR"
 ROOT_DIR = Path("/run/iolab")
 FILE = "host.lock"
+LOCKS = Path("/proc/locks")  # the kernel's table of locks: who holds one, who waits
 
 
 def lock_dir() -> Path:
@@ -60,56 +65,118 @@ def lock_path() -> Path:
 @dataclass(frozen=True)
 class Holder:
     """Who holds the host's lock: a process, its command line (passwords redacted), and since
-    when (UTC, ISO 8601)."""
+    when (UTC, ISO 8601). ``identified`` False: a process that wrote no iolab record of itself
+    in the lock (not an iolab run; its pid and command from the kernel's table of locks, None
+    and "" when the kernel does not say)."""
 
-    pid: int
+    pid: int | None
     command: str
     since: str
+    identified: bool = True
 
     def describe(self) -> str:
-        return f"pid {self.pid} ({self.command}) since {self.since}"
+        if self.identified:
+            return f"pid {self.pid} ({self.command}) since {self.since}"
+        if self.pid is None:
+            return "a process iolab cannot identify (it wrote no record of itself in the lock)"
+        return (
+            f"pid {self.pid} ({self.command or 'command unknown'}), which wrote no record of "
+            "itself in the lock"
+        )
+
+    def way_out(self, path: Path) -> str:
+        """What to do about a holder that is not an iolab run ("": it is one, wait for it)."""
+        if self.identified:
+            return ""
+        if self.pid is None:
+            return (
+                f"`fuser -v {path}` names the processes that have it open; end the one that "
+                "should not hold it"
+            )
+        return f"if it is not an iolab run, end it (`kill {self.pid}`) and the runs go on"
+
+
+@dataclass(frozen=True)
+class Turns:
+    """Who holds the host's lock and who waits for it, by pid, as the kernel's table of locks
+    (``/proc/locks``) says."""
+
+    holding: frozenset[int]
+    waiting: frozenset[int]
 
 
 _held = threading.local()  # .depth: how many turns this thread is inside
 
-
-def _check_safe(path: Path, what: str) -> None:
-    st = os.lstat(path)
-    fix = (
-        f"iolab trusts its lock only where no one else can write: make it root's and not "
-        f"writable by others (`chown root {path}; chmod go-w {path}`), or set {DIR_ENV} to a "
-        "directory of your own"
-    )
-    why = distrust(st)
-    if why is not None:
-        raise IolabError(f"the host's lock {what} {path} {why}; {fix}")
+PRIVATE = (
+    "iolab keeps its lock where no one else can reach it: a directory of root's (or yours) of "
+    "mode 0700 and a file of mode 0600"
+)
 
 
 def _open(create: bool) -> int | None:
-    """The lock file, opened (None: it does not exist and ``create`` is false)."""
+    """The lock file, opened and checked (None: it does not exist and ``create`` is false).
+
+    Its directory is opened without following a link and must be root's (or the user's) and
+    0700, the file in it a regular file of theirs, 0600: no other user can open it, so none can
+    hold the lock. A directory and a file that an iolab which made them wider left behind are
+    narrowed (the default directory only: a directory named by ``IOLAB_LOCK_DIR`` is the
+    user's, refused instead). Checked on each use."""
     directory = lock_dir()
     path = directory / FILE
+    fix = f"{PRIVATE} (`chmod 700 {directory}`), or set {DIR_ENV} to a directory of your own"
     try:
-        if create:
-            directory.mkdir(mode=0o755, parents=True, exist_ok=True)
-        _check_safe(directory, "directory")
-        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if create else 0)
-        fd = os.open(path, flags, 0o644)
+        dir_fd = private_dir(
+            directory,
+            "the host's lock directory",
+            fix,
+            create=create,
+            tighten=not os.environ.get(DIR_ENV),
+        )
+    except OSError as exc:
+        raise Untrusted(
+            f"cannot make the host's lock directory {directory}: {exc.strerror or exc}"
+        ) from None
+    if dir_fd is None:
+        return None
+    try:
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        fd = os.open(FILE, flags | (os.O_CREAT if create else 0), 0o600, dir_fd=dir_fd)
     except FileNotFoundError:
-        if create:
-            raise IolabError(f"cannot make the host's lock {path}: a directory vanished") from None
         return None
     except OSError as exc:
-        raise IolabError(f"cannot open the host's lock {path}: {exc.strerror or exc}") from None
+        why = "is a symbolic link" if exc.errno == errno.ELOOP else "cannot be opened"
+        raise Untrusted(
+            f"the host's lock {path} {why} ({exc.strerror}); {PRIVATE}: remove it if no "
+            f"iolab runs (`fuser -v {path}`)"
+        ) from None
+    finally:
+        os.close(dir_fd)
     try:
-        _check_safe(path, "file")
+        _check_file(fd, path)
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def _read(fd: int) -> Holder | None:
+def _check_file(fd: int, path: Path) -> None:
+    """Refuse an opened lock file that is not a regular file of root's (or the user's); narrow
+    one of a wider mode (an earlier iolab made it 0644) to 0600."""
+    st = os.fstat(fd)
+    why = "is not a regular file" if not stat.S_ISREG(st.st_mode) else distrust(st)
+    if why is None and st.st_mode & 0o077:
+        try:
+            os.fchmod(fd, 0o600)
+        except OSError as exc:
+            why = f"has mode {stat.S_IMODE(st.st_mode):04o} and cannot be made 0600 ({exc})"
+    if why is not None:
+        raise Untrusted(
+            f"the host's lock {path} {why}; {PRIVATE}: look at it, and remove it if no iolab "
+            f"runs (`fuser -v {path}`)"
+        )
+
+
+def _record(fd: int) -> Holder | None:
     """Who the file says holds the lock; None between two turns (or what a killed holder
     left, before the next holder has written over it)."""
     try:
@@ -117,21 +184,84 @@ def _read(fd: int) -> Holder | None:
         found = Holder(int(doc["pid"]), str(doc["command"]), str(doc["since"]))
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    return found if process_alive(found.pid) else None
+    return found
+
+
+def _turns(fd: int | None) -> Turns | None:
+    """Who holds the lock open as ``fd`` and who waits for it, from ``/proc/locks`` (None: it
+    cannot be read; ``fd`` None: there is no lock file, so no one)."""
+    inode = ""
+    if fd is not None:
+        st = os.fstat(fd)
+        inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    holding: set[int] = set()
+    waiting: set[int] = set()
+    try:
+        with open(LOCKS, encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        words = line.split()[1:]  # "3:" "->"? "FLOCK" "ADVISORY" "WRITE" pid dev:inode ...
+        blocked = bool(words) and words[0] == "->"
+        words = words[1:] if blocked else words
+        if inode and len(words) >= 5 and words[0] == "FLOCK" and words[4] == inode:
+            with suppress(ValueError):
+                pid = int(words[3])
+                if pid > 0:
+                    (waiting if blocked else holding).add(pid)
+    return Turns(frozenset(holding), frozenset(waiting))
+
+
+def _cmdline(pid: int) -> str:
+    """The command line of process ``pid`` as one printable line, passwords redacted ("": it
+    cannot be read)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    words = raw.decode(errors="replace").split("\0")[:-1] or [raw.decode(errors="replace")]
+    text = redact(shlex.join(words))
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _holder(fd: int, turns: Turns | None) -> Holder:
+    """Who holds the lock open as ``fd``, known to be held: the process its record names, if
+    it is alive and (as far as the kernel says) holds it; else the process the kernel says
+    holds it, unidentified."""
+    record = _record(fd)
+    holding = turns.holding if turns is not None else frozenset()
+    if (
+        record is not None
+        and record.pid is not None
+        and process_alive(record.pid)
+        and (not holding or record.pid in holding)
+    ):
+        return record
+    pid = min(holding) if holding else None
+    return Holder(pid, _cmdline(pid) if pid else "", "", identified=False)
 
 
 def holder() -> Holder | None:
-    """Who holds the host's lock now; None when it is free. A holder that has not yet said
-    who it is shows as pid 0."""
+    """Who holds the host's lock now; None when it is free."""
+    return status()[0]
+
+
+def status() -> tuple[Holder | None, Turns | None]:
+    """Who holds the host's lock now (None: it is free), and the pids that hold it and wait
+    for it (None: the kernel does not say)."""
     fd = _open(create=False)
     if fd is None:
-        return None
+        return None, _turns(None)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _read(fd) or Holder(0, "another iolab process", "")
-        return None  # free (and given back at once, by the close)
+            turns = _turns(fd)
+            return _holder(fd, turns), turns
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None, _turns(fd)
     finally:
         os.close(fd)
 
@@ -160,9 +290,15 @@ def turn(events: EventSink) -> Iterator[float]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            who = _read(fd)
-            said = who.describe() if who is not None else "another iolab process"
-            events(Phase(f"waiting for this host: one run at a time, and {said} runs on it"))
+            who = _holder(fd, _turns(fd))
+            if who.identified:
+                said = f"waiting for this host: one run at a time, and {who.describe()} runs on it"
+            else:
+                said = (
+                    f"waiting for this host: its lock {lock_path()} is held by "
+                    f"{who.describe()}; {who.way_out(lock_path())}"
+                )
+            events(Phase(said))
             began = time.monotonic()
             fcntl.flock(fd, fcntl.LOCK_EX)
             waited = time.monotonic() - began

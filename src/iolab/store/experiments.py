@@ -67,18 +67,19 @@ def done_counts(store: Store, experiment: ExperimentId) -> Counter[str]:
     return Counter({str(cell): int(n) for cell, n in rows})
 
 
-def running_now(store: Store, experiment: ExperimentId) -> Counter[str]:
-    """Runs per cell that a live iolab process is running now (this boot, its pid alive)."""
+def running_now(store: Store, experiment: ExperimentId) -> dict[str, tuple[int, ...]]:
+    """The pid of the live iolab process (this boot, its pid alive) that took each run of a
+    cell not yet ended, per cell."""
     boot = boot_id()
     rows = store.conn.execute(
         "SELECT cell_id, pid, boot_id FROM runs WHERE experiment_id = ? AND status = 'running'",
         (experiment,),
     )
-    return Counter(
-        str(cell)
-        for cell, pid, run_boot in rows
-        if run_boot == boot and pid is not None and process_alive(int(pid))
-    )
+    found: dict[str, list[int]] = {}
+    for cell, pid, run_boot in rows:
+        if run_boot == boot and pid is not None and process_alive(int(pid)):
+            found.setdefault(str(cell), []).append(int(pid))
+    return {cell: tuple(pids) for cell, pids in found.items()}
 
 
 def metric_values(store: Store, experiment: ExperimentId, cell: CellId, key: str) -> list[float]:

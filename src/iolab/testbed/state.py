@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import IolabError
-from iolab.system.trust import distrust
+from iolab.system.trust import Untrusted, distrust
 from iolab.testbed.spec import DeviceSpec
 
 DIR_ENV = "IOLAB_TESTBED_DIR"
@@ -136,10 +136,8 @@ class State:
         return not self.devices and self.cgroup is None
 
 
-class UnsafeState(IolabError):
+class UnsafeState(Untrusted):
     """A state directory or file someone else could have written: iolab does not act on it."""
-
-    exit_code = 2
 
 
 def check_safe(path: Path, what: str) -> None:
