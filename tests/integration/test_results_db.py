@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -227,3 +228,168 @@ def test_a_killed_disk_run_is_listed_as_aborted(tmp_path: Path) -> None:
     assert run["error"] == "interrupted: the iolab process running it is gone"
     shown = iolab("results", "show", "1", "--results", str(db))
     assert "status aborted" in shown.stdout
+
+
+# --- a database this process can read and not write (issue 43, item 8) ------------------------
+
+# root ignores a file's mode: iolab runs as root without the capabilities that let it, so that
+# the modes of the database and its directory bind it as they bind another user
+WITHOUT_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to run iolab without CAP_DAC_OVERRIDE",
+)
+
+
+def iolab_bound(*args: str) -> subprocess.CompletedProcess[str]:
+    """``iolab ARGS`` as root bound by file modes (no CAP_DAC_OVERRIDE)."""
+    env = {k: v for k, v in os.environ.items() if k != "IOLAB_RESULTS"}
+    return subprocess.run(
+        [*WITHOUT_DAC, *IOLAB, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        check=False,
+    )
+
+
+def listed(db: Path, done: subprocess.CompletedProcess[str]) -> list[tuple[int, str]]:
+    assert done.returncode == 0, done.stderr
+    return [(r["id"], r["status"]) for r in json.loads(done.stdout)]
+
+
+@needs_root
+def test_reading_a_database_it_cannot_write_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    """A reading command on a database of mode 444 once left a -wal and -shm of mode 444 that
+    it could not remove, and after `chmod 644` the next run failed ("attempt to write a
+    readonly database"). It reads the file as it is now, and leaves nothing."""
+    db = tmp_path / "r.db"
+    made = iolab(*POPULATE, "--results", str(db))
+    assert made.returncode == 0, made.stderr
+    db.chmod(0o444)
+    before = digest(db)
+    assert listed(db, iolab_bound("results", "list", "--json", "--results", str(db))) == [
+        (1, "done")
+    ]
+    shown = iolab_bound("results", "show", "1", "--results", str(db))
+    assert shown.returncode == 0, shown.stderr
+    assert "status done" in shown.stdout
+    report = iolab_bound("report", "populate sqlite", "--results", str(db))
+    assert report.returncode == 0, report.stderr
+    assert "populate sqlite" in report.stdout
+    assert (sorted(tmp_path.iterdir()), digest(db)) == ([db], before)  # no -wal, no -shm
+    db.chmod(0o644)
+    again = iolab_bound(*POPULATE, "--results", str(db))
+    assert again.returncode == 0, again.stderr
+    assert listed(db, iolab("results", "list", "--json", "--results", str(db))) == [
+        (2, "done"),
+        (1, "done"),
+    ]
+
+
+@needs_root
+def test_a_database_in_a_directory_it_cannot_write_is_read_and_refused_for_recording(
+    tmp_path: Path,
+) -> None:
+    """A writable database in a read-only directory: the reading commands read it (they said
+    "it cannot be written (a read-only file or filesystem)": neither true nor needed); a
+    recording command is refused naming the directory, before anything runs."""
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    db = directory / "r.db"
+    made = iolab(*POPULATE, "--results", str(db))
+    assert made.returncode == 0, made.stderr
+    directory.chmod(0o555)
+    try:
+        before = digest(db)
+        assert listed(db, iolab_bound("results", "list", "--json", "--results", str(db))) == [
+            (1, "done")
+        ]
+        report = iolab_bound("report", "populate sqlite", "--results", str(db))
+        assert report.returncode == 0, report.stderr
+        assert "populate sqlite" in report.stdout
+        assert one_line_error(iolab_bound(*POPULATE, "--results", str(db))) == (
+            f"error: --results: '{db}' is not allowed; its directory {directory} takes no new "
+            "files (Permission denied), and SQLite writes the database's -wal and -shm there; "
+            "name a results file in a directory you can write"
+        )
+        assert (sorted(directory.iterdir()), digest(db)) == ([db], before)
+    finally:
+        directory.chmod(0o755)
+
+
+@needs_root
+def test_a_shm_an_older_iolab_left_unwritable_is_named_before_a_run(tmp_path: Path) -> None:
+    """What an older iolab's reading command left (a -shm of mode 444): a recording command
+    names it, instead of failing at its first write; a reading command still reads."""
+    db = tmp_path / "r.db"
+    made = iolab(*POPULATE, "--results", str(db))
+    assert made.returncode == 0, made.stderr
+    shm = tmp_path / "r.db-shm"
+    shm.touch()
+    shm.chmod(0o444)
+    assert one_line_error(iolab_bound(*POPULATE, "--results", str(db))) == (
+        f"error: --results: '{db}' is not allowed; {shm} beside it cannot be written "
+        "(Permission denied), as a command that could only read the database once left it: "
+        "give it the database's owner and mode, or name another file"
+    )
+    assert listed(db, iolab_bound("results", "list", "--json", "--results", str(db))) == [
+        (1, "done")
+    ]
+
+
+def refused_run(db: Path) -> str:
+    """The last line of a populate run whose results the database refused (exit 1)."""
+    done = iolab(*POPULATE, "--results", str(db))
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    return done.stderr.splitlines()[-1]
+
+
+def test_a_trigger_that_refuses_a_runs_results_is_one_line_saying_where_the_run_stands(
+    tmp_path: Path,
+) -> None:
+    """A trigger on latency_totals (or on runs) refused the run's results: sqlite3's
+    IntegrityError, a traceback, the run aborted. Now one line naming the database and the
+    error, and the run recorded as failed with its summary (or, where the database refuses
+    even that, left to be marked aborted, as the line says)."""
+    db = tmp_path / "r.db"
+    made = iolab(*POPULATE, "--results", str(db))
+    assert made.returncode == 0, made.stderr
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TRIGGER no_totals BEFORE INSERT ON latency_totals "
+            "BEGIN SELECT RAISE(ABORT, 'no totals here'); END"
+        )
+    assert refused_run(db) == (
+        f"error: cannot write the results database {db}: no totals here "
+        "(SQLITE_CONSTRAINT_TRIGGER); run 2 (it ended done) is recorded as failed, with its "
+        "summary and this reason, without its series and histograms"
+    )
+    shown = iolab("results", "show", "2", "--json", "--results", str(db))
+    assert shown.returncode == 0, shown.stderr
+    run = json.loads(shown.stdout)
+    assert (run["status"], run["error"], run["summary"]["rows"]) == (
+        "failed",
+        "its results could not be stored: no totals here (SQLITE_CONSTRAINT_TRIGGER)",
+        40,
+    )
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER no_totals")
+        conn.execute(
+            "CREATE TRIGGER runs_stay BEFORE UPDATE OF status ON runs "
+            "WHEN NEW.status != 'running' BEGIN SELECT RAISE(ABORT, 'runs stay'); END"
+        )
+    assert refused_run(db) == (
+        f"error: cannot write the results database {db}: runs stay (SQLITE_CONSTRAINT_TRIGGER);"
+        " run 3 stays 'running' there without its results, and the next command marks it "
+        "aborted"
+    )
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER runs_stay")
+    assert listed(db, iolab("results", "list", "--json", "--results", str(db))) == [
+        (3, "aborted"),
+        (2, "failed"),
+        (1, "done"),
+    ]

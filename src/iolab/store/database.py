@@ -89,22 +89,15 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One exclusive write transaction; a full disk becomes an error naming the file."""
+        """One exclusive write transaction; an SQLite error (a full disk, a trigger that
+        refuses a row, a file turned read-only) rolls it back and becomes one line naming the
+        file (:class:`StoreFailed`)."""
         try:
             with self.conn:
                 self.conn.execute("BEGIN IMMEDIATE")
                 yield self.conn
-        except sqlite3.OperationalError as exc:
-            directory = self.path.absolute().parent
-            code = exc.sqlite_errorcode & 0xFF
-            if code == sqlite3.SQLITE_FULL or (
-                code == sqlite3.SQLITE_IOERR and identify.full(directory)
-            ):
-                raise RunFailed(
-                    f"cannot write the results database {self.path}: "
-                    + identify.full_reason(directory)
-                ) from exc
-            raise
+        except sqlite3.Error as exc:
+            raise StoreFailed(self.path, exc) from exc
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -150,7 +143,35 @@ class Store:
     def finish_run(self, run: RunId, outcome: RunOutcome, ended_at: str | None = None) -> None:
         """Store a run's results and final status in one transaction, which a Ctrl-C or
         SIGTERM does not cut: they wait until it is committed (:func:`signals_held`).
-        ``ended_at``: when it ended where it ran (a fleet host), else now."""
+        ``ended_at``: when it ended where it ran (a fleet host), else now.
+
+        When the database refuses them (:class:`StoreFailed`: a full disk, a trigger), the run
+        is recorded as failed with its summary and the reason, if the database takes that, and
+        the error says where the run stands."""
+        try:
+            self._finish(run, outcome, ended_at)
+        except StoreFailed as exc:
+            error = f"its results could not be stored: {exc.reason}"
+            error = f"{outcome.error}; {error}" if outcome.error else error
+            try:
+                with signals_held(), self.transaction() as c:
+                    c.execute(
+                        "UPDATE runs SET status = 'failed', ended_at = ?, error = ?, summary = ?"
+                        " WHERE id = ?",
+                        (ended_at or _now(), error, canonical_json(outcome.summary), run),
+                    )
+                stands = (
+                    f"run {run} (it ended {outcome.status.value}) is recorded as failed, with "
+                    "its summary and this reason, without its series and histograms"
+                )
+            except StoreFailed:
+                stands = (
+                    f"run {run} stays 'running' there without its results, and the next "
+                    "command marks it aborted"
+                )
+            raise StoreFailed(self.path, exc.error, stands) from exc
+
+    def _finish(self, run: RunId, outcome: RunOutcome, ended_at: str | None) -> None:
         with signals_held(), self.transaction() as c:
             c.executemany(
                 "INSERT INTO disk_passes (run_id, test, rw, bs, qd, threads, pass, seconds, mbps,"
@@ -325,6 +346,26 @@ class Store:
         return probe_store.logs(self.conn, run_id)
 
 
+class StoreFailed(RunFailed):
+    """The results database refused a write: one line naming the file and SQLite's error (a
+    full filesystem named as full), and ``stands`` (where what was being stored stands)."""
+
+    def __init__(self, path: Path, error: sqlite3.Error, stands: str = "") -> None:
+        self.path = path
+        self.error = error
+        directory = path.absolute().parent
+        code = int(getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code == sqlite3.SQLITE_FULL or (
+            code == sqlite3.SQLITE_IOERR and identify.full(directory)
+        ):
+            self.reason = identify.full_reason(directory)
+        else:
+            name = getattr(error, "sqlite_errorname", None)
+            self.reason = f"{error} ({name})" if name else str(error)
+        said = f"cannot write the results database {path}: {self.reason}"
+        super().__init__(f"{said}; {stands}" if stands else said)
+
+
 @contextmanager
 def signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait while the block runs (in the main thread; elsewhere nothing
@@ -442,15 +483,19 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
     Only iolab's own results databases are opened: a file holding anything else is refused
     before a byte of it is written (see :mod:`iolab.store.identify`); with ``create`` False (the
     reading commands) a new or empty file is refused too; with ``create`` True (the commands that
-    record) a file this process cannot write is refused before anything starts. A database
-    without every table and column of the newest schema (one dropped, damaged) is refused
-    naming what is missing. Runs left 'running' by a process that is gone are marked aborted,
-    so every command, reading ones too, shows them as they are.
+    record) a file this process cannot write (or its ``-wal``, ``-shm`` or directory) is refused
+    before anything starts, and a reading command opens such a file read-only
+    (:func:`open_readonly`). A database without every table and column of the newest schema
+    (one dropped, damaged) is refused naming what is missing. Runs left 'running' by a process
+    that is gone are marked aborted, so every command that can write the file, reading ones
+    too, shows them as they are.
     """
     path = path or default_path()
     identify.check_path(path, create, ENV_VAR)
     if create:
         identify.check_writable(path)
+    elif identify.unwritable(path) is not None:
+        return open_readonly(path)  # a reading command reads what it cannot write
     if not path.exists():  # a new database is its owner's alone; -wal and -shm take its mode
         try:
             os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
@@ -472,8 +517,8 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
         store = Store(conn, path)
         try:
             store.reap_stale()
-        except sqlite3.OperationalError as exc:
-            if create or exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
+        except StoreFailed as exc:
+            if create or exc.error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
                 raise  # a reading command still reads a database it cannot write
     except BaseException as exc:
         if conn is not None:
@@ -485,12 +530,20 @@ def open_store(path: Path | None = None, *, create: bool = True) -> Store:
 
 
 def open_readonly(path: Path) -> Store:
-    """Open the results database at ``path`` for reading only (SQLite's ``mode=ro``: nothing is
-    migrated, reaped or written; ``iolab serve``). Runs another process is writing are read as
-    far as it has committed. A database of an older schema is refused, naming the command
-    that upgrades it."""
+    """Open the results database at ``path`` for reading only: nothing is migrated, reaped or
+    written, and nothing is made beside it (``iolab serve``, and the reading commands where
+    this process cannot write the file, its ``-wal`` or ``-shm``, or its directory). Runs
+    another process is writing are read as far as it has committed. A database of an older
+    schema is refused, naming the command that upgrades it.
+
+    With a ``-wal`` beside it (a writer has it open, or was killed) SQLite's ``mode=ro`` reads
+    through it; without one the file is whole, and ``immutable=1`` reads it without making the
+    ``-wal`` and ``-shm`` a read-only connection would otherwise leave behind (of the file's
+    mode: a file of mode 444 left them 444, and the next writer failed) or fail to make (in a
+    read-only directory)."""
     identify.check_path(path, False, ENV_VAR)
-    uri = f"file:{quote(str(path.absolute()))}?mode=ro"
+    wal = Path(f"{path}-wal").exists()
+    uri = f"file:{quote(str(path.absolute()))}?{'mode=ro' if wal else 'immutable=1'}"
     conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
@@ -501,7 +554,8 @@ def open_readonly(path: Path) -> Store:
                 "--results",
                 str(path),
                 f"it has schema version {have} and this iolab reads {newest}: upgrade it once "
-                f"with `iolab results list --results {path}`",
+                f"with `iolab results list --results {path}`, as a user who can write it and "
+                "its directory",
             )
         if have > newest:
             raise BadInput(

@@ -23,6 +23,7 @@ from iolab.units import format_bytes
 FIELD = "--results"
 FULL_BELOW = 64 * 1024  # bytes free under which a failed write is put down to a full disk
 MIGRATIONS_COLUMNS = ["version", "name", "applied_at"]
+SIDE_FILES = ("-wal", "-shm")  # what SQLite keeps beside a database in WAL mode
 
 
 class Kind(Enum):
@@ -57,17 +58,44 @@ def check_path(path: Path, create: bool, env_var: str) -> None:
 
 def check_writable(path: Path) -> None:
     """Refuse an existing file this process cannot write (its mode, a read-only filesystem),
-    before a command that records runs starts anything: SQLite would open it read-only and
-    fail at the first write, after the work."""
+    a ``-wal`` or ``-shm`` beside it that it cannot write, or a directory that takes no new
+    files (SQLite makes its ``-wal`` and ``-shm`` there), before a command that records runs
+    starts anything: SQLite would open it read-only and fail at the first write, after the
+    work."""
+    why = unwritable(path)
+    if why is not None:
+        raise BadInput(FIELD, str(path), why)
+
+
+def unwritable(path: Path) -> str | None:
+    """Why this process cannot write the existing results database ``path`` as SQLite does,
+    the file and what it keeps beside it (None: it can). Said after "--results: 'PATH' is not
+    allowed; "."""
     if not path.exists():
-        return
-    try:
-        os.close(os.open(path, os.O_RDWR | os.O_NONBLOCK))
-    except OSError as exc:
-        why = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
-        raise BadInput(
-            FIELD, str(path), f"it cannot be written ({why}); name a results file you can write"
-        ) from None
+        return None
+    beside = [Path(f"{path}{suffix}") for suffix in SIDE_FILES]
+    for file in (path, *beside):
+        try:
+            os.close(os.open(file, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            why = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
+            if file == path:
+                return f"it cannot be written ({why}); name a results file you can write"
+            return (
+                f"{file} beside it cannot be written ({why}), as a command that could only "
+                "read the database once left it: give it the database's owner and mode, or name "
+                "another file"
+            )
+    directory = path.absolute().parent
+    refused = can_write(directory)
+    if refused is not None:
+        return (
+            f"its directory {directory} takes no new files ({refused}), and SQLite writes the "
+            "database's -wal and -shm there; name a results file in a directory you can write"
+        )
+    return None
 
 
 def identify(
