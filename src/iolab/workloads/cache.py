@@ -55,7 +55,7 @@ def trusted(path: Path) -> os.stat_result | None:
     other than root or this user owns it or can write it, or it is a symbolic link."""
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file above it: the pre-flight says so
         return None
     except OSError as exc:
         raise _untrusted(path, f"cannot be read ({exc.strerror})") from None
