@@ -28,6 +28,10 @@ DURATION = "use seconds or a number with a unit: 500ms, 5s, 2m (or 2min), 1h"
 WARMUP = 'give rows (a whole number, e.g. 10000) or a duration with its unit (e.g. "30s")'
 INT_LIST = "use whole numbers >= 1, comma-separated (1,8,32)"
 RUN_ID = "give a run id from `iolab results list`: a whole number from 1 to 9223372036854775807"
+RATE = (
+    "give rows per second over all loaders, more than 0 and at most 1,000,000 (the most one "
+    "process's schedule places)"
+)
 SET = "write NAME=VALUE, e.g. --set max_wal_size=4GB"
 NO_DEVICE = "no testbed device is up; bring some up with `iolab testbed up TESTBED.toml`"
 NO_RUN = "runs are numbered 1 to 1 in {db} (see `iolab results list`)"
@@ -208,25 +212,18 @@ POPULATE: list[tuple[list[str], str]] = [
     (["populate", "--set", "journal_mode"], f"--set: 'journal_mode' {{}} {SET}"),
     (["populate", "--set", "=wal"], f"--set: '=wal' {{}} {SET}"),
     (["populate", "--sample-interval", "1ms"], "--sample-interval: '1ms' {} give 100ms or more"),
+    (["populate", "--rate", "0"], f"--rate: 0.0 {{}} {RATE}"),
+    (["populate", "--rate", "nan", "--duration", "3s"], f"--rate: nan {{}} {RATE}"),
+    (["populate", "--rate", "inf", "--duration", "3s"], f"--rate: inf {{}} {RATE}"),
+    (["populate", "--rate", "inf"], f"--rate: inf {{}} {RATE}"),
+    (["populate", "--rate", "-1e-300"], f"--rate: -1e-300 {{}} {RATE}"),
+    # more than a schedule places (it printed a 300-digit due_rows), a duration its clock
+    # cannot time (an OverflowError at the end of the run)
+    (["populate", "--rate", "1e308", "--duration", "3s"], f"--rate: 1e+308 {{}} {RATE}"),
+    (["populate", "--rate", "1000001"], f"--rate: 1000001.0 {{}} {RATE}"),
     (
-        ["populate", "--rate", "0"],
-        "--rate: 0.0 {} give rows per second over all loaders, a finite number more than 0",
-    ),
-    (
-        ["populate", "--rate", "nan", "--duration", "3s"],
-        "--rate: nan {} give rows per second over all loaders, a finite number more than 0",
-    ),
-    (
-        ["populate", "--rate", "inf", "--duration", "3s"],
-        "--rate: inf {} give rows per second over all loaders, a finite number more than 0",
-    ),
-    (
-        ["populate", "--rate", "inf"],
-        "--rate: inf {} give rows per second over all loaders, a finite number more than 0",
-    ),
-    (
-        ["populate", "--rate", "-1e-300"],
-        "--rate: -1e-300 {} give rows per second over all loaders, a finite number more than 0",
+        ["populate", "--duration", "1000000000h"],
+        "--duration: '1000000000h' {} give at most 8760h",
     ),
     (["populate", "--warmup", "0.5"], f"--warmup: '0.5' {{}} {WARMUP}"),
     (

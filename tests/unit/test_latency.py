@@ -334,3 +334,48 @@ def test_rows_due_counts_each_row_of_the_schedule_once(
     rate: float, start: float, end: float, due: int
 ) -> None:
     assert rows_due(rate, start, end) == due
+
+
+@pytest.mark.parametrize(
+    ("target", "duration", "rows", "held"),
+    [
+        (0.5, 3.0, 2, False),  # 0.667 rows/s: held before (2 of the 2 rows due)
+        (0.01, 2.0, 1, False),  # 0.5 rows/s: held before (row 0 is due at 0)
+        (1e-9, 3.0, 1, False),
+        (10.0, 3.0, 30, True),
+        (10.0, 3.0, 29, True),  # 9.67: within 5 %
+        (10.0, 3.0, 28, False),  # 9.33: behind
+        (0.5, 4.0, 2, True),  # rows at 0 and 2 s: 0.5 rows/s
+    ],
+)
+def test_a_rate_is_held_when_the_achieved_one_is_within_five_percent_either_way(
+    target: float, duration: float, rows: int, held: bool
+) -> None:
+    from iolab.workloads.populate.run import rate_judged
+
+    judged = rate_judged(target, duration, 0.0, rows, rows / duration)
+    assert judged == {
+        "target": target,
+        "achieved": rows / duration,
+        "tolerance": 0.05,
+        "held": held,
+        "due_rows": rows_due(target, 0.0, duration),
+    }
+    # a load of a count of rows: no rows due, the same judgement
+    assert rate_judged(target, None, 0.0, rows, rows / duration)["held"] is held
+
+
+def test_a_missed_rate_says_why() -> None:
+    from iolab.workloads.populate.run import rate_judged, rate_missed
+
+    few = rate_missed(rate_judged(0.5, 3.0, 0.0, 2, 2 / 3), 2, "rows")
+    assert few == (
+        "the load did not hold --rate 0.5 rows/s within 5%: it achieved 0.667 rows/s (133%); "
+        "its measured part did 2 rows, so one more or fewer is 50% of them: give a longer load "
+        "or a higher --rate"
+    )
+    behind = rate_missed(rate_judged(1000.0, 3.0, 0.0, 1500, 500.0), 1500, "rows")
+    assert behind == (
+        "the load did not hold --rate 1,000 rows/s within 5%: it achieved 500 rows/s (50%); "
+        "latencies count from each operation's intended start, so they include the backlog"
+    )

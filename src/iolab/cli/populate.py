@@ -67,8 +67,8 @@ def populate(
     duration: Annotated[
         str | None,
         typer.Option(
-            help="Insert until this time is up instead of --rows, e.g. 10m, 30s; each loader "
-            "stops at its next transaction boundary (client mode)."
+            help="Insert until this time is up instead of --rows, e.g. 10m, 30s (at most "
+            "8760h); each loader stops at its next transaction boundary (client mode)."
         ),
     ] = None,
     warmup: Annotated[
@@ -82,8 +82,9 @@ def populate(
         float | None,
         typer.Option(
             help="Offered load in rows/s over all loaders, each on a fixed schedule (row j due "
-            "at j / rate; with --duration the run lasts the duration); latency counts from each "
-            "operation's intended start (client mode)."
+            "at j / rate; with --duration the run lasts the duration), at most 1,000,000; held "
+            "when the achieved rate is within 5 % of it, over or under; latency counts from "
+            "each operation's intended start (client mode)."
         ),
     ] = None,
     connections: Annotated[

@@ -28,10 +28,25 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from iolab.errors import BadInput
 from iolab.latency.histogram import Histogram
 from iolab.sampling import Grid
 
 _NEVER = sys.maxsize
+# The most operations a second one process's schedule places: a loader's clock costs 7.4 us per
+# operation on the development machine (begin and record, no database; 2 cores at load 3), so
+# one process, whose loaders share the interpreter, places about 135,000 a second there and
+# not a million anywhere; above this a "rate" is no schedule, every operation is late. Refused
+# above it, in rows/s (populate) or transactions/s (TPC-C): docs/latency.md.
+MAX_RATE = 1_000_000.0
+# The longest --duration a schedule takes: its deadline is a count of nanoseconds, and the
+# kernel's timers (time.sleep, Event.wait) take at most 2**63 ns, about 292 years, from which a
+# year is far: longer is refused, not an OverflowError at the end of the run.
+MAX_SECONDS = 365 * 24 * 3600.0
+# The achieved rate of an open-loop load is its offered one when within this share of it,
+# either way (docs/latency.md): a load that ran behind, or whose measured part held more or
+# fewer of the schedule's rows than the rate times its length (one row in 20 is 5 %).
+RATE_TOLERANCE = 0.05
 
 
 class OpKind(StrEnum):
@@ -299,6 +314,37 @@ def rows_due(rate: float, start_s: float, end_s: float) -> int:
         return max(0, math.ceil(rows))
 
     return max(0, due_before(end_s) - due_before(start_s))
+
+
+def rate_held(target: float, achieved: float) -> bool:
+    """Whether an open-loop load held its offered ``target`` rate: the ``achieved`` one (what
+    was done in the measured part over its length) within RATE_TOLERANCE of it, over or
+    under."""
+    return abs(achieved - target) <= RATE_TOLERANCE * target
+
+
+def check_rate(field: str, value: float | None, what: str) -> None:
+    """Refuse a rate no schedule places: not a number above 0, or above MAX_RATE."""
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_RATE):
+        raise BadInput(field, value, rate_help(what))
+
+
+def rate_help(what: str) -> str:
+    """What a rate option takes, ``what`` its unit in words ("rows per second")."""
+    return (
+        f"give {what}, more than 0 and at most {MAX_RATE:,.0f} "
+        "(the most one process's schedule places)"
+    )
+
+
+def check_duration(field: str, seconds: float | None) -> None:
+    """Refuse a duration longer than a schedule's clock takes (MAX_SECONDS)."""
+    if seconds is not None and not seconds <= MAX_SECONDS:
+        raise BadInput(field, seconds, duration_help())
+
+
+def duration_help() -> str:
+    return f"give at most {MAX_SECONDS / 3600:,.0f}h (a year), e.g. 60s, 5m or 24h"
 
 
 def _grid_ns(interval_s: float) -> tuple[int, int, int]:

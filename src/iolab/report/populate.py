@@ -49,7 +49,10 @@ def summary_table(s: dict[str, Any], title: str) -> Table:
     )
     rate = s.get("rate")
     if rate:
-        held = "held" if rate["held"] else "[yellow]not held[/]"
+        tolerance = rate.get("tolerance")  # runs before it was stated: held to the rows due
+        within = f" within {tolerance:.0%}" if tolerance is not None else ""
+        outside = f" (outside ±{tolerance:.0%})" if tolerance is not None else ""
+        held = f"held{within}" if rate["held"] else f"[yellow]not held{outside}[/]"
         due = f" ({rate['due_rows']:,} rows due)" if "due_rows" in rate else ""
         table.add_row(
             "offered rate",

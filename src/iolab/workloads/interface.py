@@ -14,6 +14,7 @@ key path in a file (:func:`bad_input`).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from iolab.errors import BadInput
 from iolab.events import EventSink
 from iolab.metrics import Metric
 from iolab.results import RunOutcome
-from iolab.units import parse_duration, parse_size
+from iolab.units import format_seconds, parse_duration, parse_size
 
 M = TypeVar("M", bound=BaseModel)
 # What a number out of range or not a number means, in the words of its key: the experiment's
@@ -136,8 +137,11 @@ def seconds(value: str | float) -> float:
         raise ValueError(exc.allowed) from None
 
 
-def duration_check(minimum: float, strict: bool) -> Callable[[str | float], float]:
-    """A validator: the duration in seconds, at least ``minimum`` (above it when ``strict``)."""
+def duration_check(
+    minimum: float, strict: bool, maximum: float = math.inf
+) -> Callable[[str | float], float]:
+    """A validator: the duration in seconds, at least ``minimum`` (above it when ``strict``),
+    at most ``maximum``."""
 
     def check(value: str | float) -> float:
         if isinstance(value, bool):
@@ -145,6 +149,8 @@ def duration_check(minimum: float, strict: bool) -> Callable[[str | float], floa
         given = seconds(value)
         if given < minimum or (strict and given == minimum):
             raise ValueError(f"give {'more than' if strict else 'at least'} {minimum:g} s")
+        if given > maximum:
+            raise ValueError(f"give at most {format_seconds(maximum)}")
         return given
 
     return check

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from iolab.errors import BadInput
+from iolab.latency.recording import MAX_RATE, MAX_SECONDS, rate_help
 from iolab.units import parse_duration, parse_size
 from iolab.workloads.caps import Caps
 from iolab.workloads.interface import (
@@ -32,6 +33,7 @@ from iolab.workloads.populate import dialects
 
 # keys stored only where given, so that files without them keep their cells' names
 LOAD_KEYS = ("duration", "warmup", "rate", "sample_interval")
+RATE_UNIT = "rows per second over all loaders"  # what --rate counts
 WARMUP_HELP = 'give rows (a whole number, e.g. 10000) or a duration with its unit (e.g. "30s")'
 
 
@@ -73,7 +75,7 @@ class PopulateWorkload(Section, Caps):
         "connections": "give at least 1 loader connection",
         "commit_every": "give 1 or more rows per commit",
         "batch": "give 1 or more rows per statement",
-        "rate": "give rows per second over all loaders, a finite number more than 0",
+        "rate": rate_help(RATE_UNIT),
         "steady_window": "give 3 or more samples",
         "steady_tolerance": "give a percentage above 0 and at most 100",
     }
@@ -95,10 +97,10 @@ class PopulateWorkload(Section, Caps):
     ] = None
     # a time-based load instead of rows: seconds, or as on the command line ("10m")
     duration: Annotated[
-        float | None, BeforeValidator(optional(duration_check(0.0, strict=True)))
+        float | None, BeforeValidator(optional(duration_check(0.0, True, MAX_SECONDS)))
     ] = None
     warmup: str | int | None = None  # rows (10000) or a duration ("30s"), left out of results
-    rate: float | None = Field(default=None, gt=0, allow_inf_nan=False)  # rows/s, all loaders
+    rate: float | None = Field(default=None, gt=0, le=MAX_RATE, allow_inf_nan=False)  # rows/s
     # Seed 003's variations (docs/populate.md): a checkpoint requested every so many seconds
     # on a connection of its own, the log grown to a size before the load, and the criterion
     # of the steady state (the last ``steady_window`` samples of rows/s within

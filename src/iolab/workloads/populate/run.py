@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import os
 import threading
 import time
@@ -38,7 +37,16 @@ from iolab.events import EventSink, Phase, Step, Warning
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
 from iolab.latency.data import summary as latency_summary
-from iolab.latency.recording import Interval, LatencyRecording, Pacing, rows_due
+from iolab.latency.recording import (
+    RATE_TOLERANCE,
+    Interval,
+    LatencyRecording,
+    Pacing,
+    check_duration,
+    check_rate,
+    rate_held,
+    rows_due,
+)
 from iolab.probes.checkpoints import merge_requested
 from iolab.probes.data import ProbeData
 from iolab.probes.interface import Checkpoint
@@ -62,11 +70,10 @@ from iolab.workloads.populate.loading import (
     PopulateDialect,
     TableStats,
 )
-from iolab.workloads.populate.options import VARIATION_DEFAULTS
+from iolab.workloads.populate.options import RATE_UNIT, VARIATION_DEFAULTS
 
 PROGRESS_EVERY = 0.5  # seconds between progress events
 UNLIMITED = 1 << 62  # a loader's share under --duration: it stops when time is up
-RATE_HELD = 0.98  # --rate counts as held when the achieved rate is at least this share
 STOP_TIMEOUT = 10.0  # seconds to wait for loaders to stop before their connections close
 FILL_TOLERANCE = 0.10  # pages per row may exceed the target by this much before it is flagged
 
@@ -124,16 +131,12 @@ class PopulateOptions:
                 raise BadInput("--duration", self.duration, "give --rows/--bytes or --duration")
             if not self.duration > 0:
                 raise BadInput("--duration", self.duration, "give more than 0 s")
+            check_duration("--duration", self.duration)
             if self.mode is LoadMode.SERVER:
                 raise BadInput("--duration", self.duration, "a duration needs --mode client")
         elif (self.rows is None) == (self.size_bytes is None):
             raise BadInput("--rows", self.rows, "give either --rows or --bytes, not both")
-        if self.rate is not None and not (self.rate > 0 and math.isfinite(self.rate)):
-            raise BadInput(
-                "--rate",
-                self.rate,
-                "give rows per second over all loaders, a finite number more than 0",
-            )
+        check_rate("--rate", self.rate, RATE_UNIT)
         if self.rate is not None and self.mode is LoadMode.SERVER:
             raise BadInput("--rate", self.rate, "a rate needs --mode client")
         if self.warmup_seconds is not None and (
@@ -816,17 +819,12 @@ def _summarise(
     if options.duration is not None:
         outcome.summary["duration_seconds"] = options.duration
     if options.rate is not None:
-        outcome.summary["rate"] = rate_held(
+        judged = rate_judged(
             options.rate, options.duration, warm.seconds if warm else 0.0, measured_rows, rate
         )
-        if not outcome.summary["rate"]["held"]:
-            events(
-                Warning(
-                    f"the load did not hold --rate {format_rate(options.rate)} rows/s: it "
-                    f"achieved {format_rate(rate)} rows/s ({rate / options.rate:.0%}); latencies "
-                    "count from each operation's intended start, so they include the backlog"
-                )
-            )
+        outcome.summary["rate"] = judged
+        if not judged["held"]:
+            events(Warning(rate_missed(judged, measured_rows, "rows")))
     if outcome.probes is not None:
         outcome.probes = dataclasses.replace(
             outcome.probes,
@@ -850,19 +848,46 @@ def _summarise(
         )
 
 
-def rate_held(
+def rate_judged(
     target: float, duration: float | None, warm_s: float, measured_rows: int, achieved: float
 ) -> dict[str, Any]:
-    """The summary's ``rate``: the target, the rate achieved (measured rows over the measured
-    time) and whether the load held its schedule. A timed load lasts its duration whatever
-    the rate, so it held when it did at least RATE_HELD of the rows its schedule had due in the
-    measured part (``due_rows``: [warm-up end, duration)); a load of a count of rows takes the
-    time it needs, so it held when it did them at RATE_HELD of the target rate or faster."""
-    if duration is None:
-        return {"target": target, "achieved": achieved, "held": achieved >= RATE_HELD * target}
-    due = rows_due(target, warm_s, duration)
-    held = measured_rows >= RATE_HELD * due
-    return {"target": target, "achieved": achieved, "due_rows": due, "held": held}
+    """The summary's ``rate``: the target, the rate achieved (the measured rows over the
+    measured time), the tolerance and whether the load held the target: the achieved rate
+    within RATE_TOLERANCE of it, over or under (:func:`rate_held`). A timed load also says
+    the rows its schedule had due in the measured part (``due_rows``: [warm-up end,
+    duration)): those it can do at most, which over a short window are not the rate times
+    its length (3 s at 0.5 rows/s: rows due at 0 and 2 s, 0.667 rows/s)."""
+    out: dict[str, Any] = {
+        "target": target,
+        "achieved": achieved,
+        "tolerance": RATE_TOLERANCE,
+        "held": rate_held(target, achieved),
+    }
+    if duration is not None:
+        out["due_rows"] = rows_due(target, warm_s, duration)
+    return out
+
+
+def rate_missed(judged: Mapping[str, Any], done: int, unit: str) -> str:
+    """The warning of a load that did not hold its rate (``judged``: as :func:`rate_judged`
+    makes it; ``done``: the ``unit`` of the measured part)."""
+    target, achieved = judged["target"], judged["achieved"]
+    text = (
+        f"the load did not hold --rate {format_rate(target)} {unit}/s within "
+        f"{RATE_TOLERANCE:.0%}: it achieved {format_rate(achieved)} {unit}/s "
+        f"({achieved / target:.0%})"
+    )
+    if done <= 1 / RATE_TOLERANCE:  # one operation is 5 % or more of them
+        return (
+            f"{text}; its measured part did {done:,} {unit}, so one more or fewer is "
+            f"{1 / max(1, done):.0%} of them: give a longer load or a higher --rate"
+        )
+    if achieved < target:
+        return (
+            f"{text}; latencies count from each operation's intended start, so they include "
+            "the backlog"
+        )
+    return text
 
 
 def _first_line(exc: BaseException) -> str:
