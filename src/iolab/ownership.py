@@ -59,6 +59,15 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def made_by(path: Path, kind: str) -> int | None:
+    """The pid of the process of this boot that made an entry of ``kind`` named by
+    :func:`owned_name`; None for any other name, or one of another boot."""
+    m = _PATTERN.match(path.name)
+    if not m or m.group("kind") != kind or m.group("boot") != _boot_tag():
+        return None
+    return int(m.group("pid"))
+
+
 def is_orphan(path: Path, kind: str) -> bool:
     """True for an entry named by :func:`owned_name` whose creating process is gone."""
     m = _PATTERN.match(path.name)

@@ -244,6 +244,14 @@ CASES: list[tuple[str, list[str], str, bool]] = [
     ("memory-word", [*PG, "--memory", "lots"], "--memory: 'lots' is not allowed", False),
     ("memory-zero", [*PG, "--memory", "0"], "--memory: '0' is not allowed", False),
     ("memory-below-shared-buffers", [*PG, "--memory", "64MiB"], "shared_buffers", False),
+    # the least cap stated is taken when given back (it walked: 1 -> 65MiB -> 72MiB -> 73MiB)
+    ("memory-1-postgres", [*PG, "--memory", "1"], "give at least 73MiB", False),
+    ("memory-72MiB-postgres", [*PG, "--memory", "72MiB"], "give at least 73MiB", False),
+    # SQLite runs in iolab's process: below its floor the OOM killer ended iolab (exit 137)
+    ("memory-1-sqlite", [*D, *SMALL, "--memory", "1"], "give at least 64MiB", False),
+    ("memory-1KiB-sqlite", [*D, *SMALL, "--memory", "1KiB"], "give at least 64MiB", False),
+    ("cpus-below-quota", [*PG, "--cpus", "0.001"], "give 0.01 CPUs or more", False),
+    ("cpus-1e-9", [*PG, "--cpus", "1e-9"], "give 0.01 CPUs or more", False),
     (
         "memory-below-set-shared-buffers",
         [*PG, "--memory", "300MiB", "--set", "shared_buffers=256MB"],

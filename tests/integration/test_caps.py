@@ -243,3 +243,63 @@ def test_a_group_of_iolabs_name_another_user_owns_is_neither_emptied_nor_removed
         for path in (theirs, mine):
             with contextlib.suppress(FileNotFoundError):
                 path.rmdir()
+
+
+# A run of an embedded engine, as iolab runs it under a cap (caps.capped: a cgroup of its own
+# that iolab's process enters), whose body allocates past the cap: the kernel's OOM killer
+# ends iolab's own process, which can say nothing (exit 137, no output).
+KILLED_AT_THE_CAP = """
+import sys
+from pathlib import Path
+from iolab.runner.single import CommandRun, execute
+from iolab.store import open_store
+from iolab.workloads import caps
+
+params = {"engine": "sqlite", "memory": "64MiB", "rows": 20}
+def body(outcome):
+    held = []
+    while True:  # pages written, so charged to the group
+        held.append(b"x" * (1 << 20))
+with open_store(Path(sys.argv[1]), create=True) as store:
+    spec = CommandRun("populate sqlite", "populate", params, {}, {})
+    execute(store, spec, caps.capped(params, body))
+"""
+
+
+def test_iolab_killed_at_its_memory_cap_is_said_so_by_the_next_command(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """The OOM killer ended iolab itself (SQLite and DuckDB run in its process, which the cap
+    holds): the run was "aborted: the iolab process running it is gone" with no word of the
+    cap, and its cgroup stayed until a capped run. The next command reads the group's
+    oom_kill count (or, another command having removed the group, the kernel's log), records
+    and says why the run ended, and removes the group."""
+    import sys
+
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_AT_THE_CAP, str(results_db)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert child.returncode == -9, child.stderr  # SIGKILL, by the kernel
+    pid = _pid_of(results_db)  # the run it left 'running'; its group may be reaped by now
+    (data,) = make_dirs(open_tmp, "data")
+    done = iolab("populate", "--engine", "sqlite", "--data-dir", str(data), "--rows", "20")
+    assert done.returncode == 0, done.stderr
+    said = (
+        "interrupted: the iolab process running it is gone: the kernel's OOM killer ended it "
+        "at its memory cap (64.0 MiB); SQLite and DuckDB run in iolab's process, which the cap "
+        "holds too: give a larger --memory"
+    )
+    assert f"run 1 was aborted: {said}" in done.stderr
+    runs = json.loads(iolab("results", "list", "--json").stdout)
+    assert [(r["status"], r["error"]) for r in runs if r["id"] == 1] == [("aborted", said)]
+    assert not [p for p in cgroups.left() if f"-cgroup-{pid}-" in p.name]
+
+
+def _pid_of(results_db: Path) -> int:
+    """The pid the run left 'running' in the results database."""
+    import sqlite3
+
+    with sqlite3.connect(results_db) as conn:
+        (pid,) = conn.execute("SELECT pid FROM runs WHERE id = 1").fetchone()
+    return int(pid)

@@ -123,3 +123,55 @@ def test_the_oom_kills_of_a_group_in_either_version(tmp_path: Path) -> None:
     assert oom_kills(Group(memory=v1, cpu=None, cpuacct=None)) == 2
     assert oom_kills(Group(memory=v2, cpu=None, cpuacct=None)) == 1
     assert oom_kills(Group(memory=None, cpu=v1, cpuacct=None)) == 0  # no memory cap
+
+
+@pytest.mark.parametrize(
+    ("engine", "settings", "least"),
+    [
+        ("postgres", {}, 73),  # it walked: 1 -> 65MiB, 65MiB -> 72MiB, 72MiB -> 73MiB
+        ("postgres", {"shared_buffers": "1MB"}, 65),
+        ("postgres", {"shared_buffers": "256MB"}, 320),
+        ("mariadb", {}, 255),
+        ("mariadb", {"innodb_buffer_pool_size": "16M"}, 208),
+        ("sqlite", {}, 64),
+        ("duckdb", {}, 256),
+    ],
+)
+def test_the_least_memory_advised_is_taken_when_given_back(
+    engine: str, settings: dict[str, str], least: int
+) -> None:
+    """The figure a refusal states is a fixed point: the engine's pool under that cap (fitted
+    to it, or as given) and what it needs beside fit in it, and one MiB less they do not."""
+    from iolab.engines import catalog
+    from iolab.workloads.caps import least_memory, setting_bytes
+
+    kind = catalog.KINDS[engine]
+    need = least_memory(kind, {"engine": engine, "settings": settings})
+    assert need is not None and need.cap == least << 20
+    assert f"give at least {least}MiB" in need.advice()
+    if kind.buffers is None:  # an embedded engine: a floor measured with iolab in the group
+        assert need.cap == kind.least_memory
+        return
+    name, default, bare = kind.buffers
+
+    def fits(cap: int) -> bool:
+        pool = settings.get(name) or kind.fitted({}, cap).get(name)
+        return (setting_bytes(pool, bare) if pool else default) + kind.beside_buffers <= cap
+
+    assert fits(need.cap) and not fits(need.cap - (1 << 20))
+
+
+def test_cpus_below_the_kernels_least_quota_are_refused() -> None:
+    """cpu.cfs_quota_us takes 1 ms at least, per iolab's 100 ms period: 0.01 CPUs. Less was
+    taken, the kernel held 0.01 and the run was named after what it was not (cpus=1e-09)."""
+    from pydantic import ValidationError
+
+    from iolab.system.cgroups import CPU_PERIOD_US, MIN_CPUS, MIN_QUOTA_US
+    from iolab.workloads.caps import CPUS_HELP, Caps
+
+    assert MIN_CPUS == MIN_QUOTA_US / CPU_PERIOD_US == 0.01
+    assert Caps(cpus=0.01).cpus == 0.01
+    for cpus in (1e-9, 0.001, 0.0099):
+        with pytest.raises(ValidationError, match="give 0.01 CPUs or more"):
+            Caps(cpus=cpus)
+    assert CPUS_HELP.startswith("give 0.01 CPUs or more (the kernel's least quota: 1 ms per 100")

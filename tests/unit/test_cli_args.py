@@ -277,6 +277,11 @@ POPULATE: list[tuple[list[str], str]] = [
     (["populate", "--memory", "lots"], f"--memory: 'lots' {{}} {MEMORY_HELP}"),
     (["populate", "--cpus", "0"], f"--cpus: '0' {{}} {CPUS_HELP}"),
     (["populate", "--cpus", "many"], f"--cpus: 'many' {{}} {CPUS_HELP}"),
+    # below the kernel's least quota (1 ms per 100 ms period): it held 0.01 CPU and the run
+    # was named cpus=1e-09
+    (["populate", "--cpus", "1e-9"], f"--cpus: '1e-9' {{}} {CPUS_HELP}"),
+    (["populate", "--cpus", "0.001"], f"--cpus: '0.001' {{}} {CPUS_HELP}"),
+    (["populate", "--cpus", "0.0099"], f"--cpus: '0.0099' {{}} {CPUS_HELP}"),
 ]
 TPCH: list[tuple[list[str], str]] = [
     (

@@ -63,7 +63,9 @@ MemoryOption = Annotated[
         "enters the cgroup for the run. Settings not given with --set are fitted to it: "
         "PostgreSQL's shared_buffers and maintenance_work_mem (an eighth, a sixteenth), "
         "MariaDB's innodb_buffer_pool_size (a quarter), DuckDB's memory_limit (a half). "
-        "Root. See docs/caps.md.",
+        "At least 73MiB on PostgreSQL, 255MiB on MariaDB, 64MiB on SQLite, 256MiB on DuckDB "
+        "(iolab's own process is in the cgroup with an embedded engine). Root. See "
+        "docs/caps.md.",
         show_default=False,
     ),
 ]
@@ -71,8 +73,9 @@ CpusOption = Annotated[
     str | None,
     typer.Option(
         "--cpus",
-        help="Give the engine under test this many CPUs' time (fractions allowed: 0.5, 1.5), "
-        "a quota in the same cgroup as --memory. Root.",
+        help="Give the engine under test this many CPUs' time (fractions allowed: 0.5, 1.5; "
+        "at least 0.01, the kernel's least quota), a quota in the same cgroup as --memory. "
+        "Root.",
         show_default=False,
     ),
 ]

@@ -51,6 +51,9 @@ class EngineKind:
     # memory the server needs beside its buffer pool under a --memory cap (its processes,
     # catalogs; MariaDB's performance_schema tables), measured: see docs/caps.md
     beside_buffers: int = 64 << 20
+    # an embedded engine's least --memory cap: iolab's process is in the group with it, and the
+    # kernel's OOM killer ends iolab below it; measured (docs/caps.md), with a margin
+    least_memory: int = 0
     # under a --memory cap, each of these settings left unset is the smaller of its default and
     # a share of the cap: (setting, default bytes, share); see fitted()
     fitted_to_memory: tuple[tuple[str, int, float], ...] = ()
@@ -186,6 +189,9 @@ KINDS: dict[str, EngineKind] = {
             counts_pages=True,
             files_per_connection=0,
             files_per_data_file=2,  # the database and its WAL
+            # populate (2 loaders, 2,000 rows) ran at 8 MiB and was killed at 4; TPC-C (W = 1,
+            # 2 users) ran at 16 and was killed at 8 (2026-11-27): four times that
+            least_memory=64 << 20,
         ),
         EngineKind(
             name="postgres",
@@ -242,6 +248,7 @@ KINDS: dict[str, EngineKind] = {
             # limit too: at 3/4 of a 128 MiB cap the kernel killed iolab, at 1/2 DuckDB said it
             # was out of memory and the run failed in one line
             fitted_to_memory=(("memory_limit", 1 << 62, 1 / 2),),
+            least_memory=256 << 20,
             megabytes="MiB",
         ),
     )

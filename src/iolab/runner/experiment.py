@@ -33,7 +33,7 @@ from iolab.probes.recorder import LiveSink
 from iolab.results import ExperimentId, RunId, RunOutcome, RunStatus
 from iolab.runner import checks
 from iolab.runner.executors import Executor, LocalExecutor, Task
-from iolab.runner.single import Executed, commit
+from iolab.runner.single import Executed, commit, said_killed
 from iolab.store import Store
 from iolab.store import experiments as store_experiments
 from iolab.store.database import signals_held
@@ -323,6 +323,7 @@ def run(
 
 def _run(experiment: Experiment, store: Store, events: EventSink, executor: Executor) -> Outcome:
     store.reap_stale()
+    said_killed(store, events)
     spec = experiment.spec
     e = spec.experiment
     kind = kind_of(experiment)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab.errors import BadInput, IolabError, RunFailed
-from iolab.events import EventSink
+from iolab.events import EventSink, Warning
 from iolab.probes.recorder import LiveSink, publishing
 from iolab.redaction import redact
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
@@ -185,6 +185,14 @@ def record(
     return run_id, executed.outcome
 
 
+def said_killed(store: Store, events: EventSink) -> None:
+    """Say the runs the store found killed at their memory cap (once each): their process,
+    killed by the kernel, could not."""
+    for run, error in store.killed_runs:
+        events(Warning(f"run {run} was aborted: {error}"))
+    store.killed_runs.clear()
+
+
 def execute(
     store: Store,
     spec: CommandRun,
@@ -194,6 +202,8 @@ def execute(
     """A single command: its own experiment with one cell and one run (``events``: hears that
     it waits for the host, see :func:`record`)."""
     store.reap_stale()
+    if events is not None:
+        said_killed(store, events)
     experiment = store.create_experiment(
         spec.name, "command", {"workload": spec.workload, **spec.params}
     )

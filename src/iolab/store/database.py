@@ -41,6 +41,8 @@ from iolab.store import disk_histograms, identify, migrate, query_results
 from iolab.store import latency as latency_store
 from iolab.store import live as live_store
 from iolab.store import probes as probe_store
+from iolab.system import cgroups
+from iolab.units import format_bytes
 
 DEFAULT_PATH = Path("iolab.db")
 ENV_VAR = "IOLAB_RESULTS"
@@ -77,6 +79,8 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
+        # runs this process found killed at their memory cap (reap_stale): (run, error)
+        self.killed_runs: list[tuple[int, str]] = []
 
     def close(self) -> None:
         self.conn.close()
@@ -252,7 +256,9 @@ class Store:
         """Mark runs left 'running' by a process that is gone as aborted; returns how many."""
         if self.conn.execute("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").fetchone():
             with self.transaction() as c:
-                return _abort_stale(c, "1", ())
+                marked = _abort_stale(c, "1", ())
+            self.killed_runs += [(r, error) for r, error in marked if error != GONE]
+            return len(marked)
         return 0
 
     # --- reading -------------------------------------------------------------------------------
@@ -394,25 +400,49 @@ def signals_held() -> Iterator[None]:
             os.kill(os.getpid(), caught[0])
 
 
-GONE = "interrupted: the iolab process running it is gone"  # a reaped run: its end is unknown
+# a reaped run: its end is unknown (its error starts so; it may say why it is gone)
+GONE = "interrupted: the iolab process running it is gone"
 
 
-def _abort_stale(conn: sqlite3.Connection, where: str, args: tuple[Any, ...]) -> int:
+def _abort_stale(
+    conn: sqlite3.Connection, where: str, args: tuple[Any, ...]
+) -> list[tuple[int, str]]:
     """Inside a write transaction: mark the 'running' runs matching ``where`` whose process is
-    gone (its pid dead, or another boot) as aborted; returns how many."""
+    gone (its pid dead, or another boot) as aborted; returns them with their error. A run
+    whose process left a capped cgroup in which the kernel's OOM killer ended processes says
+    so, and the group is removed (:func:`iolab.system.cgroups.killed_at_cap`)."""
     boot = boot_id()
     stale = [
-        run_id
+        (run_id, pid if run_boot == boot else None)
         for run_id, pid, run_boot in conn.execute(
             f"SELECT id, pid, boot_id FROM runs WHERE status = 'running' AND {where}", args
         )
         if not (run_boot == boot and pid is not None and process_alive(int(pid)))
     ]
+    errors = [(r, _gone_why(cgroups.killed_at_cap(int(pid)) if pid else None)) for r, pid in stale]
     conn.executemany(
         "UPDATE runs SET status = 'aborted', ended_at = ?, error = ? WHERE id = ?",
-        [(_now(), GONE, r) for r in stale],
+        [(_now(), error, r) for r, error in errors],
     )
-    return len(stale)
+    if any(error != GONE for _, error in errors) and os.geteuid() == 0:
+        cgroups.reap()  # the groups just read: iolab's own, their process gone
+    return errors
+
+
+def _gone_why(killed: cgroups.Killed | None) -> str:
+    """A reaped run's error: GONE, and what the kernel did at its memory cap when it did."""
+    if killed is None:
+        return GONE
+    cap = "" if killed.cap is None else f" ({format_bytes(killed.cap)})"
+    if killed.itself:
+        what = "ended it"
+    else:
+        what = "ended a process" if killed.kills == 1 else f"ended {killed.kills} processes"
+        what += " of its cgroup"
+    return (
+        f"{GONE}: the kernel's OOM killer {what} at its memory cap{cap}; SQLite and DuckDB run "
+        "in iolab's process, which the cap holds too: give a larger --memory"
+    )
 
 
 def _disk_row(run: RunId, p: DiskPass) -> tuple[Any, ...]:

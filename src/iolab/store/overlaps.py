@@ -65,7 +65,7 @@ _SPANS = (
     " JOIN cells c ON c.experiment_id = r.experiment_id AND c.id = r.cell_id"
     " JOIN environments env ON env.id = r.env_id"
     " WHERE r.started_at IS NOT NULL AND r.ended_at IS NOT NULL"
-    " AND r.ended_at > r.started_at AND (r.error IS NULL OR r.error != ?)"
+    " AND r.ended_at > r.started_at AND (r.error IS NULL OR substr(r.error, 1, ?) != ?)"
 )
 
 
@@ -78,7 +78,8 @@ def overlaps(store: Store, experiment: ExperimentId) -> list[Overlap]:
     if window is None or window[0] is None or window[1] is None:
         return []
     rows = store.conn.execute(
-        _SPANS + " AND r.started_at < ? AND r.ended_at > ?", (GONE, window[1], window[0])
+        _SPANS + " AND r.started_at < ? AND r.ended_at > ?",
+        (len(GONE), GONE, window[1], window[0]),
     ).fetchall()
     spans = sorted(
         (

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import signal
 import stat
 import time
@@ -29,10 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.errors import RunFailed
-from iolab.ownership import orphans, owned_name
+from iolab.ownership import is_orphan, made_by, orphans, owned_name
 
 KIND = "cgroup"  # the ownership kind of the groups' names
 CPU_PERIOD_US = 100_000  # the quota's period: the kernel's default, 100 ms
+# the least quota the kernel takes (v1 cpu.cfs_quota_us, v2 cpu.max: 1 ms per period), so the
+# fewest CPUs a cap holds: 0.01 in a 100 ms period (less is refused, not raised to it)
+MIN_QUOTA_US = 1000
+MIN_CPUS = MIN_QUOTA_US / CPU_PERIOD_US
 # the CPU weight of one busy process outside any group (v1 cpu.shares; v2 cpu.weight), the
 # most the kernel takes
 SHARES_ONE, SHARES_MAX = 1024, 262_144
@@ -167,7 +172,7 @@ def make(memory: int | None, cpus: float | None, processes: int = 1) -> Group:
             _write(mem_dir / limit, str(memory))
         if cpus is not None:
             cpu_dir, v2 = directory("cpu")
-            quota = max(1000, round(cpus * CPU_PERIOD_US))
+            quota = max(MIN_QUOTA_US, round(cpus * CPU_PERIOD_US))
             n = max(1, processes)
             if v2:
                 _write(cpu_dir / "cpu.max", f"{quota} {CPU_PERIOD_US}")
@@ -229,6 +234,87 @@ def reap() -> list[Path]:
             if stat.S_ISDIR(st.st_mode) and _remove_dir(entry, 5.0):
                 removed.append(entry)
     return removed
+
+
+@dataclass(frozen=True)
+class Killed:
+    """What the kernel's OOM killer did in the group a run's process left: the group's memory
+    cap (bytes; None when not known), how many processes it ended, and whether one was the
+    run's own process (None: not known)."""
+
+    cap: int | None
+    kills: int
+    itself: bool | None
+
+
+def killed_at_cap(pid: int) -> Killed | None:
+    """The OOM kills in the group that process ``pid`` of this boot made and left behind (it is
+    gone): read from the group while it is there (:func:`oom_kills`), else from the kernel's
+    log (its ``oom-kill:`` records name the group, the process killed and the group's limit;
+    root only); None when neither tells of any. A run of an embedded engine has iolab's own
+    process in its group: at the cap the killer ends iolab itself, which can say nothing, so
+    the next command reads it here (another command may have removed the group, :func:`reap`)."""
+    hierarchy = find("memory")
+    if hierarchy is None:
+        return None
+    logged = _logged_kills(pid)
+    with contextlib.suppress(OSError):
+        for entry in hierarchy.mount_point.iterdir():
+            if made_by(entry, KIND) == pid and is_orphan(entry, KIND):
+                group = Group(entry, None, None)
+                kills = oom_kills(group)
+                if kills:
+                    itself = logged.itself if logged is not None else None
+                    return Killed(limits(group)[0], kills, itself)
+    return logged
+
+
+_LIMIT = re.compile(r"memory: usage \d+kB, limit (\d+)kB")
+_KILL = re.compile(r"oom-kill:.*oom_memcg=/(\.iolab-cgroup-[^,/]+),.*,pid=(\d+),")
+
+
+def _logged_kills(pid: int) -> Killed | None:
+    """The OOM kills the kernel's log records in a group ``pid`` made (see killed_at_cap)."""
+    cap: int | None = None
+    limit: int | None = None
+    kills, itself = 0, False
+    for line in _kernel_log():
+        found = _LIMIT.search(line)
+        if found is not None:
+            limit = int(found.group(1)) * 1024
+            continue
+        killed = _KILL.search(line)
+        if killed is not None and made_by(Path(killed.group(1)), KIND) == pid:
+            kills += 1
+            itself = itself or int(killed.group(2)) == pid
+            cap = limit if limit is not None else cap
+    return Killed(cap, kills, itself) if kills else None
+
+
+def _kernel_log() -> list[str]:
+    """The kernel's log as it holds it now (``/dev/kmsg``, one record a read; root only, as
+    the machine's dmesg_restrict says), or nothing."""
+    lines: list[str] = []
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return lines
+    try:
+        while True:
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:
+                break  # read to the end
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:
+                    continue  # records overwritten while reading: go on from the next
+                break
+            if not record:
+                break
+            lines.append(record.decode(errors="replace").partition(";")[2])
+    finally:
+        os.close(fd)
+    return lines
 
 
 def left() -> list[Path]:

@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,14 +33,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.results import RunOutcome
+from iolab.system.cgroups import CPU_PERIOD_US, MIN_CPUS, MIN_QUOTA_US
 from iolab.units import parse_size
 from iolab.workloads.interface import OFF, settings_of
 
 if TYPE_CHECKING:
+    from iolab.engines.catalog import EngineKind
     from iolab.system.cgroups import Group
 
 MEMORY_HELP = 'give a size above zero with its unit, e.g. 256MiB or 2GiB, or "off"'
-CPUS_HELP = 'give CPUs above zero, fractions allowed, e.g. 0.5, 1 or 1.5, or "off"'
+CPUS_HELP = (
+    f"give {MIN_CPUS:g} CPUs or more (the kernel's least quota: {MIN_QUOTA_US // 1000} ms "
+    f'per {CPU_PERIOD_US // 1000} ms period), fractions allowed, e.g. 0.5, 1 or 1.5, or "off"'
+)
 
 
 def _absent(value: Any) -> bool:
@@ -79,7 +85,7 @@ class Caps(BaseModel):
             cpus = float(v)
         except ValueError:
             raise ValueError(CPUS_HELP) from None
-        if not math.isfinite(cpus) or cpus <= 0:
+        if not math.isfinite(cpus) or cpus < MIN_CPUS:
             raise ValueError(CPUS_HELP)
         return cpus
 
@@ -155,22 +161,62 @@ def check(params: Mapping[str, Any]) -> None:
         which = "memory" if "memory" in caps and "memory cgroup" in refused else key
         raise BadInput(_flag(which), caps[which], refused)
     engine = catalog.KINDS.get(str(params.get("engine")))
-    if memory is None or engine is None or engine.buffers is None:
+    if memory is None or engine is None:
         return
-    name, default, bare = engine.buffers
-    given = settings_of(params).get(name)
-    pool = setting_bytes(str(given), bare) if given is not None else default
-    if pool is None:
-        return  # a value the engine's own check names
-    margin = engine.beside_buffers
-    if memory < pool + margin:
-        raise BadInput(
-            "--memory",
-            caps["memory"],
-            f"{engine.title} needs its {name} ({pool / 2**20:,.0f} MiB) and "
-            f"{margin >> 20} MiB beside it; give at least {(pool + margin) >> 20}MiB, or a "
-            f"smaller {name} with --set",
+    need = least_memory(engine, params)
+    if need is not None and memory < need.cap:
+        raise BadInput("--memory", caps["memory"], need.advice())
+
+
+@dataclass(frozen=True)
+class LeastMemory:
+    """The smallest memory cap an engine is let run under (whole MiB): what it needs beside
+    its buffer pool, and the pool as the cap fits it or as given."""
+
+    cap: int  # bytes
+    title: str
+    beside: int  # bytes the engine (and, embedded, iolab's process) needs beside the pool
+    pool: tuple[str, int, bool] | None  # (setting, bytes under ``cap``, fitted to it) or None
+
+    def advice(self) -> str:
+        least = f"give at least {self.cap >> 20}MiB"
+        if self.pool is None:
+            return (
+                f"{self.title} runs in iolab's process, which the cap holds too: a small load "
+                f"needs {self.beside >> 20} MiB (measured, docs/caps.md); {least}"
+            )
+        name, pool, fitted = self.pool
+        how = f", fitted to {self.cap >> 20}MiB" if fitted else ""
+        return (
+            f"{self.title} needs its {name} ({pool / 2**20:,.0f} MiB{how}) and "
+            f"{self.beside >> 20} MiB beside it; {least}, or a smaller {name} with --set"
         )
+
+
+def least_memory(engine: EngineKind, params: Mapping[str, Any]) -> LeastMemory | None:
+    """The smallest ``--memory`` ``engine`` is let run under with the cell's settings (None:
+    a pool setting the engine's own check names). With a pool fitted to the cap (a share of
+    it), the least cap is the smallest whole MiB that holds its own fitted pool and what the
+    engine needs beside it, so that the figure the refusal states is taken when given back."""
+    if engine.buffers is None:
+        return LeastMemory(engine.least_memory, engine.title, engine.least_memory, None)
+    name, default, bare = engine.buffers
+    given = (params.get("settings") or {}).get(name)
+
+    def pool_under(cap: int) -> int | None:
+        setting = given if given is not None else engine.fitted({}, cap).get(name)
+        return default if setting is None else setting_bytes(str(setting), bare)
+
+    cap = 1 << 20
+    while True:  # the pool grows with the cap by a share under 1: this ends within a few steps
+        pool = pool_under(cap)
+        if pool is None:
+            return None
+        need = -(-(pool + engine.beside_buffers) // (1 << 20)) << 20  # whole MiB, up
+        if need <= cap:
+            fitted = given is None and name in engine.fitted({}, cap)
+            return LeastMemory(cap, engine.title, engine.beside_buffers, (name, pool, fitted))
+        cap = need
 
 
 def recorded(params: Mapping[str, Any]) -> dict[str, str]:
