@@ -351,9 +351,9 @@ def test_rows_due_counts_each_row_of_the_schedule_once(
 def test_a_rate_is_held_when_the_achieved_one_is_within_five_percent_either_way(
     target: float, duration: float, rows: int, held: bool
 ) -> None:
-    from iolab.workloads.populate.run import rate_judged
+    from iolab.latency.recording import rate_judged
 
-    judged = rate_judged(target, duration, 0.0, rows, rows / duration)
+    judged = rate_judged(target, rows / duration, rows_due(target, 0.0, duration))
     assert judged == {
         "target": target,
         "achieved": rows / duration,
@@ -361,20 +361,20 @@ def test_a_rate_is_held_when_the_achieved_one_is_within_five_percent_either_way(
         "held": held,
         "due_rows": rows_due(target, 0.0, duration),
     }
-    # a load of a count of rows: no rows due, the same judgement
-    assert rate_judged(target, None, 0.0, rows, rows / duration)["held"] is held
+    # a load of a count of rows (or TPC-C's transactions): no rows due, the same judgement
+    assert rate_judged(target, rows / duration)["held"] is held
 
 
 def test_a_missed_rate_says_why() -> None:
-    from iolab.workloads.populate.run import rate_judged, rate_missed
+    from iolab.latency.recording import rate_judged, rate_missed
 
-    few = rate_missed(rate_judged(0.5, 3.0, 0.0, 2, 2 / 3), 2, "rows")
+    few = rate_missed(rate_judged(0.5, 2 / 3, 2), 2, "rows")
     assert few == (
         "the load did not hold --rate 0.5 rows/s within 5%: it achieved 0.667 rows/s (133%); "
         "its measured part did 2 rows, so one more or fewer is 50% of them: give a longer load "
         "or a higher --rate"
     )
-    behind = rate_missed(rate_judged(1000.0, 3.0, 0.0, 1500, 500.0), 1500, "rows")
+    behind = rate_missed(rate_judged(1000.0, 500.0), 1500, "rows")
     assert behind == (
         "the load did not hold --rate 1,000 rows/s within 5%: it achieved 500 rows/s (50%); "
         "latencies count from each operation's intended start, so they include the backlog"

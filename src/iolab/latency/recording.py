@@ -24,13 +24,15 @@ import sys
 import time
 from array import array
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from iolab.errors import BadInput
 from iolab.latency.histogram import Histogram
 from iolab.sampling import Grid
+from iolab.units import format_rate
 
 _NEVER = sys.maxsize
 # The most operations a second one process's schedule places: a loader's clock costs 7.4 us per
@@ -321,6 +323,45 @@ def rate_held(target: float, achieved: float) -> bool:
     was done in the measured part over its length) within RATE_TOLERANCE of it, over or
     under."""
     return abs(achieved - target) <= RATE_TOLERANCE * target
+
+
+def rate_judged(target: float, achieved: float, due: int | None = None) -> dict[str, Any]:
+    """A summary's judgement of an open-loop load: the target, the rate achieved (what was done
+    in the measured part over its length), the tolerance and whether it held the target
+    (:func:`rate_held`); ``due``: what its schedule had due in the measured part, where that is
+    known (``due_rows``, a timed populate: those it can do at most, which over a short window
+    are not the rate times its length: 3 s at 0.5 rows/s, rows due at 0 and 2 s)."""
+    out: dict[str, Any] = {
+        "target": target,
+        "achieved": achieved,
+        "tolerance": RATE_TOLERANCE,
+        "held": rate_held(target, achieved),
+    }
+    if due is not None:
+        out["due_rows"] = due
+    return out
+
+
+def rate_missed(judged: Mapping[str, Any], done: int, unit: str) -> str:
+    """The warning of a load that did not hold its rate (``judged``: as :func:`rate_judged`
+    makes it; ``done``: the ``unit`` of the measured part, e.g. rows)."""
+    target, achieved = judged["target"], judged["achieved"]
+    text = (
+        f"the load did not hold --rate {format_rate(target)} {unit}/s within "
+        f"{RATE_TOLERANCE:.0%}: it achieved {format_rate(achieved)} {unit}/s "
+        f"({achieved / target:.0%})"
+    )
+    if done <= 1 / RATE_TOLERANCE:  # one operation is 5 % or more of them
+        return (
+            f"{text}; its measured part did {done:,} {unit}, so one more or fewer is "
+            f"{1 / max(1, done):.0%} of them: give a longer load or a higher --rate"
+        )
+    if achieved < target:
+        return (
+            f"{text}; latencies count from each operation's intended start, so they include "
+            "the backlog"
+        )
+    return text
 
 
 def check_rate(field: str, value: float | None, what: str) -> None:

@@ -38,13 +38,13 @@ from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
 from iolab.latency.data import summary as latency_summary
 from iolab.latency.recording import (
-    RATE_TOLERANCE,
     Interval,
     LatencyRecording,
     Pacing,
     check_duration,
     check_rate,
-    rate_held,
+    rate_judged,
+    rate_missed,
     rows_due,
 )
 from iolab.probes.checkpoints import merge_requested
@@ -56,7 +56,7 @@ from iolab.probes.standard import device_deltas, populate_recorder, role_devices
 from iolab.results import RunOutcome
 from iolab.system import diskstats
 from iolab.system.open_files import check_connections
-from iolab.units import format_bytes, format_rate
+from iolab.units import format_bytes
 from iolab.workers import Worker, wait_all
 from iolab.workloads.populate import dialects
 from iolab.workloads.populate.checkpoints import CheckpointSchedule
@@ -819,9 +819,9 @@ def _summarise(
     if options.duration is not None:
         outcome.summary["duration_seconds"] = options.duration
     if options.rate is not None:
-        judged = rate_judged(
-            options.rate, options.duration, warm.seconds if warm else 0.0, measured_rows, rate
-        )
+        warm_s = warm.seconds if warm else 0.0
+        due = rows_due(options.rate, warm_s, options.duration) if options.duration else None
+        judged = rate_judged(options.rate, rate, due)
         outcome.summary["rate"] = judged
         if not judged["held"]:
             events(Warning(rate_missed(judged, measured_rows, "rows")))
@@ -846,48 +846,6 @@ def _summarise(
                 f"expected {target_ppr:.2f}; this run does not measure the seeds' table"
             )
         )
-
-
-def rate_judged(
-    target: float, duration: float | None, warm_s: float, measured_rows: int, achieved: float
-) -> dict[str, Any]:
-    """The summary's ``rate``: the target, the rate achieved (the measured rows over the
-    measured time), the tolerance and whether the load held the target: the achieved rate
-    within RATE_TOLERANCE of it, over or under (:func:`rate_held`). A timed load also says
-    the rows its schedule had due in the measured part (``due_rows``: [warm-up end,
-    duration)): those it can do at most, which over a short window are not the rate times
-    its length (3 s at 0.5 rows/s: rows due at 0 and 2 s, 0.667 rows/s)."""
-    out: dict[str, Any] = {
-        "target": target,
-        "achieved": achieved,
-        "tolerance": RATE_TOLERANCE,
-        "held": rate_held(target, achieved),
-    }
-    if duration is not None:
-        out["due_rows"] = rows_due(target, warm_s, duration)
-    return out
-
-
-def rate_missed(judged: Mapping[str, Any], done: int, unit: str) -> str:
-    """The warning of a load that did not hold its rate (``judged``: as :func:`rate_judged`
-    makes it; ``done``: the ``unit`` of the measured part)."""
-    target, achieved = judged["target"], judged["achieved"]
-    text = (
-        f"the load did not hold --rate {format_rate(target)} {unit}/s within "
-        f"{RATE_TOLERANCE:.0%}: it achieved {format_rate(achieved)} {unit}/s "
-        f"({achieved / target:.0%})"
-    )
-    if done <= 1 / RATE_TOLERANCE:  # one operation is 5 % or more of them
-        return (
-            f"{text}; its measured part did {done:,} {unit}, so one more or fewer is "
-            f"{1 / max(1, done):.0%} of them: give a longer load or a higher --rate"
-        )
-    if achieved < target:
-        return (
-            f"{text}; latencies count from each operation's intended start, so they include "
-            "the backlog"
-        )
-    return text
 
 
 def _first_line(exc: BaseException) -> str:

@@ -19,9 +19,10 @@ from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Engine, Layout, Placement, first_error, running
 from iolab.engines.log_control import allocated_bytes
 from iolab.errors import BadInput, IolabError, RunFailed
-from iolab.events import EventSink, Measured, Phase
+from iolab.events import EventSink, Measured, Phase, Warning
 from iolab.latency.data import LatencyData
 from iolab.latency.data import series as latency_series
+from iolab.latency.recording import rate_judged, rate_missed
 from iolab.probes.cgroup import cgroup_probes
 from iolab.probes.devices import DeviceProbe
 from iolab.probes.host import HostProbe
@@ -449,4 +450,10 @@ def _measured(
             warmup_end_s=offset + (result.start.at - result.t0),
         )
     summary.update(steps.summary(result, conditions))
+    if options.rate is not None:  # the schedule's slots taken: commits and the spec's rollbacks
+        done = sum(t["count"] + t["rollbacks"] for t in summary["transactions"].values())
+        judged = rate_judged(options.rate, done / result.seconds if result.seconds > 0 else 0.0)
+        summary["rate_held"] = judged
+        if not judged["held"]:
+            events(Warning(rate_missed(judged, done, "transactions")))
     summary["settings"] = engine.effective_settings()
