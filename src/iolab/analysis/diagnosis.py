@@ -36,6 +36,7 @@ from typing import Any
 
 from iolab.engines.external import dsn_is_local, parse_dsn
 from iolab.errors import IolabError
+from iolab.latency.recording import rate_held
 from iolab.probes.data import ProbeData
 from iolab.probes.interface import WaitStat
 from iolab.units import format_rate
@@ -93,7 +94,6 @@ DEVICE_IDLE = 0.30  # a device lead is contradicted below this saturation (busy 
 DEVICE_SPARE = 0.70
 CPU_BUSY = 0.85  # host CPU busy (user + system + steal) that makes the CPU the limit alone
 CPU_IDLE = 0.50  # a CPU lead is contradicted below this host CPU busy
-RATE_HELD = 0.95  # an open-loop load within this share of its offered rate was held by it
 MIN_SAMPLES = 20  # session-samples below which sampled waits are not weighed (2 s of one session)
 CONTEXT_SHARE = 0.10  # waits a saturated CPU explains are listed from this share of the time
 QUOTA_PERIODS = 10.0  # --cpus quota periods a second (cgroups.CPU_PERIOD_US: 100 ms)
@@ -659,14 +659,15 @@ ACHIEVED: dict[str, tuple[str, Callable[[Mapping[str, Any]], Any]]] = {
 
 
 def held_offered_rate(facts: RunFacts) -> tuple[float, float, str] | None:
-    """(offered, achieved, unit) of a run that held its offered rate: it achieved at least
-    RATE_HELD of it; None without a rate, without the achieved figure, or below it."""
+    """(offered, achieved, unit) of a run that held its offered rate: achieved within the
+    tolerance the run itself is judged by (:func:`iolab.latency.recording.rate_held`: 5 %,
+    over or under); None without a rate, without the achieved figure, or outside it."""
     found = ACHIEVED.get(facts.workload)
     if found is None:
         return None
     unit, figure = found
     offered, achieved = _number(facts.params.get("rate")), _number(figure(facts.summary))
-    if offered is None or achieved is None or offered <= 0 or achieved < RATE_HELD * offered:
+    if offered is None or achieved is None or offered <= 0 or not rate_held(offered, achieved):
         return None
     return offered, achieved, unit
 
