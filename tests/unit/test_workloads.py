@@ -28,7 +28,10 @@ kind = "disk"
 data_dirs = ["."]
 """
 
-RATE = "give rows per second over all loaders, a finite number more than 0"
+RATE = (
+    "give rows per second over all loaders, more than 0 and at most 1,000,000 (the most one "
+    "process's schedule places)"
+)
 CASES = [
     (DiskWorkload, "duration", "0.5s", "give at least 1 s"),
     (DiskWorkload, "data", "ones", "choose one of: random, zero"),
