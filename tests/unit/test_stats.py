@@ -39,10 +39,16 @@ def test_summary_by_hand() -> None:
     assert (s.n, s.mean, s.median, s.min, s.max) == (5, 11.0, 11.0, 9.0, 13.0)
     assert s.sd == pytest.approx(math.sqrt(2.5))
     assert s.cv == pytest.approx(math.sqrt(2.5) / 11)
-    half = 2.776445 * math.sqrt(2.5) / math.sqrt(5)
-    assert s.ci_low == pytest.approx(11 - half, abs=1e-5)
-    assert s.ci_high == pytest.approx(11 + half, abs=1e-5)
-    assert s.half_width == pytest.approx(half / 11, abs=1e-6)
+    # the interval of a positive quantity: t on the logarithms, back-transformed
+    logs = [math.log(v) for v in values]
+    centre = sum(logs) / 5
+    sd_log = math.sqrt(sum((x - centre) ** 2 for x in logs) / 4)
+    half = 2.776445 * sd_log / math.sqrt(5)
+    assert s.geomean == pytest.approx(math.exp(centre))
+    assert s.ci_low == pytest.approx(math.exp(centre - half), abs=1e-5)
+    assert s.ci_high == pytest.approx(math.exp(centre + half), abs=1e-5)
+    assert (round(s.ci_low or 0, 3), round(s.ci_high or 0, 3)) == (9.107, 13.065)
+    assert s.half_width == pytest.approx(math.sinh(half), abs=1e-6)  # against the centre
     assert s.too_wide is True  # CV 14% > 10%
     assert s.outliers == ()
 

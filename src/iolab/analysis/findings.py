@@ -2,7 +2,11 @@
 
 Input: each cell's matrix values and the values of its main metric over its finished runs.
 Output: :class:`Findings`, plain data that the terminal and HTML reports render. Differences
-whose 95% interval contains 1.0 are "no significant difference", never a win.
+whose 95% interval contains 1.0 are "no significant difference", never a win; one whose interval
+excludes 1.0 but which the family's adjustment does not keep says so in its own line
+("significant before adjustment, not after Holm's"), so a verdict never contradicts the interval
+printed beside it. Pairs along a matrix key that go opposite ways are not averaged: the gain says
+which other key they differ by.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class Ratio:
     metric: str = ""  # what was compared: its words are "faster" for times and rates
     p_adjusted: float | None = None  # Holm's, within its family (None: not adjusted)
     family: int = 1  # how many comparisons its family holds
+    adjustment: str = "Holm's"  # p_adjusted's method ("Bonferroni's" beyond HOLM_PAIRS)
 
     @property
     def significant(self) -> bool:
@@ -65,6 +70,12 @@ class Ratio:
         if self.p_adjusted is None:
             return self.comparison.significant
         return self.p_adjusted < 1.0 - CONFIDENCE
+
+    @property
+    def before_adjustment_only(self) -> bool:
+        """Its own interval excludes 1.0 (p < 0.05), but the family's adjustment does not keep
+        it: the line must say so, or it would read "not significant" beside such an interval."""
+        return self.comparison.significant and not self.significant
 
 
 @dataclass(frozen=True)
@@ -85,13 +96,17 @@ class Family:
 
 @dataclass(frozen=True)
 class DimensionGain:
-    """Seed 001's "average gain of X over Y across all tests": one matrix key, two values."""
+    """Seed 001's "average gain of X over Y across all tests": one matrix key, two values.
+    Pairs that go opposite ways (some faster, some slower) have no average: ``by`` names the
+    other matrix key whose values split them, when one does, and ``groups`` its pairs."""
 
     key: str
     a: MatrixValue
     b: MatrixValue
     pairs: tuple[Ratio, ...]  # a vs b with every other key equal
-    mean_better: float  # geometric mean of the pairs' speedups
+    mean_better: float | None  # geometric mean of the pairs' speedups; None: opposite ways
+    by: str | None = None  # opposite ways: the other key each of whose values goes one way
+    groups: tuple[tuple[MatrixValue, tuple[Ratio, ...]], ...] = ()  # by's values, in cell order
 
 
 @dataclass(frozen=True)
@@ -252,8 +267,10 @@ def adjusted(f: Findings) -> Findings:
         if p is None or not pairs:
             return r
         # over HOLM_PAIRS: the bound Holm's adjusted p never exceeds
-        adj = found.get(frozenset((r.a, r.b)), min(1.0, pairs * p))
-        return replace(r, p_adjusted=adj, family=pairs)
+        key = frozenset((r.a, r.b))
+        if key in found:
+            return replace(r, p_adjusted=found[key], family=pairs)
+        return replace(r, p_adjusted=min(1.0, pairs * p), family=pairs, adjustment="Bonferroni's")
 
     if pairs > HOLM_PAIRS:
         raw = [p for r in (*f.best_vs, *f.vs_baseline) if (p := r.comparison.p_value) is not None]
@@ -286,9 +303,18 @@ def adjusted(f: Findings) -> Findings:
         f,
         best_vs=tuple(cell_pair(r) for r in f.best_vs),
         vs_baseline=tuple(cell_pair(r) for r in f.vs_baseline),
-        dimensions=tuple(dimensions),
+        dimensions=tuple(_regrouped(d) for d in dimensions),
         families=tuple(families),
     )
+
+
+def _regrouped(d: DimensionGain) -> DimensionGain:
+    """``d`` with its groups' ratios the adjusted ones (the groups were made before)."""
+    if not d.groups:
+        return d
+    by_pair = {(r.a, r.b): r for r in d.pairs}
+    groups = tuple((v, tuple(by_pair[(r.a, r.b)] for r in rs)) for v, rs in d.groups)
+    return replace(d, groups=groups)
 
 
 def _family(name: str, raw: Sequence[float], adjusted: Iterable[float]) -> Family:
@@ -312,7 +338,9 @@ def comparisons_sentence(f: Findings) -> str:
         f"{total} comparisons ({parts}); if nothing differed, chance alone would make about "
         f"{chance:.1f} of them p < 0.05. {raw} had p < 0.05; {kept} remain significant after "
         "Holm's adjustment within each family, and the verdicts and p-values here are the "
-        "adjusted ones (the 95% intervals are each comparison's own)"
+        "adjusted ones. Each 95% interval is its comparison's own: one that excludes 1.0 where "
+        "the adjustment does not keep the difference is marked 'significant before adjustment, "
+        "not after'"
     )
 
 
@@ -356,45 +384,115 @@ def _dimensions(
                         if r is not None:
                             pairs.append(r)
             if pairs:
-                mean = math.exp(sum(math.log(p.better) for p in pairs) / len(pairs))
-                out.append(DimensionGain(k, v, first, tuple(pairs), mean))
+                out.append(_gain(k, v, first, pairs, measured))
     return out
 
 
+def _side(r: Ratio) -> int:
+    """+1: a is better than b; -1: worse; 0: the same (to rounding)."""
+    log = math.log(r.better)
+    return 0 if abs(log) < 1e-9 else 1 if log > 0 else -1
+
+
+def _gain(
+    key: str, a: MatrixValue, b: MatrixValue, pairs: list[Ratio], measured: list[CellStats]
+) -> DimensionGain:
+    """The geometric mean of the pairs' speed-ups, unless they go opposite ways: then no
+    average (SQLite's 0.44x and PostgreSQL's 2.34x make no "+14.7 %"), and the first other
+    matrix key each of whose values holds pairs going one way only."""
+    sides = {_side(r) for r in pairs}
+    if not {1, -1} <= sides:
+        mean = math.exp(sum(math.log(p.better) for p in pairs) / len(pairs))
+        return DimensionGain(key, a, b, tuple(pairs), mean)
+    values = {s.cell.label: s.cell.values for s in measured}
+    for other in values[pairs[0].a]:
+        if other == key:
+            continue
+        groups: dict[str, tuple[MatrixValue, list[Ratio]]] = {}
+        for r in pairs:
+            v = values[r.a].get(other)
+            groups.setdefault(show_value(other, v), (v, []))[1].append(r)
+        if len(groups) > 1 and all(
+            not {1, -1} <= {_side(r) for r in rs} for _, rs in groups.values()
+        ):
+            split = tuple((v, tuple(rs)) for v, rs in groups.values())
+            return DimensionGain(key, a, b, tuple(pairs), None, other, split)
+    return DimensionGain(key, a, b, tuple(pairs), None)
+
+
+def _better_word(r: Ratio) -> tuple[str, str]:
+    """The words of "times better" for the ratio's metric: faster/slower for times and rates."""
+    speed = not r.metric or registry.lookup_metric(r.metric).speed
+    return ("faster", "slower") if speed else ("better", "worse")
+
+
+def _times(r: Ratio) -> str:
+    """ "2.00x faster", "1.16x slower": a ratio in one direction, in words."""
+    up, down = _better_word(r)
+    return f"{r.better:.2f}x {up}" if r.better >= 1 else f"{1 / r.better:.2f}x {down}"
+
+
 def sentence(r: Ratio) -> str:
-    """ "A was 1.93x faster than B (95% CI 1.80-2.05x, p = 0.001)" or no significant difference."""
+    """ "A was 1.93x faster than B (95% CI 1.80-2.05x, p = 0.001)", "significant before
+    adjustment, not after" or no significant difference: the verdict always agrees with the
+    interval printed beside it."""
     c = r.comparison
     lo, hi = r.better_low, r.better_high
     if lo is None or hi is None or c.p_value is None:
         return (
             f"{r.a} vs {r.b}: {r.better:.2f}x (too few runs for a confidence interval; no verdict)"
         )
+    lo_t, hi_t = (lo, hi) if r.better >= 1 else (1 / hi, 1 / lo)
+    if c.significant and not r.significant:  # its interval excludes 1.0; the adjustment does not
+        assert r.p_adjusted is not None
+        return (
+            f"{r.a} vs {r.b}: {_times(r)} (95% CI {lo_t:.2f}-{hi_t:.2f}x, p = {c.p_value:.2g}), "
+            f"significant before adjustment, not after {r.adjustment} over {r.family} "
+            f"comparisons (adjusted p = {r.p_adjusted:.2g})"
+        )
     p = f"p = {c.p_value:.2g}"
     if r.p_adjusted is not None and r.family > 1:
         p = f"adjusted p = {r.p_adjusted:.2g} over {r.family} comparisons, unadjusted {p}"
-    if not r.significant:
+    if not c.significant:  # the interval holds 1.0
         return (
             f"{r.a} vs {r.b}: no significant difference ({r.better:.2f}x, 95% CI "
             f"{lo:.2f}-{hi:.2f}x, {p})"
         )
-    speed = not r.metric or registry.lookup_metric(r.metric).speed
-    word = (
-        ("faster" if r.better > 1 else "slower")
-        if speed
-        else ("better" if r.better > 1 else "worse")
-    )
-    times = r.better if r.better > 1 else 1 / r.better
-    lo_t, hi_t = (lo, hi) if r.better > 1 else (1 / hi, 1 / lo)
-    return f"{r.a} was {times:.2f}x {word} than {r.b} (95% CI {lo_t:.2f}-{hi_t:.2f}x, {p})"
+    return f"{r.a} was {_times(r)} than {r.b} (95% CI {lo_t:.2f}-{hi_t:.2f}x, {p})"
+
+
+def _span(ratios: Sequence[Ratio]) -> str:
+    """ "1.97x-2.34x faster": the range of ratios that go one way, in words."""
+    near, far = _times(min(ratios, key=_unit)), _times(max(ratios, key=_unit))
+    return near if near == far else f"{near.split()[0]}-{far}"
+
+
+def _unit(r: Ratio) -> float:
+    """How far from 1.0 a ratio is, whichever way (2.0x and 0.5x are as far)."""
+    return abs(math.log(r.better))
 
 
 def gain_sentence(d: DimensionGain) -> str:
-    """Seed 001: "the average gain of X over Y across all tests was 4.25%"."""
+    """Seed 001: "the average gain of X over Y across all tests was 4.25%"; pairs that go
+    opposite ways are not averaged: "differs by engine: engine=sqlite 1.16x-2.27x slower,
+    engine=postgres 1.97x-2.34x faster"."""
     significant = sum(1 for p in d.pairs if p.significant)
-    gain = (d.mean_better - 1.0) * 100.0
+    what = f"{d.key}={show_value(d.key, d.a)} vs {d.key}={show_value(d.key, d.b)}"
+    if d.mean_better is not None:
+        gain = (d.mean_better - 1.0) * 100.0
+        return (
+            f"{what}: average gain {gain:+.1f}% across {len(d.pairs)} paired cell(s), "
+            f"{significant} of them significant"
+        )
+    of = f"{significant} of {len(d.pairs)} pairs significant"
+    if d.by is not None:
+        ways = ", ".join(f"{d.by}={show_value(d.by, v)} {_span(rs)}" for v, rs in d.groups)
+        return f"{what}: differs by {d.by} (no average): {ways}; {of}"
+    up = [r for r in d.pairs if _side(r) > 0]
+    down = [r for r in d.pairs if _side(r) < 0]
     return (
-        f"{d.key}={show_value(d.key, d.a)} vs {d.key}={show_value(d.key, d.b)}: average gain "
-        f"{gain:+.1f}% across {len(d.pairs)} paired cell(s), {significant} of them significant"
+        f"{what}: goes both ways (no average): {len(up)} pair(s) {_span(up)}, "
+        f"{len(down)} {_span(down)}; {of}"
     )
 
 

@@ -5,8 +5,12 @@ No dependencies: Student's t distribution comes from the regularized incomplete 
 
 Conventions (docs/statistics.md says the same for users):
 
-- A cell's 95% confidence interval of the mean is Student's t interval,
-  ``mean +/- t(0.975, n-1) * sd / sqrt(n)``; it needs n >= 2.
+- A cell's 95% confidence interval is Student's t interval; it needs n >= 2. For a positive
+  quantity (every run's value > 0: seconds, rows/s, MB/s) it is taken on the logarithms and
+  back-transformed, ``exp(mean(log) +/- t(0.975, n-1) * sd(log) / sqrt(n))``: the interval of
+  the geometric mean (the centre the ratios compare), never below zero. A quantity with a zero
+  among its runs has the t interval of the mean, ``mean +/- t * sd / sqrt(n)``, cut at zero when
+  no run is negative (the mean of such a quantity cannot be below zero).
 - Outliers are flagged with Tukey's fences (below Q1 - 1.5 IQR or above Q3 + 1.5 IQR, n >= 4),
   never dropped.
 - Two cells are compared on the logarithm of the metric (Welch's t-test, unequal variances):
@@ -121,39 +125,61 @@ class Summary:
     ci_low: float | None
     ci_high: float | None
     outliers: tuple[int, ...]  # indices into the values given, by Tukey's fences
+    geomean: float | None = None  # every value > 0: exp(mean of the logs), the interval's centre
+
+    @property
+    def centre(self) -> float:
+        """What the interval is of: the geometric mean of a positive quantity, else the mean."""
+        return self.geomean if self.geomean is not None else self.mean
 
     @property
     def half_width(self) -> float | None:
-        """The 95% interval's half-width relative to the mean (0.02 = +/- 2%)."""
-        if self.ci_low is None or self.ci_high is None or self.mean == 0:
+        """The 95% interval's half-width relative to its centre (0.02 = +/- 2%)."""
+        if self.ci_low is None or self.ci_high is None or self.centre == 0:
             return None
-        return (self.ci_high - self.ci_low) / 2.0 / abs(self.mean)
+        return (self.ci_high - self.ci_low) / 2.0 / abs(self.centre)
 
     @property
     def too_wide(self) -> bool:
         return self.cv is not None and self.cv > WIDE_CV
 
 
+def _sd(values: Sequence[float], mean: float) -> float:
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 def summarize(values: Sequence[float]) -> Summary:
-    """n, mean, median, sd, CV, min, max, the t interval of the mean, and flagged outliers."""
+    """n, mean, median, sd, CV, min, max, the 95% interval (of the geometric mean for a
+    positive quantity: see the module's docstring), and flagged outliers."""
     if not values:
         raise ValueError("no values to summarize")
     n = len(values)
     ordered = sorted(values)
     mean = math.fsum(values) / n
     median = _quantile(ordered, 0.5)
-    sd = cv = low = high = None
+    sd = cv = low = high = geomean = None
+    if ordered[0] > 0:
+        logs = [math.log(v) for v in values]
+        log_mean = math.fsum(logs) / n
+        geomean = math.exp(log_mean)
     if n >= 2:
-        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+        sd = _sd(values, mean)
         cv = sd / abs(mean) if mean else None
-        half = t_ppf(0.5 + CONFIDENCE / 2, n - 1) * sd / math.sqrt(n)
-        low, high = mean - half, mean + half
+        t = t_ppf(0.5 + CONFIDENCE / 2, n - 1)
+        if geomean is not None:
+            half = t * _sd(logs, log_mean) / math.sqrt(n)
+            low, high = math.exp(log_mean - half), math.exp(log_mean + half)
+        else:
+            half = t * sd / math.sqrt(n)
+            low, high = mean - half, mean + half
+            if ordered[0] >= 0:
+                low = max(low, 0.0)
     outliers: tuple[int, ...] = ()
     if n >= 4:
         q1, q3 = _quantile(ordered, 0.25), _quantile(ordered, 0.75)
         fence = 1.5 * (q3 - q1)
         outliers = tuple(i for i, v in enumerate(values) if v < q1 - fence or v > q3 + fence)
-    return Summary(n, mean, median, sd, cv, ordered[0], ordered[-1], low, high, outliers)
+    return Summary(n, mean, median, sd, cv, ordered[0], ordered[-1], low, high, outliers, geomean)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from iolab.analysis.findings import Ratio, sentence
+from iolab.analysis.findings import DimensionGain, Ratio, gain_sentence, sentence
 from iolab.report import why
 from iolab.report.comparison import Comparison
 from iolab.report.spectrum import Spectrum
@@ -27,6 +27,21 @@ def ratio_document(r: Ratio) -> dict[str, object]:
     }
 
 
+def dimension_document(d: DimensionGain) -> dict[str, object]:
+    """One matrix key's gain: its average (None where the pairs go opposite ways: then the
+    other key that splits them, and its groups), its sentence and every pair."""
+    return {
+        "key": d.key,
+        "a": d.a,
+        "b": d.b,
+        "mean_speedup": d.mean_better,
+        "differs_by": d.by,
+        "groups": [{"value": v, "pairs": [f"{r.a} vs {r.b}" for r in rs]} for v, rs in d.groups],
+        "sentence": gain_sentence(d),
+        "pairs": [ratio_document(p) for p in d.pairs],
+    }
+
+
 def report_document(report: ExperimentReport) -> dict[str, object]:
     """The findings of ``iolab report --json``: best cell, ratios, gains per matrix key,
     warnings, efficiency, drift, per-query times and every cell's statistics."""
@@ -38,16 +53,7 @@ def report_document(report: ExperimentReport) -> dict[str, object]:
         "best_vs": [ratio_document(r) for r in f.best_vs],
         "baseline": f.baseline,
         "vs_baseline": [ratio_document(r) for r in f.vs_baseline],
-        "dimensions": [
-            {
-                "key": d.key,
-                "a": d.a,
-                "b": d.b,
-                "mean_speedup": d.mean_better,
-                "pairs": [ratio_document(p) for p in d.pairs],
-            }
-            for d in f.dimensions
-        ],
+        "dimensions": [dimension_document(d) for d in f.dimensions],
         "comparisons": [
             {
                 "family": x.name,

@@ -124,7 +124,8 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
             if c.cell.label == f.baseline:
                 ups.append(GroupedBar(x, s, 1.0, text="base"))
             elif (r := ratios.get(c.cell.label)) is not None:
-                mark = "" if r.significant else " ns"
+                # the whiskers exclude 1 but the family's adjustment does not keep it: "ns†"
+                mark = "" if r.significant else " ns†" if r.before_adjustment_only else " ns"
                 ups.append(
                     GroupedBar(
                         x, s, r.better, r.better_low, r.better_high, f"{r.better:.2f}x{mark}"
@@ -147,7 +148,8 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
             _caption(
                 f"One bar: one cell, the mean {f.metric} of its {runs} done run(s) "
                 f"({'lower' if f.lower_is_better else 'higher'} is better); whiskers: the 95% "
-                "confidence interval of the mean; the number: the mean."
+                "confidence interval of its geometric mean (a t interval of the runs' "
+                "logarithms: never below zero); the number: the mean."
             )
         )
         if len(ups) > 1:
@@ -166,7 +168,9 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
                     f"One bar: how many times {better} a cell is than the baseline "
                     f"({f.baseline}; above 1 is {better}, whatever the metric's direction): the "
                     "ratio of geometric means; whiskers: its 95% confidence interval; 'ns': no "
-                    "significant difference; the dashed line: as good as the baseline."
+                    "significant difference (the whiskers hold 1); 'ns†': whiskers that exclude "
+                    "1, a difference significant before adjustment but not after Holm's over "
+                    "the report's comparisons; the dashed line: as good as the baseline."
                 )
             )
     return "".join(out)
