@@ -129,6 +129,7 @@ def test_auto_without_a_fleet_here_never_falls_back_to_rays_own_lookup(
     """Ray's own `auto` reads RAY_TMPDIR/ray/ray_current_cluster, which anyone can write."""
     token = tmp_path / "token"
     token.write_text("0" * 64)
+    token.chmod(0o600)  # the user's own: read
     (base / "ray").mkdir(mode=0o777)
     (base / "ray" / "ray_current_cluster").write_text("10.99.0.2:7777")
     for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH", "RAY_USAGE_STATS_ENABLED"):

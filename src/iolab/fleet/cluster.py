@@ -12,11 +12,13 @@ Every host of the fleet is a Ray node carrying the custom resource ``iolab-host:
 a run takes the whole of it, so a host runs one run at a time. The cluster uses Ray's token
 authentication (``RAY_AUTH_MODE=token``): ``iolab fleet start`` makes a token file (mode 600)
 that every host and the driver read; copy it to the same path on each host (or point
-``IOLAB_FLEET_TOKEN`` at it). No dashboard is started.
+``IOLAB_FLEET_TOKEN`` at it). It is used only as the user's own (:func:`token_file`). No
+dashboard is started.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -38,6 +40,7 @@ from iolab.errors import BadInput, IolabError, MissingTool, Unavailable
 from iolab.fleet import names
 from iolab.process import run as run_program
 from iolab.system import processes, sockets
+from iolab.system.trust import distrust
 
 RESOURCE_PREFIX = "iolab-host:"
 DEFAULT_PORT = 6379
@@ -98,28 +101,119 @@ def _ray_program() -> str:
 def token_path() -> Path:
     custom = os.environ.get(TOKEN_ENV)
     if custom:
-        return Path(custom).expanduser()
+        return Path(custom).expanduser().absolute()
     return Path.home() / ".config" / "iolab" / "fleet-token"
 
 
-def _token_env(create: bool) -> dict[str, str]:
-    """The environment for Ray with token authentication on, reading the fleet's token."""
-    path = token_path()
-    if not path.exists():
-        if not create:
-            how = "copy the fleet's token file from the head host (made by `iolab fleet start`)"
-            custom = os.environ.get(TOKEN_ENV)
-            if custom:
-                raise BadInput(TOKEN_ENV, custom, f"there is no such file; {how} there")
-            raise Unavailable(
-                "the fleet's token file",
-                f"{path} does not exist; {how} to {path}, or point {TOKEN_ENV} at it",
-            )
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+class UntrustedToken(IolabError):
+    """The fleet's token file could have been written, or swapped, by another user: iolab
+    neither reads it nor hands it to Ray."""
+
+    exit_code = 2
+
+
+def _untrusted(path: Path, why: str) -> UntrustedToken:
+    return UntrustedToken(
+        f"the fleet's token file {path} {why}: iolab does not use it (whoever wrote it could "
+        "join the fleet and run tasks as this user); use a file of your own, mode 600, in a "
+        "directory only you (or root) can write, as `iolab fleet start` makes it, or point "
+        f"{TOKEN_ENV} at one"
+    )
+
+
+def _check_token_dir(path: Path) -> None:
+    """Refuse a token file (its directory's links resolved) that another user could write or
+    swap: its directory must be owned by this user or root and not writable by group or others,
+    and every directory above it owned by this user or root, and sticky if others may write it."""
+    uid = os.geteuid()
+    st = os.lstat(path.parent)
+    why = distrust(st)
+    if why is None and not stat.S_ISDIR(st.st_mode):
+        why = "is not a directory"
+    if why is not None:
+        raise _untrusted(path, f"is in {path.parent}, which {why}")
+    for above in path.parent.parents:
+        st = os.lstat(above)
+        if st.st_uid not in (0, uid):
+            raise _untrusted(path, f"is under {above}, which is owned by uid {st.st_uid}")
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            mode = stat.S_IMODE(st.st_mode)
+            raise _untrusted(path, f"is under {above}, which others can write (mode {mode:04o})")
+
+
+def _check_token(path: Path, fd: int) -> None:
+    """Refuse the token file open at ``fd`` (the file checked is the file read) unless it is a
+    regular file of this user's, mode 600 or 400, not empty."""
+    st = os.fstat(fd)
+    uid = os.geteuid()
+    if not stat.S_ISREG(st.st_mode):
+        raise _untrusted(path, "is not a regular file")
+    if st.st_uid != uid:
+        raise _untrusted(path, f"is owned by uid {st.st_uid}, not by this user (uid {uid})")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode not in (0o600, 0o400):
+        raise _untrusted(path, f"has mode {mode:04o}, not 0600 (or 0400)")
+    if not os.read(fd, 4096).strip():
+        raise _untrusted(path, "is empty")
+
+
+def token_file(create: bool = False) -> Path:
+    """The fleet's token file (:func:`token_path`, its directory's links resolved), checked on
+    every use: refused (:class:`UntrustedToken`, one line naming the file and what is wrong)
+    unless it is this user's own regular file, mode 600 or 400, not a symbolic link (opened
+    with ``O_NOFOLLOW``, the open file checked), in a directory no other user can write or swap
+    (:func:`_check_token_dir`). Made when ``create`` and missing: mode 600, in a checked
+    directory, never through a link nor over a file. Ray then reads it by that path, where no
+    other user can change what is there."""
+    given = token_path()
+    if create:
+        given.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    elif not given.parent.is_dir():
+        raise _missing_token(given)
+    path = Path(os.path.realpath(given.parent)) / given.name
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO does not block the open
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY | flags)
+            break
+        except FileNotFoundError:
+            if not create:
+                raise _missing_token(given) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _untrusted(path, "is a symbolic link") from None
+            raise _untrusted(path, f"cannot be read ({exc.strerror or exc})") from None
+        _check_token_dir(path)  # before anything is written there
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600)
+        except FileExistsError:  # made meanwhile (another start): read and checked as any
+            continue
         with os.fdopen(fd, "w") as f:
+            os.fchmod(fd, 0o600)  # whatever the umask
             f.write(secrets.token_hex(32))
-    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(path)}
+    try:
+        _check_token(path, fd)
+    finally:
+        os.close(fd)
+    _check_token_dir(path)
+    return path
+
+
+def _missing_token(path: Path) -> IolabError:
+    how = "copy the fleet's token file from the head host (made by `iolab fleet start`)"
+    custom = os.environ.get(TOKEN_ENV)
+    if custom:
+        return BadInput(TOKEN_ENV, custom, f"there is no such file; {how} there")
+    return Unavailable(
+        "the fleet's token file",
+        f"{path} does not exist; {how} to {path}, or point {TOKEN_ENV} at it",
+    )
+
+
+def _token_env(create: bool) -> dict[str, str]:
+    """The environment for Ray with token authentication on, reading the fleet's token file
+    (checked: :func:`token_file`)."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file(create))}
 
 
 def _resource(name: str) -> str:
