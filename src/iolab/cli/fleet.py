@@ -64,9 +64,11 @@ def start(
     node_ip: IpOption = None,
 ) -> None:
     """Start the head of a fleet on this machine (a Ray head node, no dashboard, token
-    authentication on; the token file is made if missing: copy it to every host). Ray's
-    sessions go to $RAY_TMPDIR/iolab-ray-UID (default /tmp), private to this user. Says which
-    ports Ray binds to every interface: close them with a firewall (docs/fleet.md)."""
+    authentication on; the token file is made if missing, mode 600: copy it to every host; a
+    token file another user could read or write is refused). One head per user and machine:
+    refused while this user's head runs here. Ray's sessions go to $RAY_TMPDIR/iolab-ray-UID
+    (default /tmp), private to this user. Says which ports Ray binds to every interface: close
+    them with a firewall (docs/fleet.md)."""
     from iolab.fleet import cluster
 
     address = cluster.start(port=port, name=name, node_ip=node_ip)
@@ -108,7 +110,8 @@ def join(
     name: NameOption,
     node_ip: IpOption = None,
 ) -> None:
-    """Join this machine to the fleet as host NAME (it needs the head's token file). Says
+    """Join this machine to the fleet as host NAME (it needs the head's token file, this
+    user's own, mode 600). Refused while another process here joins a host of that name. Says
     which ports Ray binds to every interface: close them with a firewall (docs/fleet.md)."""
     from iolab.fleet import cluster
 

@@ -13,12 +13,13 @@ a run takes the whole of it, so a host runs one run at a time. The cluster uses 
 authentication (``RAY_AUTH_MODE=token``): ``iolab fleet start`` makes a token file (mode 600)
 that every host and the driver read; copy it to the same path on each host (or point
 ``IOLAB_FLEET_TOKEN`` at it). It is used only as the user's own (:func:`token_file`). No
-dashboard is started.
+dashboard is started. One head per user and machine; one join of a name at a time.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import re
@@ -28,7 +29,7 @@ import socket
 import stat
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -325,9 +326,65 @@ def _wrong_token(who: str) -> BadInput:
     )
 
 
+class Busy(IolabError):
+    """Another iolab process does the same thing here now (starts the fleet's head, joins a host
+    of that name): names it."""
+
+    exit_code = 2
+
+
+@contextmanager
+def _holding(lock: str, busy: Callable[[int | None], IolabError]) -> Iterator[None]:
+    """Hold the lock file ``lock`` in this user's private :func:`fleet_dir` (made mode 600, never
+    through a link; an exclusive ``flock`` that the kernel gives back when its process ends,
+    however it ends) for the block; when another process holds it, ``busy(its pid)`` is raised
+    at once (the pid None when it has not said it yet)."""
+    base = checked_fleet_dir(create=True)
+    assert base is not None
+    path = base / lock
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise IolabError(f"cannot open the fleet's lock {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise IolabError(f"the fleet's lock {path} is not a file of this user's: remove it")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            said = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            raise busy(int(said) if said.isdigit() else None) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _pid(pid: int | None) -> str:
+    return f" (pid {pid})" if pid is not None else ""
+
+
+def running_head() -> tuple[str | None, int] | None:
+    """The fleet's head that runs on this machine for this user, if one does: its address (from
+    :func:`local_address`; None when Ray has not written it) and its GCS's pid. Found by its
+    process, which lives whether or not it answers."""
+    gcs = [
+        p.pid
+        for p in processes.listing()
+        if p.state not in ("Z", "X") and p.argv and p.argv[0].endswith("/gcs_server") and _ours(p)
+    ]
+    if not gcs:
+        return None
+    return local_address(), gcs[0]
+
+
 def start(*, port: int = DEFAULT_PORT, name: str | None = None, node_ip: str | None = None) -> str:
     """Start the head of a fleet here (a host of it too when ``name`` is given); returns the
-    address the hosts join."""
+    address the hosts join. Refused while this user's fleet head already runs here (another
+    would take over the address ``auto`` reads, hiding the first fleet), and while another
+    ``iolab fleet start`` is at it."""
     names.port(port, "--port")
     if node_ip is not None:
         node_ip = names.node_ip(node_ip, "--node-ip-address")
@@ -337,31 +394,57 @@ def start(*, port: int = DEFAULT_PORT, name: str | None = None, node_ip: str | N
     if node_ip is not None:
         args.append(f"--node-ip-address={node_ip}")
     require_ray()
-    names.port_free(node_ip, port, "--port")
-    said = _ray_start(args, create_token=True)
+    token_file(create=True)
+
+    def busy(pid: int | None) -> IolabError:
+        return Busy(f"another `iolab fleet start`{_pid(pid)} is starting a fleet's head here now")
+
+    with _holding("start.lock", busy):
+        head = running_head()
+        if head is not None:
+            address, gcs = head
+            raise Busy(
+                f"a fleet's head already runs here at {address or '(an address not yet known)'} "
+                f"(its GCS is pid {gcs}; `auto` means it): stop it with `iolab fleet stop` "
+                "before starting another"
+            )
+        names.port_free(node_ip, port, "--port")
+        said = _ray_start(args, create_token=True)
     found = re.search(r"--address='([^']+)'", said)  # Ray says how the hosts reach the head
     return found.group(1) if found else f"{node_ip or '127.0.0.1'}:{port}"
 
 
 def join(head: str, name: str, *, node_ip: str | None = None) -> None:
     """Join this machine to the fleet at ``head`` as host ``name``: refused at once when the
-    head does not answer, refuses the token, or has a host of that name already."""
+    head does not answer, refuses the token, has a host of that name already, or another
+    process here is joining a host of that name."""
     names.address(head, "HEAD", auto=False)
     args = [f"--address={head}", f"--resources={_resource(name)}", "--num-cpus=1"]
     if node_ip is not None:
         node_ip = names.node_ip(node_ip, "--node-ip-address")
         args.append(f"--node-ip-address={node_ip}")
     require_ray()
-    os.environ.update(_token_env(create=False))  # read when Ray is imported
-    for node in head_nodes(head, "HEAD"):
-        if node.name == name and node.alive:
-            raise BadInput(
-                "--name",
-                name,
-                f"host {name} is already in the fleet, on the node at {node.address}: give "
-                f"another name, or run `iolab fleet stop` on {node.address} first",
-            )
-    _ray_start(args, create_token=False)
+    env = _token_env(create=False)
+
+    def busy(pid: int | None) -> IolabError:
+        return BadInput(
+            "--name",
+            name,
+            f"{name} is being joined by another process{_pid(pid)}: wait for it to end, then "
+            f"`iolab fleet status --address {head}` says whether {name} joined",
+        )
+
+    with _holding(f"join-{name}.lock", busy):  # the name checked and joined by one at a time
+        os.environ.update(env)  # read when Ray is imported
+        for node in head_nodes(head, "HEAD"):
+            if node.name == name and node.alive:
+                raise BadInput(
+                    "--name",
+                    name,
+                    f"host {name} is already in the fleet, on the node at {node.address}: give "
+                    f"another name, or run `iolab fleet stop` on {node.address} first",
+                )
+        _ray_start(args, create_token=False)
 
 
 def _ours(p: processes.Process) -> bool:
