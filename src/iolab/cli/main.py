@@ -158,6 +158,31 @@ def run() -> None:
     it would have (see :mod:`iolab.cli.console`).
     """
     open_missing()  # before anything opens a file: `iolab ... >&-` runs without output
+    try:
+        _run()
+    except SystemExit as exc:
+        _end_stuck_driver(exc.code)
+        raise
+    _end_stuck_driver(0)
+
+
+def _end_stuck_driver(code: object) -> None:
+    """A fleet's driver whose head stopped answering (frozen) cannot end as a process does:
+    Ray's core worker waits on the head, then crashes, while the interpreter exits. Once it
+    has said what it had to, it ends at once instead, with the exit code it had."""
+    cluster = sys.modules.get("iolab.fleet.cluster")
+    if cluster is None or not cluster.stuck():
+        return
+    import os
+    from contextlib import suppress
+
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
+def _run() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     fit_streams()
     raise_to_hard()  # as many open files as the machine allows: connections, servers

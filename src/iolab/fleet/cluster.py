@@ -52,6 +52,7 @@ MARK_ENV = "IOLAB_FLEET_RAY_DIR"  # in every Ray process iolab starts: its Ray d
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL in `fleet stop`
 CONNECT_SECONDS = 5.0  # how long a TCP connection to the head's GCS may take
 GCS_SECONDS = 8.0  # how long the head's GCS may take to answer, once connected
+SHUTDOWN_SECONDS = 5.0  # how long the driver's disconnection from the fleet may take
 
 
 class FleetRefused(IolabError):
@@ -565,7 +566,32 @@ def connected(address: str, field: str = "--fleet") -> Iterator[ModuleType]:
     try:
         yield ray
     finally:
-        ray.shutdown()
+        _disconnect(ray)
+
+
+_stuck: list[bool] = []  # a disconnection that did not end: see stuck()
+
+
+def stuck() -> bool:
+    """Whether this process, a driver of a fleet whose head stopped answering, could not
+    disconnect from it: it cannot end as a process does either (Ray's core worker waits on the
+    GCS, then crashes, while the interpreter exits), and the command ends it at once."""
+    return bool(_stuck)
+
+
+def _disconnect(ray: ModuleType) -> None:
+    """``ray.shutdown()`` within SHUTDOWN_SECONDS: it waits without a limit on a head that does
+    not answer (a frozen GCS), as would Ray's own shutdown when the process exits, which is then
+    dropped (see :func:`stuck`)."""
+    import atexit
+
+    try:
+        _within(ray.shutdown, SHUTDOWN_SECONDS)
+    except TimeoutError:
+        from ray._private import worker
+
+        atexit.unregister(worker.shutdown)
+        _stuck.append(True)
 
 
 def _errors_to_stderr() -> None:
@@ -609,6 +635,52 @@ def reachable(address: str, seconds: float = CONNECT_SECONDS) -> str | None:
         return (exc.strerror or str(exc)).lower()
 
 
+def _within(call: Callable[[], Any], seconds: float) -> Any:
+    """What ``call()`` returns (or raises) within ``seconds``, else TimeoutError. It runs in a
+    thread of its own, which this process does not wait for beyond that: a call into Ray that
+    never returns (a GCS frozen mid-answer) cannot hold it; Ctrl-C interrupts the wait."""
+    done: list[Any] = []
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            done.append(call())
+        except BaseException as exc:
+            failed.append(exc)
+
+    asking = threading.Thread(target=ask, name="iolab-fleet-head", daemon=True)
+    asking.start()
+    asking.join(seconds)
+    if failed:
+        raise failed[0]
+    if not done:
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    return done[0]
+
+
+def head_silent(address: str, seconds: float) -> str | None:
+    """Why the head of the fleet this process drives (connected) does not answer, said as the
+    end of a sentence whose subject is the head: "is gone (...)" when nothing accepts a
+    connection at its HOST:PORT, "does not answer (...)" when its GCS does not answer a request
+    within ``seconds`` (a frozen or hung head still accepts connections: its kernel does). None:
+    it answered."""
+    why = reachable(address, seconds)
+    if why is not None:
+        return f"is gone ({why})"
+    from ray._private import worker
+
+    client = getattr(worker.global_worker, "gcs_client", None)
+    if client is None:  # a ray:// client: its server answers for the head
+        return None
+    try:
+        _within(lambda: client.get_all_node_info(timeout=seconds), seconds + 1)
+    except Exception as exc:
+        if isinstance(exc, TimeoutError) or "Deadline" in str(exc):
+            return f"does not answer (its GCS said nothing within {seconds:g} s)"
+        return f"does not answer ({str(exc).strip().splitlines()[0]})"
+    return None
+
+
 def head_nodes(address: str, field: str, given: str | None = None) -> list[Node]:
     """The hosts of the fleet whose head's GCS is at HOST:PORT ``address``, from its node table
     (a host that left keeps its resources there), asked without joining the fleet. Refused, one
@@ -625,31 +697,26 @@ def head_nodes(address: str, field: str, given: str | None = None) -> list[Node]
             f"no fleet's head answers{here} ({why}): start one with `iolab fleet start`, or "
             "give the address of a running fleet",
         )
-    found: list[Any] = []
-    failed: list[BaseException] = []
     from ray._raylet import GcsClient  # type: ignore[attr-defined]
 
-    def ask() -> None:  # Ray's client waits 40 s for an address that is not a GCS
-        try:
-            found.append(GcsClient(address=address).get_all_node_info(timeout=GCS_SECONDS))
-        except BaseException as exc:
-            failed.append(exc)
-
-    asking = threading.Thread(target=ask, name="iolab-fleet-head", daemon=True)
-    asking.start()
-    asking.join(GCS_SECONDS)  # Ctrl-C interrupts the wait; the thread dies with the process
-    if failed and type(failed[0]).__name__ == "AuthenticationError":
-        raise _wrong_token(f"the fleet's head at {address}")
-    if not found:
-        said = str(failed[0]).strip().splitlines()[0] if failed else None
+    try:  # a new client waits 30 s or more for an address that is not a GCS, or a frozen one
+        infos = _within(
+            lambda: GcsClient(address=address).get_all_node_info(timeout=GCS_SECONDS),
+            GCS_SECONDS,
+        )
+    except Exception as exc:
+        if type(exc).__name__ == "AuthenticationError":
+            raise _wrong_token(f"the fleet's head at {address}") from None
+        said = "" if isinstance(exc, TimeoutError) else str(exc).strip().splitlines()[0]
         raise BadInput(
             field,
             given,
-            f"something answers{here} but no fleet's head did within {GCS_SECONDS:g} s"
+            f"no fleet's head answers{here} within {GCS_SECONDS:g} s"
             + (f" ({said})" if said else "")
-            + ": give the head's address that `iolab fleet start` printed",
-        )
-    return _hosts(found[0].values())
+            + " (something accepts connections there: a head that is stopped or hangs, or "
+            "another program): give the head's address that `iolab fleet start` printed",
+        ) from None
+    return _hosts(infos.values())
 
 
 def _hosts(infos: Any) -> list[Node]:

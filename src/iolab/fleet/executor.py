@@ -34,7 +34,8 @@ from iolab.runner.single import Executed
 from iolab.store import Store
 
 HEAD_CHECK_SECONDS = 2.0  # while runs are in flight, the head's GCS is checked this often
-HEAD_MISSES = 3  # checks in a row that find nothing listening there: the head is gone
+HEAD_ANSWER_SECONDS = 4.0  # how long the head's GCS may take to answer a check
+HEAD_MISSES = 3  # checks in a row that the head fails (nothing listening, or no answer): gone
 
 
 class HostStopped(Exception):
@@ -211,14 +212,16 @@ class FleetExecutor:
             ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=HEAD_CHECK_SECONDS)
             if ready:
                 break
-            # Ray's driver would exit (1, silently) a minute after the head's GCS went away
-            why = cluster.reachable(self.head, HEAD_CHECK_SECONDS)
+            # Ray's driver would exit (1, silently) a minute after the head's GCS went away, and
+            # wait for ever on a frozen one (which still accepts connections): the GCS must
+            # answer a request
+            why = cluster.head_silent(self.head, HEAD_ANSWER_SECONDS)
             misses = misses + 1 if why is not None else 0
             if misses >= HEAD_MISSES:
                 self.head_gone = True
                 raise HeadGone(
-                    f"the fleet's head at {self.head} is gone ({why}): the runs in flight are "
-                    "recorded aborted; start the fleet again, and run the file again to resume"
+                    f"the fleet's head at {self.head} {why}: the runs in flight are recorded "
+                    "aborted; start the fleet again, and run the file again to resume"
                 )
         out = []
         for ref in ready:
