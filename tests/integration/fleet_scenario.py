@@ -174,6 +174,40 @@ def node_pids(host: str) -> list[int]:
     return raylets + children
 
 
+REPO = Path(__file__).parents[2]
+
+
+def run_in_namespace(
+    script: Path, work: Path, env: dict[str, str], said: str, timeout: float
+) -> dict[str, Any]:
+    """``python SCRIPT WORK`` inside a network namespace of its own (``unshare -n``), started
+    in the repository, with SIGINT at its default (a scenario may Ctrl-C a driver it starts,
+    whatever the test inherited) and this checkout's ``src`` first on PYTHONPATH (so that
+    iolab, the head's and the hosts' Ray workers included, is this checkout's, never another
+    install's); what the scenario wrote to WORK/SAID. Called by the tests, not the scenarios."""
+    from tests.conftest import interruptible
+
+    env = {
+        **env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")])),
+    }
+    env.pop("IOLAB_RESULTS", None)
+    done = subprocess.run(
+        ["unshare", "-n", *interruptible([sys.executable, str(script), str(work)])],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+        cwd=REPO,
+    )
+    said_file = work / said
+    assert said_file.exists(), done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc: dict[str, Any] = json.loads(said_file.read_text())
+    return doc
+
+
 RAY = str(Path(sys.executable).parent / "ray")  # a foreign Ray's start (never `ray stop`)
 FOREIGN_PORT = 6401
 SILENT_PORT = 6403

@@ -9,8 +9,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.fleet_scenario import end_left
+from tests.integration.fleet_scenario import end_left, run_in_namespace
 from tests.integration.test_fleet import _refused
 
 pytestmark = pytest.mark.integration
 SCENARIO = Path(__file__).with_name("fleet_exposure.py")
-REPO = Path(__file__).parents[2]
 
 
 def _missing() -> str | None:
@@ -60,20 +57,7 @@ host = ["db1"]
 """
         )
         env = {**os.environ, "IOLAB_FLEET_TOKEN": str(work / "token")}
-        env.pop("IOLAB_RESULTS", None)
-        done = subprocess.run(
-            ["unshare", "-n", sys.executable, str(SCENARIO), str(work)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=900,
-            check=False,
-            cwd=REPO,
-        )
-        said_file = work / "exposure.json"
-        assert said_file.exists(), done.stderr[-3000:]
-        assert done.returncode == 0, done.stderr[-3000:]
-        yield work, json.loads(said_file.read_text())
+        yield work, run_in_namespace(SCENARIO, work, env, "exposure.json", timeout=900)
     finally:
         end_left(work / "squat")  # what a scenario that timed out left
         end_left(work / "base")
