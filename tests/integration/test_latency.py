@@ -91,9 +91,13 @@ def test_postgres_duration_warmup_rate_and_export(
     assert abs(count - (rows - warm["rows"])) <= 0.05 * rows  # the warm-up's operations left out
 
     out = tmp_path / "hist"
-    done = iolab("export", "populate postgres", "--histograms", str(out))
-    assert done.returncode == 0, done.stderr
     run = doc["run"]
+    listed = json.loads(iolab("results", "list", "--json").stdout)
+    (experiment,) = (str(r["experiment_id"]) for r in listed if r["id"] == run)
+    # named by what ran: the engine and the data directory given; exported by its id
+    assert f"populate postgres data={data}" in [r["experiment"] for r in listed]
+    done = iolab("export", experiment, "--histograms", str(out))
+    assert done.returncode == 0, done.stderr
     log = out / f"run-{run}-transaction.hlog"
     assert sorted(p.name for p in out.iterdir()) == [log.name]
     total = HdrHistogram(1, 3_600_000_000, 3)
@@ -103,7 +107,7 @@ def test_postgres_duration_warmup_rate_and_export(
             total.add(h)
     assert total.get_total_count() == rows  # the warm-up is in the log (marked), not left out
     assert "#[warm-up: the first 2.000 s" in log.read_text()
-    again = iolab("export", "populate postgres", "--histograms", str(out))
+    again = iolab("export", experiment, "--histograms", str(out))
     assert again.returncode == 2
     assert f"it already holds {log.name}" in again.stderr
 

@@ -35,7 +35,7 @@ RATE = (
 SET = "write NAME=VALUE, e.g. --set max_wal_size=4GB"
 NO_DEVICE = "no testbed device is up; bring some up with `iolab testbed up TESTBED.toml`"
 NO_RUN = "runs are numbered 1 to 1 in {db} (see `iolab results list`)"
-NO_EXPERIMENT = "give an experiment file or name in {db} (it has no experiment yet)"
+NO_EXPERIMENT = "give an experiment file, name or id in {db}: 1 'populate sqlite'"
 RESULTS_DB = "it is the results database ({db} or its -wal, -shm or -journal); name another file"
 NOT_OURS = (
     "it holds something iolab did not write (not one of its reports, timelines, charts or "
@@ -349,7 +349,7 @@ RESULTS: list[tuple[list[str], str]] = [
     (["results", "show", "777", *DB], f"RUN: 777 {{}} {NO_RUN}"),
     (["results", "log", "0", *DB], f"RUN: 0 {{}} {RUN_ID}"),
     (["results", "log", "777", *DB], f"RUN: 777 {{}} {NO_RUN}"),
-    (["results", "log", "1", "--name", "x", *DB], "--name: 'x' {} run 1 kept these logs: none"),
+    (["results", "log", "1", "--name", "x", *DB], "--name: 'x' {} run 1 kept no log"),
     (
         ["results", "list", "--results", "{tmp}/missing.db"],
         "--results: '{tmp}/missing.db' {} "

@@ -58,6 +58,7 @@ layout = ["one-file", "two-files"]
 connections = [{connections}]
 """
 CONNECTIONS = (2, 8)  # the loader counts of the demo's matrix
+NAME_TIME = "%Y-%m-%dT%H.%M.%S"
 
 
 def demo(
@@ -118,7 +119,7 @@ def demo(
         file.write_text(
             EXPERIMENT.format(
                 file=file.name,
-                name=f"demo {datetime.now().isoformat(timespec='seconds')}",
+                name=experiment_name(datetime.now()),
                 rows=rows,
                 engines=", ".join(engines),
                 connections=", ".join(str(c) for c in CONNECTIONS),
@@ -136,6 +137,12 @@ def demo(
     if incomplete is not None:
         out.print("[red]the demo is incomplete:[/] some runs failed; their reasons are above")
         raise incomplete
+
+
+def experiment_name(now: datetime) -> str:
+    """``demo 2026-11-27T13.40.19``: when it ran, without a ':' (`iolab compare` reads
+    EXPERIMENT:CELL, so ``demo ...:engine=sqlite`` names a cell of it)."""
+    return f"demo {now.strftime(NAME_TIME)}"
 
 
 def _check(rows: int, html: Path, results: Path | None) -> None:

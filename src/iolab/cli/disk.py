@@ -85,7 +85,7 @@ def disk(
     from iolab.fio.runner import fio_path, fio_version
     from iolab.report import disk as disk_report
     from iolab.report import probes as probes_report
-    from iolab.runner.single import CommandRun, execute
+    from iolab.runner.single import CommandRun, command_name, execute
     from iolab.store import open_store
     from iolab.testbed import resolve_path
     from iolab.workloads.disk.options import DiskWorkload
@@ -111,7 +111,8 @@ def disk(
     options = disk_options(params, path)
     view = ProgressView()
     body, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
-    spec = CommandRun(f"disk {path.resolve()}", "disk", options.params(), roles, versions)
+    name = command_name(f"disk {path.resolve()}", {})  # its path is its layout
+    spec = CommandRun(name, "disk", options.params(), roles, versions)
     with open_store(results) as store:
         with view:
             run_id, outcome = execute(store, spec, body, view)

@@ -72,6 +72,7 @@ def pgbench(
     from iolab.cli.drivers import layout_params, run
     from iolab.cli.populate import scratch_dir
     from iolab.engines.external import parse_dsn
+    from iolab.runner.single import command_name
     from iolab.workloads.interface import from_flags
     from iolab.workloads.pgbench.options import PgbenchWorkload
 
@@ -97,6 +98,7 @@ def pgbench(
             "dsn": dsn,
             "sample_interval": sample_interval(interval_s, no_probes),
         }
-        where = target.redacted if target is not None else engine
+        server = target.words if target is not None else None
+        name = command_name(f"pgbench {engine}", params, bool(data_dir), server)
         stored = {**params, "dsn": target.redacted} if target is not None else params
-        run("pgbench", f"pgbench {where}", params, results, as_json, stored)
+        run("pgbench", name, params, results, as_json, stored)

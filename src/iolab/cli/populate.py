@@ -218,7 +218,7 @@ def populate(
             "dsn": dsn,
             "sample_interval": sample_interval(interval_s, no_probes),
         }
-        _run(params, results, as_json)
+        _run(params, results, as_json, dirs_given=bool(dirs))
 
 
 SCRATCH_PARENT = Path("/var/tmp")
@@ -240,11 +240,13 @@ def scratch_dir(wanted: bool, kind: str) -> Iterator[Path]:
         yield path
 
 
-def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+def _run(
+    params: dict[str, Any], results: Path | None, as_json: bool, dirs_given: bool = True
+) -> None:
     from iolab.cli.progress import ProgressView
     from iolab.report import populate as populate_report
     from iolab.report import probes as probes_report
-    from iolab.runner.single import CommandRun, execute
+    from iolab.runner.single import CommandRun, command_name, execute
     from iolab.store import open_store
     from iolab.workloads.caps import caps_of
     from iolab.workloads.interface import layout_of
@@ -253,11 +255,9 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     options = populate_options(params, layout_of(params, Path))
     view = ProgressView()
     body, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
-    name = f"populate {options.engine}" + (
-        f" {options.dsn.redacted}" if options.dsn is not None else ""
-    )
+    server = options.dsn.words if options.dsn is not None else None
+    name = command_name(f"populate {options.engine}", params, dirs_given, server)
     capped = caps_of(params)  # in the run's name and its cell's parameters
-    name += "".join(f" {k}={v}" for k, v in capped.items())
     spec = CommandRun(name, "populate", options.params() | capped, roles, versions)
     with open_store(results) as store, view:
         run_id, outcome = execute(store, spec, body, view)

@@ -33,7 +33,12 @@ MetricOption = Annotated[
 ]
 TargetArgument = Annotated[
     str,
-    typer.Argument(help="An experiment file (.toml) or an experiment's name.", show_default=False),
+    typer.Argument(
+        help="An experiment file (.toml), an experiment's name or its id (`iolab run` prints "
+        "it). A name several experiments share (single commands make one per run) is refused "
+        "with each one's id, name and time.",
+        show_default=False,
+    ),
 ]
 
 
@@ -134,7 +139,14 @@ def report(
 
 
 def compare(
-    a: Annotated[str, typer.Argument(help="Runs (3,4,9 or 3-7) or EXPERIMENT[:CELL].")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            help="Runs (3,4,9 or 3-7), or EXPERIMENT[:CELL]: an experiment's file, name or id, "
+            "then after ':' the cell's KEY=VALUE words (engine=sqlite layout=wal). A bare number "
+            "is a run: an experiment by id takes the ':' (2: or 2:engine=sqlite)."
+        ),
+    ],
     b: Annotated[str, typer.Argument(help="The same, to compare against.")],
     metric: MetricOption = None,
     results: ResultsOption = None,

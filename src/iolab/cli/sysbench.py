@@ -72,6 +72,7 @@ def sysbench(
     from iolab.cli.populate import scratch_dir
     from iolab.engines.external import parse_dsn
     from iolab.errors import BadInput
+    from iolab.runner.single import command_name
     from iolab.workloads.interface import from_flags
     from iolab.workloads.sysbench.options import SysbenchWorkload
 
@@ -100,6 +101,8 @@ def sysbench(
             "dsn": dsn,
             "sample_interval": sample_interval(interval_s, no_probes),
         }
-        where = target.redacted if target is not None else engine
+        server = target.words if target is not None else None
+        what = f"sysbench {target.engine if target is not None else engine} {words[0]}"
+        name = command_name(what, params, bool(data_dir), server)
         stored = {**params, "dsn": target.redacted} if target is not None else params
-        run("sysbench", f"sysbench {where} {words[0]}", params, results, as_json, stored)
+        run("sysbench", name, params, results, as_json, stored)

@@ -192,13 +192,15 @@ def tpcc(
             "keep": keep,
             "sample_interval": sample_interval(interval_s, no_probes),
         }
-        _run(params, results, as_json)
+        _run(params, results, as_json, dirs_given=bool(dirs))
 
 
-def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+def _run(
+    params: dict[str, Any], results: Path | None, as_json: bool, dirs_given: bool = True
+) -> None:
     from iolab.cli.progress import ProgressView
     from iolab.errors import RunFailed
-    from iolab.runner.single import CommandRun, execute
+    from iolab.runner.single import CommandRun, command_name, execute
     from iolab.store import open_store
     from iolab.workloads.caps import caps_of
     from iolab.workloads.interface import layout_of
@@ -208,10 +210,9 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     view = ProgressView()
     prepared, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
     capped = caps_of(params)  # in the run's name and its cell's parameters
-    name = f"tpcc {options.engine} w{options.warehouses} c{options.connections}" + (
-        f" {options.dsn.redacted}" if options.dsn is not None else ""
-    )
-    name += "".join(f" {k}={v}" for k, v in capped.items())
+    server = options.dsn.words if options.dsn is not None else None
+    what = f"tpcc {options.engine} w{options.warehouses} c{options.connections}"
+    name = command_name(what, params, dirs_given, server)
     spec = CommandRun(name, "tpcc", options.params() | capped, roles, versions)
     kept: list[RunOutcome] = []
 

@@ -138,13 +138,15 @@ def tpch(
             **command_layout(dirs or [scratch], files, wal, temp, _settings(setting or [])),
             "sample_interval": sample_interval(interval_s, no_probes),
         }
-        _run(params, results, as_json)
+        _run(params, results, as_json, dirs_given=bool(dirs))
 
 
-def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
+def _run(
+    params: dict[str, Any], results: Path | None, as_json: bool, dirs_given: bool = True
+) -> None:
     from iolab.cli.progress import ProgressView
     from iolab.errors import RunFailed
-    from iolab.runner.single import CommandRun, execute
+    from iolab.runner.single import CommandRun, command_name, execute
     from iolab.store import open_store
     from iolab.workloads.caps import caps_of
     from iolab.workloads.interface import layout_of
@@ -154,8 +156,7 @@ def _run(params: dict[str, Any], results: Path | None, as_json: bool) -> None:
     view = ProgressView()
     prepared, roles, versions = WORKLOAD.prepare(params, Path, view)  # as a cell of a file
     capped = caps_of(params)  # in the run's name and its cell's parameters
-    name = f"tpch {options.engine} sf {options.scale_factor:g}"
-    name += "".join(f" {k}={v}" for k, v in capped.items())
+    name = command_name(f"tpch {options.engine} sf {options.scale_factor:g}", params, dirs_given)
     spec = CommandRun(name, "tpch", options.params() | capped, roles, versions)
     kept: list[RunOutcome] = []
 

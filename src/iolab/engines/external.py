@@ -66,6 +66,17 @@ class ExternalTarget:
     ssl_password: str | None = field(default=None, repr=False)  # libpq's sslpassword
     unix_socket: str | None = None
 
+    @property
+    def words(self) -> str:
+        """The server as a run's name says it, without a password or a ':': ``server=USER@HOST
+        port=PORT db=DB`` (a socket's directory for its host, libpq's ``?host=`` too)."""
+        options = parse_qs(urlsplit(self.redacted).query)
+        where = self.unix_socket or self.host or next(iter(options.get("host", [])), "")
+        port = self.port or next(iter(options.get("port", [])), None)
+        out = f"server={self.user + '@' if self.user else ''}{where or 'localhost'}"
+        out += f" port={port}" if port else ""
+        return out + (f" db={self.database}" if self.database else "")
+
 
 URL_FORMS = "postgresql://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB"
 PASSWORD_HELP = (

@@ -156,21 +156,11 @@ def _overlap_warning(found: Sequence[Overlap], labels: Mapping[RunId, str]) -> s
 
 
 def find_experiment(store: Store, target: str) -> ExperimentId:
-    """An experiment by its file (.toml) or name; BadInput naming the experiments there are."""
-    name = target
+    """An experiment by its file (.toml), name or id (:func:`iolab.store.experiments.resolve`:
+    a name that several experiments share is refused with each of them listed)."""
     if target.endswith(".toml") and Path(target).exists():
-        name = config.load(Path(target)).name
-    found = store_experiments.find_any(store, name)
-    if found is None:
-        names = store_experiments.experiment_names(store)
-        raise BadInput(
-            "EXPERIMENT",
-            target,
-            "give an experiment file or name in "
-            + str(store.path)
-            + (": " + ", ".join(names) if names else " (it has no experiment yet)"),
-        )
-    return found
+        return store_experiments.resolve(store, config.load(Path(target)).name, shown=target)
+    return store_experiments.resolve(store, target)
 
 
 def choose_metric(

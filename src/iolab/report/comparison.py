@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from iolab.analysis.findings import Ratio, metric_of, ratio
 from iolab.errors import BadInput
@@ -91,6 +92,19 @@ def run_ids(store: Store, spec: str, field: str) -> list[int]:
     return ids
 
 
+def experiment_cell(store: Store, spec: str) -> tuple[ExperimentId, str, str]:
+    """``EXPERIMENT[:CELL]``: the experiment (a file, a name or an id), as typed, and the cell's
+    ``KEY=VALUE`` words. A name an older iolab made may hold ':' itself (``demo
+    2026-11-27T13:40:19``): the longest part before a ':' that names an experiment is taken."""
+    cuts = [len(spec), *(i for i in range(len(spec) - 1, -1, -1) if spec[i] == ":")]
+    for cut in cuts:
+        name = spec[:cut]
+        file = name.endswith(".toml") and Path(name).exists()
+        if file or store_experiments.named(store, name):
+            return find_experiment(store, name), name, spec[cut + 1 :]
+    return store_experiments.resolve(store, spec.partition(":")[0], shown=spec), spec, ""
+
+
 def sample(store: Store, spec: str, wanted: str | None, field: str) -> Sample:
     """Run ids (``3``, ``3,4,9``, ``3-7``) or ``EXPERIMENT[:CELL]``: the metric's values."""
     if _RUNS.match(spec):
@@ -114,8 +128,7 @@ def sample(store: Store, spec: str, wanted: str | None, field: str) -> Sample:
         found = (metric_of(r.summary, metric) for r in done)
         values = tuple(v for v in found if v is not None)
         return Sample(f"runs {spec}", values, metric, declaration, tuple(r.id for r in done))
-    name, _, cell = spec.partition(":")
-    exp: ExperimentId = find_experiment(store, name)
+    exp, name, cell = experiment_cell(store, spec)
     cfg = store_experiments.config_of(store, exp)
     stored = with_disk_tests(store, store_experiments.cells(store, exp))
     metric, declaration = choose_metric(cfg, stored, wanted)

@@ -7,6 +7,7 @@ its results: done, failed (with the reason) or aborted (Ctrl-C), keeping what wa
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -24,11 +25,37 @@ from iolab.store import Store
 from iolab.store.live import ChunkWriter
 from iolab.system.snapshot import capture
 from iolab.testbed import error_marks, errors_note, throttle_for
+from iolab.workloads.caps import caps_of
+
+
+def command_name(
+    what: str, params: Mapping[str, Any], dirs_given: bool = True, server: str | None = None
+) -> str:
+    """A single command's experiment name: what ran (``what``: the workload, its engine and
+    what sizes it, e.g. ``tpcc postgres w1 c4``), then where, as KEY=VALUE words: ``server``
+    (a --dsn's :attr:`~iolab.engines.external.ExternalTarget.words`), ``data=`` the data
+    directories given (``dirs_given``; not iolab's scratch directory), ``files=`` above one,
+    ``wal=``, ``temp=``, and the caps (``memory=``, ``cpus=``). Runs of one command on one
+    layout share a name; each is its own experiment, told apart by its id. Never a ':' (a
+    path's is a '.'): ``iolab compare`` reads ``EXPERIMENT:CELL``."""
+    words = [what, *([server] if server else [])]
+    if dirs_given and params.get("data_dirs"):
+        words.append("data=" + ",".join(os.path.abspath(d) for d in params["data_dirs"]))
+    if int(params.get("files") or 1) > 1:
+        words.append(f"files={params['files']}")
+    words += [
+        f"{word}={os.path.abspath(params[key])}" for key, word in LAYOUT_WORDS if params.get(key)
+    ]
+    words += [f"{k}={v}" for k, v in caps_of(params).items()]
+    return " ".join(words).replace(":", ".")
+
+
+LAYOUT_WORDS = (("wal_dir", "wal"), ("temp_dir", "temp"))
 
 
 @dataclass(frozen=True)
 class CommandRun:
-    name: str  # experiment name shown in listings, e.g. "disk /mnt/ssd"
+    name: str  # experiment name shown in listings (:func:`command_name`), e.g. "disk /mnt/ssd"
     workload: str
     params: dict[str, Any]
     roles: Mapping[str, Path]  # role -> path, for the environment snapshot

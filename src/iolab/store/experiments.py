@@ -149,6 +149,77 @@ def find_any(store: Store, name: str) -> ExperimentId | None:
 
 
 @dataclass(frozen=True)
+class Named:
+    """An experiment as a person picks it: its id, its name and when it was made."""
+
+    id: ExperimentId
+    name: str
+    created_at: str
+
+    def describe(self, when: bool = True) -> str:
+        """``4 'populate postgres' of 2026-11-27 13:40:19`` (local time; ``when``: with it)."""
+        if not when:
+            return f"{self.id} '{self.name}'"
+        try:
+            made = (
+                datetime.fromisoformat(self.created_at).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+            )
+        except ValueError:
+            made = self.created_at
+        return f"{self.id} '{self.name}' of {made}"
+
+
+def named(store: Store, target: str) -> list[Named]:
+    """Every experiment ``target`` names, oldest first: the one of that id when it is a number,
+    and every experiment of that name (single commands make a new one for each run)."""
+    rows = store.conn.execute(
+        "SELECT id, name, created_at FROM experiments WHERE name = ? ORDER BY id", (target,)
+    ).fetchall()
+    text = target.strip()
+    if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_ID:
+        rows += store.conn.execute(
+            "SELECT id, name, created_at FROM experiments WHERE id = ? AND name != ?",
+            (int(text), target),
+        ).fetchall()
+    found = [Named(ExperimentId(int(i)), str(n), str(c)) for i, n, c in rows]
+    return sorted(found, key=lambda e: e.id)
+
+
+SHOWN = 10  # experiments listed in an error that names what there is
+
+
+def resolve(store: Store, target: str, shown: str | None = None) -> ExperimentId:
+    """The one experiment ``target`` names (its name, or its id in the store); BadInput when it
+    names none (listing the newest there are) or several (listing each: id, name, when), never
+    a silent pick. ``shown``: what the person typed, when it is not ``target`` (a file)."""
+    found = named(store, target)
+    if len(found) == 1:
+        return found[0].id
+    given = target if shown is None else shown
+    if found:
+        raise BadInput(
+            "EXPERIMENT",
+            given,
+            f"it names {len(found)} experiments in {store.path}; give one's id: "
+            + "; ".join(e.describe() for e in found),
+        )
+    newest = [
+        Named(ExperimentId(int(i)), str(n), str(c))
+        for i, n, c in store.conn.execute(
+            "SELECT id, name, created_at FROM experiments ORDER BY id DESC LIMIT ?", (SHOWN + 1,)
+        )
+    ]
+    listed = "; ".join(e.describe(when=False) for e in newest[:SHOWN])
+    more = " and older ones (`iolab results list`)" if len(newest) > SHOWN else ""
+    raise BadInput(
+        "EXPERIMENT",
+        given,
+        f"give an experiment file, name or id in {store.path}"
+        + (f": {listed}{more}" if newest else " (it has no experiment yet)"),
+    )
+
+
+@dataclass(frozen=True)
 class StoredRun:
     """One run of a cell as the store holds it; ``summary`` is the run's JSON summary."""
 
