@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import make_dirs
 from tests.integration.test_populate_cli import iolab
 
 pytestmark = pytest.mark.integration
@@ -41,6 +42,48 @@ def test_report_of_a_populate_command(populated: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "<html" in html.read_text()
     assert stat.S_IMODE(html.stat().st_mode) == 0o600
+
+
+def test_single_commands_are_named_by_what_ran_and_found_by_id(
+    open_tmp: Path, results_db: Path
+) -> None:
+    """Issue 47, items 4 and 9: two plain SQLite loads share 'populate sqlite', which `report`
+    refuses with both listed (it took the newest); one on a data directory is named by it; the
+    ids answer wherever a name does; `results log` of a SQLite run says it has no server log."""
+    (data,) = make_dirs(open_tmp, "data")
+    small = ["--rows", "300", "--connections", "1", "--no-probes"]
+    for extra in ([], [], ["--data-dir", str(data), "--files", "2"]):
+        done = iolab("populate", *small, *extra)
+        assert done.returncode == 0, done.stderr
+    listed = json.loads(iolab("results", "list", "--json").stdout)
+    names = [(r["experiment_id"], r["experiment"]) for r in sorted(listed, key=lambda r: r["id"])]
+    assert names == [
+        (1, "populate sqlite"),
+        (2, "populate sqlite"),
+        (3, f"populate sqlite data={data} files=2"),
+    ]
+    shared = iolab("report", "populate sqlite")
+    assert shared.returncode == 2 and shared.stdout == ""
+    (line,) = shared.stderr.splitlines()
+    assert line.startswith(
+        "error: EXPERIMENT: 'populate sqlite' is not allowed; it names 2 experiments in "
+        f"{results_db}; give one's id: 1 'populate sqlite' of "
+    )
+    assert "; 2 'populate sqlite' of " in line
+    by_id = iolab("report", "2")
+    assert by_id.returncode == 0, by_id.stderr
+    assert by_id.stdout.startswith("populate sqlite · elapsed_seconds (lower is better)")
+    named = iolab("report", f"populate sqlite data={data} files=2")
+    assert named.stdout.startswith(f"populate sqlite data={data} files=2 · elapsed_seconds")
+    compared = iolab("compare", "1:", "3:")
+    assert compared.returncode == 0, compared.stderr
+    assert compared.stdout.startswith("elapsed_seconds: 1 ")
+    log = iolab("results", "log", "1")  # the README's example, on a SQLite run
+    assert (log.returncode, log.stdout) == (1, "")
+    assert log.stderr == (
+        "error: run 1 (populate sqlite) kept no log: SQLite runs inside iolab's own process, so "
+        "there is no server log; `iolab results show 1` shows what the run recorded\n"
+    )
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

@@ -12,7 +12,7 @@ from rich.markup import escape
 from iolab.cli.console import stdout as out
 from iolab.cli.options import JsonOption, ResultsOption
 from iolab.cli.output import check_id
-from iolab.errors import BadInput
+from iolab.errors import BadInput, IolabError
 
 if TYPE_CHECKING:
     from iolab.store import RunRecord
@@ -190,17 +190,54 @@ def _print_environment(env: dict[str, Any]) -> None:
 @app.command("log")
 def log(
     run_id: int = typer.Argument(..., metavar="RUN", help="Run id from `iolab results list`."),
-    name: str = typer.Option("server", "--name", help="Which log: server."),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        help="Which log, when the run kept several: server (PostgreSQL's or MariaDB's), "
+        "pgbench, pgbench init, sysbench, sysbench prepare, a script's (`iolab results show "
+        "RUN` lists them). Default: the server's log, or the run's only one.",
+        show_default=False,
+    ),
     results: ResultsOption = None,
 ) -> None:
-    """Print a log kept with a run (the engine's server log)."""
+    """Print a log kept with a run: the server's log of a PostgreSQL or MariaDB iolab ran,
+    pgbench's or sysbench's output. SQLite and DuckDB run inside iolab, with no server log."""
     from iolab.store import open_store
 
     check_id(run_id, "RUN")
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         logs = store.logs(run.id)
-    if name not in logs:
-        kept = ", ".join(sorted(logs)) or "none"
-        raise BadInput("--name", name, f"run {run.id} kept these logs: {kept}")
-    print(logs[name], end="" if logs[name].endswith("\n") else "\n")
+    text = log_text(run, logs, name)
+    print(text, end="" if text.endswith("\n") else "\n")
+
+
+def log_text(run: RunRecord, logs: dict[str, str], name: str | None) -> str:
+    """The log ``name`` of ``run`` (None: its server's, or its only one); an error saying what
+    the run kept, and why it kept no log when it kept none."""
+    listed = ", ".join(sorted(logs))
+    if name is not None and name not in logs:
+        kept = f"these logs: {listed}" if logs else "no log"
+        raise BadInput("--name", name, f"run {run.id} kept {kept}")
+    if name is not None:
+        return logs[name]
+    if "server" in logs or len(logs) == 1:
+        return logs["server"] if "server" in logs else next(iter(logs.values()))
+    if logs:
+        raise BadInput("--name", None, f"run {run.id} kept {len(logs)} logs: {listed}; name one")
+    raise IolabError(f"run {run.id} ({run.experiment}) kept no log{_why_no_log(run)}")
+
+
+def _why_no_log(run: RunRecord) -> str:
+    """Why a run kept no log, where its engine says: an engine inside iolab's process, a
+    server of the user's own (--dsn)."""
+    from iolab.engines import catalog
+
+    kind = catalog.KINDS.get(str(run.params.get("engine")))
+    if kind is not None and not kind.server:
+        why = f": {kind.title} runs inside iolab's own process, so there is no server log"
+    elif run.params.get("dsn"):
+        why = ": its server is yours (--dsn), and so is the server's log"
+    else:
+        why = ""
+    return f"{why}; `iolab results show {run.id}` shows what the run recorded"
