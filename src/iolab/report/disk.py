@@ -59,6 +59,11 @@ def grid(summaries: list[DiskTestSummary], title: str) -> Table:
     return table
 
 
+def spread_text(s: DiskTestSummary) -> str:
+    """How much a test's passes disagree (``12%``); one pass has nothing to disagree with."""
+    return "1 run: no spread" if s.passes == 1 else f"{s.spread:.0%}"
+
+
 def _num(x: float) -> str:
     """Three significant figures for small numbers, thousands separators for large ones."""
     if x >= 100:
@@ -80,8 +85,8 @@ def details(summaries: list[DiskTestSummary]) -> Table:
     for s in summaries:
         m = s.median
         lat = m.sync if m.sync is not None else m.lat
-        spread = f"{100 * s.spread:.0f}%"
-        if s.spread > SPREAD_LIMIT:
+        spread = spread_text(s)
+        if s.passes > 1 and s.spread > SPREAD_LIMIT:
             spread = f"[yellow]{spread}[/]"
         table.add_row(
             s.test,

@@ -24,7 +24,7 @@ from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentenc
 from iolab.analysis.queries import fastest
 from iolab.report import interactive, spectrum, timeline
 from iolab.report.charts import GroupedBar, Line, Plot, grouped_bar_chart, stack
-from iolab.report.disk import by_group
+from iolab.report.disk import by_group, spread_text
 from iolab.report.disk import direction_of as _direction
 from iolab.report.disk import group_of as _group
 from iolab.report.grouped import charts as grouped_charts
@@ -213,7 +213,7 @@ def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
                 f"{s.median.iops:,.0f}",
                 f"{s.median.lat.mean:,.0f}",
                 f"{s.median.lat.p99:,.0f}",
-                f"{s.spread:.0%}",
+                spread_text(s),
             )
             for s in summaries
         ),
