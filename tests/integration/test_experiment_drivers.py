@@ -198,6 +198,60 @@ def test_ctrl_c_then_resume_runs_each_run_once(open_tmp: Path) -> None:
     assert Counter(s for _, _, s in runs(db))["running"] == 0
 
 
+def in_a_started_run(db: Path, pid: int) -> Callable[[], bool]:
+    """True once the driver ``pid`` has finished a run and the next one's body has started
+    (its environment recorded), so that Ctrl-C lands inside it."""
+
+    def ready() -> bool:
+        if claims_of(db, pid)["done"] < 1:
+            return False
+        with sqlite3.connect(db) as conn:
+            (started,) = conn.execute(
+                "SELECT COUNT(*) FROM runs WHERE pid = ? AND status = 'running'"
+                " AND env_id IS NOT NULL",
+                (pid,),
+            ).fetchone()
+        return bool(started)
+
+    return ready
+
+
+def test_an_interrupted_run_is_counted_and_worded_as_aborted(open_tmp: Path) -> None:
+    """Issue 47, item 9: Ctrl-C in a run, then `iolab run` again. The interrupted run is stored
+    aborted and done again; the table has it under 'aborted' (it said 'failed 1') and the line
+    says so (it said '3 runs done, 0 failed')."""
+    db = open_tmp / "r.db"
+    exp = experiment(open_tmp, repetitions=2, rows=20000)
+    proc = subprocess.Popen(
+        interruptible([*IOLAB, "run", str(exp), "--results", str(db)]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    signal_when(proc, in_a_started_run(db, proc.pid), signal.SIGINT, what="a run to interrupt")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert Counter(s for _, _, s in runs(db))["aborted"] == 1
+    again = subprocess.run(
+        [*IOLAB, "run", str(exp), "--results", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert again.returncode == 0, again.stderr
+    lines = again.stdout.splitlines()
+    (header,) = [line for line in lines if "┃ cell" in line]
+    assert [w.strip() for w in header.split("┃")[1:5]] == ["cell", "done", "failed", "aborted"]
+    rows = sorted([w.strip() for w in line.split("│")[1:5]] for line in lines if "│ key=" in line)
+    assert [row[:3] for row in rows] == [["key=random", "2", "0"], ["key=sequential", "2", "0"]]
+    assert sorted(row[3] for row in rows) == ["0", "1"]  # the interrupted cell's aborted run
+    said = "3 runs done, 0 failed, 1 kept from before; 1 run aborted earlier (interrupted, not "
+    assert said + "failed)" in again.stdout, again.stdout
+    assert_each_run_done_once(db, 2)
+
+
 def test_runs_that_overlapped_are_flagged_in_the_report(open_tmp: Path) -> None:
     """Two drivers that do not share the host's lock (as an iolab from before it would not):
     their runs overlap, and `iolab report` says which, on which host."""

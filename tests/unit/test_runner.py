@@ -182,6 +182,7 @@ def test_skip_gives_up_the_failing_cell_and_goes_on(
             "cell": "rows=200",
             "cell_id": config.load(path).cells[1].id,
             "repetition": 1,
+            "status": "failed",
             "error": "fake failure 1 of rows=200",
         }
     ]

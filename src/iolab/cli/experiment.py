@@ -252,20 +252,34 @@ def run(
     title = f"{experiment.name} · {experiment.kind}"
     if judged is not None:
         out.print(experiment_report.cells_table(rows, judged.label, title))
-    line = f"{outcome.done} runs done, {outcome.failed} failed"
-    if outcome.kept:
-        line += f", {outcome.kept} kept from before"
-    if outcome.saved_by_auto:
-        line += f"; auto repetitions saved {outcome.saved_by_auto} runs"
-    if outcome.waited_seconds >= 0.5:
-        line += f"; waited {outcome.waited_seconds:.0f} s for the host while other runs held it"
-    out.print(line)
+    out.print(runs_line(outcome, rows))
     if outcome.stopped:
         out.print(f"[red]stopped:[/] {escape(outcome.stopped)}")
     if outcome.skipped_cells:
         out.print("[yellow]skipped after failures:[/] " + escape(", ".join(outcome.skipped_cells)))
     out.print(f"[dim]experiment {outcome.experiment_id} in {escape(str(store.path))}[/]")
     _exit_code(outcome)
+
+
+def runs_line(
+    outcome: runner.Outcome, rows: list[tuple[config.Cell, Summary | None, Counter[str]]]
+) -> str:
+    """What this invocation did: runs done, failed, aborted (a run stopped on its host), kept;
+    and the aborted runs an earlier interruption left (Ctrl-C), which are not failures."""
+    line = f"{outcome.done} runs done, {outcome.failed} failed"
+    if outcome.runs_aborted:
+        line += f", {outcome.runs_aborted} aborted"
+    if outcome.kept:
+        line += f", {outcome.kept} kept from before"
+    earlier = sum(statuses.get("aborted", 0) for _, _, statuses in rows) - outcome.runs_aborted
+    if earlier > 0:
+        runs = "run" if earlier == 1 else "runs"
+        line += f"; {earlier} {runs} aborted earlier (interrupted, not failed)"
+    if outcome.saved_by_auto:
+        line += f"; auto repetitions saved {outcome.saved_by_auto} runs"
+    if outcome.waited_seconds >= 0.5:
+        line += f"; waited {outcome.waited_seconds:.0f} s for the host while other runs held it"
+    return line
 
 
 def _exit_code(outcome: runner.Outcome) -> None:

@@ -49,11 +49,15 @@ def cells_table(
     metric_label: str,
     title: str,
 ) -> Table:
-    """One row per cell: runs by status and the metric's mean with its 95% interval and CV."""
+    """One row per cell: runs by status (an aborted run, interrupted, is not a failed one: its
+    column is there when a cell has one) and the metric's mean with its 95% interval and CV."""
+    aborted = any(statuses.get("aborted", 0) for _, _, statuses in rows)
     table = Table(title=title, title_justify="left")
     table.add_column("cell")
     table.add_column("done", justify="right")
     table.add_column("failed", justify="right")
+    if aborted:
+        table.add_column("aborted", justify="right")
     table.add_column(f"mean {metric_label}", justify="right")
     table.add_column("95% CI", justify="right")
     table.add_column("CV", justify="right")
@@ -74,11 +78,13 @@ def cells_table(
                 notes.append("[yellow]spread too wide to trust[/]")
             if summary.outliers:
                 notes.append(f"{len(summary.outliers)} outlier(s)")
-        failed = statuses.get("failed", 0) + statuses.get("aborted", 0)
+        failed = statuses.get("failed", 0)
+        stopped = statuses.get("aborted", 0)
         table.add_row(
             cell.label,
             str(statuses.get("done", 0)),
             f"[red]{failed}[/]" if failed else "0",
+            *([f"[yellow]{stopped}[/]" if stopped else "0"] if aborted else []),
             mean,
             ci,
             cv,

@@ -169,7 +169,8 @@ class Outcome:
     kept: int  # finished runs found from earlier invocations
     done: int = 0
     failed: int = 0
-    aborted: bool = False
+    runs_aborted: int = 0  # runs that ended aborted (stopped on their host), not failed
+    aborted: bool = False  # this invocation was interrupted (Ctrl-C)
     stopped: str | None = None  # why the experiment stopped early (on_failure = "stop")
     skipped_cells: list[str] = field(default_factory=list)
     saved_by_auto: int = 0  # runs auto repetitions did not need (max_repetitions - runs)
@@ -186,6 +187,7 @@ class Outcome:
             "kept": self.kept,
             "done": self.done,
             "failed": self.failed,
+            "runs_aborted": self.runs_aborted,
             "aborted": self.aborted,
             "stopped": self.stopped,
             "skipped_cells": self.skipped_cells,
@@ -408,19 +410,27 @@ def _run(experiment: Experiment, store: Store, events: EventSink, executor: Exec
         if status is RunStatus.DONE:
             outcome.done += 1
             return status
-        outcome.failed += 1
+        aborted = status is RunStatus.ABORTED
+        if aborted:
+            outcome.runs_aborted += 1
+        else:
+            outcome.failed += 1
         failure = {
             "cell": task.cell.label,
             "cell_id": task.cell.id,
             "repetition": task.repetition,
+            "status": status.value,
             "error": executed.outcome.error or status.value,
         }
         if task.host is not None:
             failure["host"] = task.host
         outcome.failures.append(failure)
-        events(Warning(f"run {task.repetition} of {task.cell.label} failed: {failure['error']}"))
+        ended_as = "was aborted" if aborted else "failed"
+        events(
+            Warning(f"run {task.repetition} of {task.cell.label} {ended_as}: {failure['error']}")
+        )
         _hook(spec.hooks.on_failure, failure, events)
-        return RunStatus.FAILED
+        return RunStatus.FAILED  # for the failure policy, an aborted run did not finish either
 
     def skip(cell: Cell, why: str | None = None) -> None:
         nonlocal queue, total
