@@ -17,7 +17,7 @@ class Quantity(StrEnum):
 
     TIME = "time"  # seconds: faster / slower
     RATE = "rate"  # per second: faster / slower
-    LATENCY = "latency"  # microseconds or milliseconds per I/O: faster / slower
+    LATENCY = "latency"  # microseconds or milliseconds per I/O: lower / higher
     SIZE = "size"  # bytes, pages: better / worse
     COUNT = "count"  # how many succeeded: better / worse
     RATIO = "ratio"  # a ratio: better / worse
@@ -32,9 +32,20 @@ class Metric:
     description: str
 
     @property
-    def speed(self) -> bool:
-        """A comparison of it reads "faster/slower" (else "better/worse")."""
-        return self.quantity in (Quantity.TIME, Quantity.RATE, Quantity.LATENCY)
+    def direction(self) -> str:
+        return "lower is better" if self.lower_is_better else "higher is better"
+
+    @property
+    def words(self) -> tuple[str, str]:
+        """How a comparison of it reads, the better side's word first: "faster/slower" for
+        times and rates; "lower/higher" for latencies (two runs held at one offered rate have
+        the same speed, and a lower p99 is not "faster"); "better/worse" for sizes, counts
+        and ratios. docs/statistics.md states the rule."""
+        if self.quantity in (Quantity.TIME, Quantity.RATE):
+            return "faster", "slower"
+        if self.quantity is Quantity.LATENCY:
+            return ("lower", "higher") if self.lower_is_better else ("higher", "lower")
+        return "better", "worse"
 
     def format(self, value: float) -> str:
         return f"{_number(value)} {self.unit}".rstrip()

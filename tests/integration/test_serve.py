@@ -262,11 +262,19 @@ def test_a_compare_page_gives_the_ratio_and_interval_of_iolab_compare(
     tab.locator("#compare-cells button").click()
     tab.wait_for_load_state("load")
     tab.wait_for_selector("#ratio")
-    assert float(tab.locator("#ratio").inner_text()) == pytest.approx(cli["speedup"], rel=2e-3)
-    low, high = (float(x) for x in tab.locator("#ci").inner_text().split(" to "))
+    # the ratio in words, one direction ("1.43x slower"); its numbers those of --json
+    ratio = tab.locator("#ratio")
+    assert ratio.inner_text() == f"{cli['times']:.2f}x {cli['direction']}"
+    speedup = float(ratio.get_attribute("data-speedup") or "nan")
+    assert speedup == pytest.approx(cli["speedup"], rel=2e-3)
+    ci = tab.locator("#ci")
+    low, high = (float(ci.get_attribute(f"data-{end}") or "nan") for end in ("low", "high"))
     assert low == pytest.approx(cli["ci_low"], rel=2e-3)
     assert high == pytest.approx(cli["ci_high"], rel=2e-3)
-    assert low <= float(tab.locator("#ratio").inner_text()) <= high
+    assert low <= speedup <= high
+    assert re.search(
+        r"^\d+\.\d\d(x (slower|faster) to |-)\d+\.\d\dx (slower|faster)$", ci.inner_text()
+    )
     assert tab.locator("#sentence").inner_text() == cli["sentence"]
     assert tab.locator("svg[role=img]").count() == 2  # the means and the ratio, as charts
     tab.goto(server + "compare")  # two runs typed in the form

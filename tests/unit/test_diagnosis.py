@@ -200,21 +200,21 @@ def test_cell_verdicts_and_finding_whys() -> None:
     b = dx.cell_verdict("shared", [cpu, cpu, cpu])
     assert a.limit == dx.CPU and a.text == "cpu (2 of 3 runs)"
     assert dx.cell_verdict("x", [cpu, wal]).limit == dx.VARIES
-    why = dx.finding_why(a, b, better=1.02, significant=False, key="wal_dir")
+    why = dx.finding_why(a, b, times="1.02x faster", significant=False, key="wal_dir")
     assert why.text == (
-        "separate WAL vs shared 1.02x, not significant: both cells were limited by cpu "
+        "separate WAL 1.02x faster than shared (not significant): both cells were limited by cpu "
         "(host 95 % busy)"
     )
     assert not why.flagged
     walled = dx.cell_verdict("wal on ssd", [wal, wal])
     hdd = dx.cell_verdict("wal on hdd", [wal])
     # a faster WAL device, both WAL-bound: consistent
-    why = dx.finding_why(walled, hdd, better=1.5, significant=True, key="wal_dir")
+    why = dx.finding_why(walled, hdd, times="1.50x faster", significant=True, key="wal_dir")
     assert not why.flagged
     # more data files, both WAL-bound, yet significant: the change did not touch the limit
-    why = dx.finding_why(walled, hdd, better=1.5, significant=True, key="files")
+    why = dx.finding_why(walled, hdd, times="1.50x faster", significant=True, key="files")
     assert why.flagged and "files does not move the wal device" in why.text
-    moved = dx.finding_why(walled, b, better=1.3, significant=True)
+    moved = dx.finding_why(walled, b, times="1.30x faster", significant=True)
     assert "moved from cpu (shared) to wal-device (wal on ssd)" in moved.text
 
 
@@ -274,11 +274,11 @@ def test_the_why_section_renders_cells_and_flagged_findings() -> None:
     wal = dx.Diagnosis(dx.WAL, 0.6, (dx.Evidence("x", 1, "%", "the <wal> device 94 % busy"),))
     a = dx.cell_verdict("ssd", [wal, wal])
     b = dx.cell_verdict("hdd", [wal])
-    finding = dx.finding_why(a, b, better=1.4, significant=True, key="files")
+    finding = dx.finding_why(a, b, times="1.40x faster", significant=True, key="files")
     w = dx.Why((a, b), (finding,))
     page = why_report.html_section(w)
     assert "<section id='why'>" in page and "the &lt;wal&gt; device 94 % busy" in page
-    assert "<li class='warn'>flagged: ssd vs hdd 1.40x" in page
+    assert "<li class='warn'>flagged: ssd 1.40x faster than hdd" in page
     doc = why_report.document(w)
     assert doc is not None
     assert doc["cells"][0] == {  # type: ignore[index]
@@ -292,7 +292,9 @@ def test_the_why_section_renders_cells_and_flagged_findings() -> None:
     assert why_report.run_limits(w)["hdd"].startswith("cell limited by wal-device (1 of 1 runs)")
     lines = [t.plain for t in why_report.text(w)]
     assert lines[0] == "Why" and lines[1] == "  ssd: limited by wal-device (2 of 2 runs)"
-    assert lines[-1].startswith("flagged: ssd vs hdd 1.40x: both cells were limited by wal-device")
+    assert lines[-1].startswith(
+        "flagged: ssd 1.40x faster than hdd: both cells were limited by wal-device"
+    )
 
 
 def test_mariadb_waits_without_a_session_count_are_not_weighed() -> None:
@@ -366,9 +368,9 @@ def test_a_quota_run_out_of_in_most_periods_held_the_engine() -> None:
 def test_two_cells_without_a_single_limit_are_not_said_to_move() -> None:
     a = dx.cell_verdict("A", [dx.Diagnosis(dx.NONE, None, ())])
     b = dx.cell_verdict("B", [dx.Diagnosis(dx.NONE, None, ())])
-    why = dx.finding_why(a, b, better=1.1, significant=False)
+    why = dx.finding_why(a, b, times="1.10x slower", significant=False)
     said = "both cells had no single limit, so the evidence does not say why"
-    assert why.text == f"A vs B 1.10x, not significant: {said}"
+    assert why.text == f"A 1.10x slower than B (not significant): {said}"
     assert "moved" not in why.text
 
 

@@ -58,4 +58,5 @@ def test_sqlite_splits_the_size_over_the_wal_of_each_database_file() -> None:
 
 def test_the_steady_rate_is_a_declared_metric() -> None:
     steady = registry.lookup_metric("steady_rows_per_second")
-    assert (steady.unit, steady.lower_is_better, steady.speed) == ("rows/s", False, True)
+    assert (steady.unit, steady.lower_is_better) == ("rows/s", False)
+    assert steady.words == ("faster", "slower")

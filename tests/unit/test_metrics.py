@@ -55,11 +55,12 @@ def test_declared_metrics_say_their_unit_direction_and_words() -> None:
     from iolab.workloads import registry
 
     rate = registry.lookup_metric("rows_per_second")
-    assert (rate.unit, rate.lower_is_better, rate.speed) == ("rows/s", False, True)
+    assert (rate.unit, rate.lower_is_better, rate.words) == ("rows/s", False, ("faster", "slower"))
     size = registry.lookup_metric("wal_bytes_per_row")
-    assert (size.unit, size.lower_is_better, size.speed) == ("B", True, False)
+    assert (size.unit, size.lower_is_better, size.words) == ("B", True, ("better", "worse"))
     latency = registry.lookup_metric("tests.RND4K Q1T1 read.lat_p99_us")  # by its last part
-    assert (latency.name, latency.lower_is_better, latency.speed) == ("lat_p99_us", True, True)
+    assert (latency.name, latency.lower_is_better) == ("lat_p99_us", True)
+    assert latency.words == ("lower", "higher")  # a lower latency is better, not "faster"
     assert registry.lookup_metric("queries_ok").lower_is_better is False
     assert registry.lookup_metric("compression_ratio").format(2.5) == "2.5 x"
     assert registry.lookup_metric("load_mb_per_second").format(1234.5) == "1,234 MB/s"

@@ -56,7 +56,7 @@ def test_a_difference_significant_only_before_holm_says_so_in_its_own_line() -> 
     assert r.p_adjusted == pytest.approx(0.19386, abs=1e-5) and r.family == 6
     assert not r.significant and r.before_adjustment_only
     line = (
-        "layout=a vs layout=b: 1.69x faster (95% CI 1.05-2.73x, p = 0.039), significant "
+        "layout=a 1.69x faster than layout=b (95% CI 1.05-2.73x, p = 0.039), significant "
         "before adjustment, not after Holm's over 6 comparisons (adjusted p = 0.19)"
     )
     assert sentence(r) == line
@@ -65,7 +65,8 @@ def test_a_difference_significant_only_before_holm_says_so_in_its_own_line() -> 
     assert held.better_low is not None and held.better_high is not None
     assert held.better_low < 1.0 < held.better_high
     assert sentence(held).startswith(
-        "layout=a vs layout=c: no significant difference (1.56x, 95% CI 0.99-2.47x, "
+        "layout=a vs layout=c: no significant difference (layout=a 1.56x faster than layout=c, "
+        "95% CI 1.01x slower to 2.47x faster, "
     )
     # the same line in the terminal, the HTML report (serve shows it too) and --json
     assert line in _terminal(f)
@@ -75,7 +76,7 @@ def test_a_difference_significant_only_before_holm_says_so_in_its_own_line() -> 
     # along the key too (a family of three): 1.61x slower, its interval 1.12-2.32x
     pair = next(p for d in f.dimensions for p in d.pairs if p.a == "layout=d")
     assert sentence(pair) == (
-        "layout=d vs layout=a: 1.61x slower (95% CI 1.12-2.32x, p = 0.022), significant "
+        "layout=d 1.61x slower than layout=a (95% CI 1.12-2.32x, p = 0.022), significant "
         "before adjustment, not after Holm's over 3 comparisons (adjusted p = 0.066)"
     )
 
@@ -83,12 +84,14 @@ def test_a_difference_significant_only_before_holm_says_so_in_its_own_line() -> 
 def test_the_speedup_chart_marks_a_bar_significant_before_adjustment_only() -> None:
     f = analyse(_layouts(HOLM_CASE), "elapsed_seconds", True)
     svgs = re.findall(r"<svg.*?</svg>", charts(f, "s", ["layout"]), re.S)
-    labels = [t.text for t in ET.fromstring(svgs[1]).iter(f"{SVG}text")]
+    labels = [" ".join(t.itertext()) for t in ET.fromstring(svgs[1]).iter(f"{SVG}text")]
     # against the baseline a: b's whiskers exclude 1 (Holm takes it), c's hold 1
-    assert "0.59x ns†" in labels and "0.64x ns" in labels
+    assert "1.69x slower n.s.†" in labels and "1.56x slower n.s." in labels
 
 
 _CI = re.compile(r"95% CI (\d+\.\d+)-(\d+\.\d+)x")
+# an interval that holds 1.0, in words: its worse end, then its better end
+_HELD = re.compile(r"95% CI (\d+\.\d+)x slower to (\d+\.\d+)x faster")
 
 
 def _every_ratio(f: Findings) -> list[Ratio]:
@@ -106,14 +109,17 @@ def test_no_line_says_not_significant_beside_an_interval_that_excludes_one() -> 
             cells.append(CellData(f"layout={i} files={i % 2}", {"layout": i, "files": i % 2}, runs))
         for r in _every_ratio(analyse(cells, "elapsed_seconds", True)):
             said = sentence(r)
-            match = _CI.search(said)
-            assert match is not None, said
-            lo, hi = float(match[1]), float(match[2])
             excludes = r.comparison.significant  # the interval's own test, unrounded
             if "no significant difference" in said:
-                assert not excludes and lo <= 1.0 <= hi, said
+                held = _HELD.search(said)  # "1.01x slower to 2.47x faster": it holds 1.0
+                assert not excludes and held is not None, said
+                assert float(held[1]) >= 1.0 and float(held[2]) >= 1.0, said
                 seen["no significant difference"] += 1
-            elif "significant before adjustment, not after Holm's" in said:
+                continue
+            match = _CI.search(said)
+            assert match is not None, said
+            lo = float(match[1])
+            if "significant before adjustment, not after Holm's" in said:
                 assert excludes and not r.significant and lo >= 1.0, said
                 seen["before adjustment"] += 1
             else:
@@ -197,7 +203,8 @@ def test_pairs_going_one_way_keep_their_average_gain() -> None:
     d = next(d for d in f.dimensions if d.key == "connections")
     assert d.mean_better == pytest.approx(1.2) and d.by is None
     assert gain_sentence(d) == (
-        "connections=8 vs connections=2: average gain +20.0% across 4 paired cell(s), "
+        "connections=8 vs connections=2: average gain +20.0% (1.20x faster) across 4 paired "
+        "cell(s), "
         "4 of them significant"
     )
 

@@ -958,16 +958,16 @@ class FindingWhy:
 
 
 def finding_why(
-    a: CellVerdict, b: CellVerdict, *, better: float, significant: bool, key: str = ""
+    a: CellVerdict, b: CellVerdict, *, times: str, significant: bool, key: str = ""
 ) -> FindingWhy:
-    """Why cell ``a`` came out ``better`` times ``b``: did the limit move between them?
+    """Why cell ``a`` came out ``times`` ``b`` ("2.00x faster", "1.16x slower": the ratio in
+    words, :func:`iolab.analysis.findings.in_words`): did the limit move between them?
 
     Flagged: a significant difference between two cells both held by their offered rate
     (neither could go faster), or between two cells both limited by one device role while
     ``key`` (the matrix key that differs, when known) changes another role's place (the change
     did not touch what limited both)."""
-    verdict = f"{better:.2f}x" + ("" if significant else ", not significant")
-    what = f"{a.label} vs {b.label} {verdict}"
+    what = f"{a.label} {times} than {b.label}" + ("" if significant else " (not significant)")
     flagged = False
     if a.limit == b.limit and a.limit not in (VARIES, NONE):
         text = f"{what}: both cells were limited by {a.limit}"

@@ -27,6 +27,7 @@ from iolab.analysis.stats import (
     p_value,
     summarize,
 )
+from iolab.metrics import Quantity
 from iolab.units import format_seconds
 from iolab.workloads import registry
 
@@ -59,7 +60,7 @@ class Ratio:
     better: float  # how many times better a is than b (speedup); < 1: worse
     better_low: float | None  # its 95% interval
     better_high: float | None
-    metric: str = ""  # what was compared: its words are "faster" for times and rates
+    metric: str = ""  # what was compared: it decides the words (:func:`ratio_words`)
     p_adjusted: float | None = None  # Holm's, within its family (None: not adjusted)
     family: int = 1  # how many comparisons its family holds
     adjustment: str = "Holm's"  # p_adjusted's method ("Bonferroni's" beyond HOLM_PAIRS)
@@ -420,50 +421,90 @@ def _gain(
     return DimensionGain(key, a, b, tuple(pairs), None)
 
 
-def _better_word(r: Ratio) -> tuple[str, str]:
-    """The words of "times better" for the ratio's metric: faster/slower for times and rates."""
-    speed = not r.metric or registry.lookup_metric(r.metric).speed
-    return ("faster", "slower") if speed else ("better", "worse")
+def ratio_words(metric: str) -> tuple[str, str, str]:
+    """How a ratio of ``metric`` reads: the better side's word, the worse side's, and what
+    follows the word in a sentence: ("faster", "slower", "") for times and rates (and a number
+    no workload declares), ("lower", "higher", " latency.commit.p99_us") for a latency,
+    ("better", "worse", "") for sizes, counts and ratios (see :attr:`Metric.words`)."""
+    found = registry.find_metric(metric) if metric else None
+    if found is None:
+        return "faster", "slower", ""
+    up, down = found.words
+    return up, down, f" {metric}" if found.quantity is Quantity.LATENCY else ""
 
 
-def _times(r: Ratio) -> str:
-    """ "2.00x faster", "1.16x slower": a ratio in one direction, in words."""
-    up, down = _better_word(r)
-    return f"{r.better:.2f}x {up}" if r.better >= 1 else f"{1 / r.better:.2f}x {down}"
+def in_words(better: float, metric: str, named: bool = True) -> str:
+    """ "2.00x faster", "1.16x slower", "1.70x lower latency.commit.p99_us": a "times better"
+    (below 1: worse) as a ratio of at least 1.00x and the word that says which way; ``named``
+    False leaves the latency's name out (an interval's second end)."""
+    up, down, what = ratio_words(metric)
+    text = f"{better:.2f}x {up}" if better >= 1 else f"{1 / better:.2f}x {down}"
+    return text + (what if named else "")
+
+
+def direction(r: Ratio) -> str:
+    """The word of :func:`in_words` alone ("faster", "slower", "lower", ...): --json's
+    ``direction``, beside the number ``speedup`` (> 1: a is better)."""
+    up, down, _ = ratio_words(r.metric)
+    return up if r.better >= 1 else down
+
+
+def times(r: Ratio) -> str:
+    """ "2.00x faster", "1.16x slower": how many times better or worse ``r.a`` is, in words."""
+    return in_words(r.better, r.metric)
+
+
+def interval_words(r: Ratio) -> str:
+    """The 95% interval in words, its worse end first: "1.80-2.05x faster" (both ends one
+    way), "1.01x slower to 2.47x faster" (it holds 1.0); "-" with too few runs."""
+    lo, hi = r.better_low, r.better_high
+    if lo is None or hi is None:
+        return "-"
+    up, down, _ = ratio_words(r.metric)
+    if lo >= 1:
+        return f"{lo:.2f}-{hi:.2f}x {up}"
+    if hi < 1:
+        return f"{1 / hi:.2f}-{1 / lo:.2f}x {down}"
+    return f"{1 / lo:.2f}x {down} to {hi:.2f}x {up}"
+
+
+def _than(r: Ratio) -> str:
+    """ "A 2.00x faster than B": the ratio with both sides named, a first."""
+    return f"{r.a} {times(r)} than {r.b}"
 
 
 def sentence(r: Ratio) -> str:
-    """ "A was 1.93x faster than B (95% CI 1.80-2.05x, p = 0.001)", "significant before
-    adjustment, not after" or no significant difference: the verdict always agrees with the
-    interval printed beside it."""
+    """One comparison in words, in one direction whatever the metric's: "A was 1.93x faster
+    than B (95% CI 1.80-2.05x, p = 0.001)"; "A had 1.70x lower latency.commit.p99_us than B
+    (...)"; "A 1.69x faster than B (...), significant before adjustment, not after Holm's";
+    "A vs B: no significant difference (A 1.56x faster than B, 95% CI 1.01x slower to 2.47x
+    faster, ...)". Every ratio is 1.00x or more with its word; the verdict always agrees with
+    the interval printed beside it."""
     c = r.comparison
     lo, hi = r.better_low, r.better_high
     if lo is None or hi is None or c.p_value is None:
-        return (
-            f"{r.a} vs {r.b}: {r.better:.2f}x (too few runs for a confidence interval; no verdict)"
-        )
+        return f"{_than(r)} (too few runs for a confidence interval; no verdict)"
     lo_t, hi_t = (lo, hi) if r.better >= 1 else (1 / hi, 1 / lo)
     if c.significant and not r.significant:  # its interval excludes 1.0; the adjustment does not
         assert r.p_adjusted is not None
         return (
-            f"{r.a} vs {r.b}: {_times(r)} (95% CI {lo_t:.2f}-{hi_t:.2f}x, p = {c.p_value:.2g}), "
+            f"{_than(r)} (95% CI {lo_t:.2f}-{hi_t:.2f}x, p = {c.p_value:.2g}), "
             f"significant before adjustment, not after {r.adjustment} over {r.family} "
             f"comparisons (adjusted p = {r.p_adjusted:.2g})"
         )
     p = f"p = {c.p_value:.2g}"
     if r.p_adjusted is not None and r.family > 1:
         p = f"adjusted p = {r.p_adjusted:.2g} over {r.family} comparisons, unadjusted {p}"
-    if not c.significant:  # the interval holds 1.0
-        return (
-            f"{r.a} vs {r.b}: no significant difference ({r.better:.2f}x, 95% CI "
-            f"{lo:.2f}-{hi:.2f}x, {p})"
-        )
-    return f"{r.a} was {_times(r)} than {r.b} (95% CI {lo_t:.2f}-{hi_t:.2f}x, {p})"
+    if not c.significant:  # the interval holds 1.0: its ends go opposite ways
+        ci = interval_words(r)
+        return f"{r.a} vs {r.b}: no significant difference ({_than(r)}, 95% CI {ci}, {p})"
+    verb = "had" if ratio_words(r.metric)[2] else "was"
+    return f"{r.a} {verb} {times(r)} than {r.b} (95% CI {lo_t:.2f}-{hi_t:.2f}x, {p})"
 
 
 def _span(ratios: Sequence[Ratio]) -> str:
     """ "1.97x-2.34x faster": the range of ratios that go one way, in words."""
-    near, far = _times(min(ratios, key=_unit)), _times(max(ratios, key=_unit))
+    near, far = times(min(ratios, key=_unit)), times(max(ratios, key=_unit))
     return near if near == far else f"{near.split()[0]}-{far}"
 
 
@@ -480,9 +521,10 @@ def gain_sentence(d: DimensionGain) -> str:
     what = f"{d.key}={show_value(d.key, d.a)} vs {d.key}={show_value(d.key, d.b)}"
     if d.mean_better is not None:
         gain = (d.mean_better - 1.0) * 100.0
+        metric = d.pairs[0].metric
         return (
-            f"{what}: average gain {gain:+.1f}% across {len(d.pairs)} paired cell(s), "
-            f"{significant} of them significant"
+            f"{what}: average gain {gain:+.1f}% ({in_words(d.mean_better, metric)}) across "
+            f"{len(d.pairs)} paired cell(s), {significant} of them significant"
         )
     of = f"{significant} of {len(d.pairs)} pairs significant"
     if d.by is not None:

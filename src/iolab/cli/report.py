@@ -168,7 +168,8 @@ def compare(
         print(json.dumps(document.comparison_document(c) | {"why": limits.document}, indent=2))
         return
     out.print(
-        f"{c.metric}: {c.a.label}: mean {c.a.mean:,.4g} (n = {len(c.a.values)}); "
+        f"{c.metric} ({c.a.declaration.direction}): {c.a.label}: mean {c.a.mean:,.4g} "
+        f"(n = {len(c.a.values)}); "
         f"{c.b.label}: mean {c.b.mean:,.4g} (n = {len(c.b.values)})"
     )
     out.print(sentence(c.ratio))

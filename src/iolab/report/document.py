@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from iolab.analysis.findings import DimensionGain, Ratio, gain_sentence, sentence
+from iolab.analysis.findings import DimensionGain, Ratio, direction, gain_sentence, sentence
 from iolab.report import why
 from iolab.report.comparison import Comparison
 from iolab.report.spectrum import Spectrum
@@ -13,10 +13,15 @@ from iolab.report.value import ExperimentReport
 
 
 def ratio_document(r: Ratio) -> dict[str, object]:
+    """A ratio's numbers as they are (``speedup`` > 1: a is better, whatever the metric's
+    direction), and the same in one direction: ``times`` (1 or more) ``direction`` ("faster",
+    "slower", "lower", ...), as the ``sentence`` says it."""
     return {
         "a": r.a,
         "b": r.b,
         "speedup": r.better,
+        "times": max(r.better, 1 / r.better),
+        "direction": direction(r),
         "ci_low": r.better_low,
         "ci_high": r.better_high,
         "p_value": r.comparison.p_value,

@@ -15,10 +15,16 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from iolab.analysis.findings import CellStats, Findings, MatrixValue
+from iolab.analysis.findings import (
+    CellStats,
+    Findings,
+    MatrixValue,
+    Ratio,
+    in_words,
+    ratio_words,
+)
 from iolab.errors import BadInput
 from iolab.report.charts import GroupedBar, grouped_bar_chart
-from iolab.workloads import registry
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,18 @@ def _place(layout: ChartLayout, c: CellStats, fallback: str) -> tuple[str, str]:
     return x, s
 
 
+NOT_SIGNIFICANT = "n.s."  # a speed-up bar whose whiskers hold 1
+BEFORE_ONLY = "n.s.†"  # whiskers that exclude 1, but not significant after Holm's adjustment
+
+
+def significance_mark(r: Ratio) -> str:
+    """The line under a speed-up bar's ratio: nothing when significant, else which of the two
+    ways it is not (the caption says what each mark means)."""
+    if r.significant:
+        return ""
+    return "\n" + (BEFORE_ONLY if r.before_adjustment_only else NOT_SIGNIFICANT)
+
+
 def _caption(text: str) -> str:
     return f"<p class='caption'>{html.escape(text)}</p>"
 
@@ -103,12 +121,7 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
         return ""
     layout = choose(keys, measured, chart_by)
     ratios = {r.a: r for r in f.vs_baseline}
-    speed = (
-        not f.metric
-        or registry.find_metric(f.metric) is None
-        or registry.lookup_metric(f.metric).speed
-    )
-    better = "faster" if speed else "better"
+    up, down, what = ratio_words(f.metric)
     x_label = layout.x or "cell"
     legend = layout.series or ""
     out = []
@@ -124,13 +137,9 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
             if c.cell.label == f.baseline:
                 ups.append(GroupedBar(x, s, 1.0, text="base"))
             elif (r := ratios.get(c.cell.label)) is not None:
-                # the whiskers exclude 1 but the family's adjustment does not keep it: "ns†"
-                mark = "" if r.significant else " ns†" if r.before_adjustment_only else " ns"
-                ups.append(
-                    GroupedBar(
-                        x, s, r.better, r.better_low, r.better_high, f"{r.better:.2f}x{mark}"
-                    )
-                )
+                # "2.27x slower" and under it whether it is significant (see the caption)
+                label = in_words(r.better, f.metric, named=False) + significance_mark(r)
+                ups.append(GroupedBar(x, s, r.better, r.better_low, r.better_high, label))
         by = f" by {layout.x}" if layout.x else " per cell"
         by += f" and {layout.series}" if layout.series else ""
         out.append(
@@ -157,7 +166,7 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
                 grouped_bar_chart(
                     ups,
                     title=f"speed-up against {f.baseline}{where}",
-                    y_label=f"times {better} than the baseline (x)",
+                    y_label=f"times {up}{what} than the baseline (x)",
                     x_label=x_label,
                     legend_title=legend,
                     reference=1.0,
@@ -165,12 +174,14 @@ def charts(f: Findings, unit: str, keys: Sequence[str], chart_by: Sequence[str] 
             )
             out.append(
                 _caption(
-                    f"One bar: how many times {better} a cell is than the baseline "
-                    f"({f.baseline}; above 1 is {better}, whatever the metric's direction): the "
-                    "ratio of geometric means; whiskers: its 95% confidence interval; 'ns': no "
-                    "significant difference (the whiskers hold 1); 'ns†': whiskers that exclude "
-                    "1, a difference significant before adjustment but not after Holm's over "
-                    "the report's comparisons; the dashed line: as good as the baseline."
+                    f"One bar: how many times {up}{what} a cell is than the baseline "
+                    f"({f.baseline}; above 1 is {up}, below 1 {down}, whatever the metric's "
+                    f"direction), written in words on the bar ('2.00x {up}', '1.25x {down}'): "
+                    "the ratio of geometric means; whiskers: its 95% confidence interval; "
+                    f"'{NOT_SIGNIFICANT}': not significant (the whiskers hold 1); "
+                    f"'{BEFORE_ONLY}': whiskers that exclude 1, a difference significant before "
+                    "adjustment but not after Holm's over the report's comparisons; no mark: "
+                    "significant; the dashed line: as good as the baseline."
                 )
             )
     return "".join(out)

@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
+from iolab.analysis.findings import in_words
 from iolab.latency.histogram import Histogram
 from iolab.units import format_bytes, format_micros, format_rate
 
@@ -144,7 +145,8 @@ def latency_table(s: dict[str, Any]) -> Table | str:
 
 
 def latency_sides(kind: str, a_label: str, a: Histogram, b_label: str, b: Histogram) -> Table:
-    """One operation kind's latency on two sides of a comparison, each side's runs merged."""
+    """One operation kind's latency on two sides of a comparison, each side's runs merged, and
+    A's against B's in words ("1.69x lower": A's is lower, better)."""
     table = Table(
         title=f"{kind} latency, each side's runs merged (warm-up left out)", title_justify="left"
     )
@@ -156,12 +158,17 @@ def latency_sides(kind: str, a_label: str, a: Histogram, b_label: str, b: Histog
     for label, st in rows:
         values = (format_micros(float(st[key])) for _, key in LATENCY_COLUMNS)
         table.add_row(label, f"{st['count']:,}", *values)
-    ratios = (
-        f"{float(rows[0][1][key]) / float(rows[1][1][key]):.2f}x" if rows[1][1][key] else "-"
-        for _, key in LATENCY_COLUMNS
+    table.add_row(
+        "A against B", "", *(_against(rows[0][1][k], rows[1][1][k], k) for _, k in LATENCY_COLUMNS)
     )
-    table.add_row("A / B", "", *ratios)
     return table
+
+
+def _against(a: float, b: float, key: str) -> str:
+    """A's latency against B's in words, one direction: "1.69x lower", "1.20x higher"."""
+    if not a or not b:
+        return "-"
+    return in_words(float(b) / float(a), key, named=False)
 
 
 def loaders_line(s: dict[str, Any]) -> str:

@@ -98,7 +98,7 @@ class ExperimentReport:
 
     @property
     def direction(self) -> str:
-        return "lower is better" if self.lower_is_better else "higher is better"
+        return self.declaration.direction
 
     @property
     def unit(self) -> str:

@@ -18,7 +18,7 @@ from rich.text import Text
 from iolab.analysis import diagnosis as dx
 from iolab.analysis.disk import summarize as disk_summarize
 from iolab.analysis.efficiency import device_key, disk_device
-from iolab.analysis.findings import Ratio
+from iolab.analysis.findings import Ratio, times
 from iolab.probes.data import ProbeData
 from iolab.report.value import ExperimentReport
 from iolab.results import RunId
@@ -133,7 +133,7 @@ def build(store: Store, report: ExperimentReport) -> dx.Why:
         seen.add((r.a, r.b))
         whys.append(
             dx.finding_why(
-                by_label[r.a], by_label[r.b], better=r.better, significant=r.significant, key=key
+                by_label[r.a], by_label[r.b], times=times(r), significant=r.significant, key=key
             )
         )
     return dx.Why(tuple(verdicts), tuple(whys))
@@ -249,5 +249,5 @@ def compare(
         return dx.cell_verdict(label, [run_diagnosis(store, store.run(RunId(r))) for r in runs])
 
     va, vb = side(*a), side(*b)
-    why = dx.finding_why(va, vb, better=ratio.better, significant=ratio.significant)
+    why = dx.finding_why(va, vb, times=times(ratio), significant=ratio.significant)
     return Compared(va, vb, why)

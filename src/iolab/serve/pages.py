@@ -15,11 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from iolab.analysis.findings import sentence
+from iolab.analysis.findings import in_words, interval_words, ratio_words, sentence, times
 from iolab.probes.data import ProbeData
 from iolab.report import interactive, timeline
 from iolab.report.charts import GroupedBar, Mark, grouped_bar_chart
 from iolab.report.comparison import Comparison
+from iolab.report.grouped import NOT_SIGNIFICANT, significance_mark
 from iolab.report.html import key_values
 from iolab.store.browse import ExperimentRow, Filters
 from iolab.store.database import RunRecord
@@ -269,11 +270,7 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
         return _page("iolab: compare", form)
     r = found.ratio
     c = r.comparison
-    ci = (
-        f"{r.better_low:.4g} to {r.better_high:.4g}"
-        if r.better_low is not None and r.better_high is not None
-        else "-"
-    )
+    up, down, what = ratio_words(found.metric)
     table = _table(
         ("of each side", "A", "B"),
         [
@@ -282,25 +279,16 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
             (f"mean {_e(found.metric)}", f"{found.a.mean:,.4g}", f"{found.b.mean:,.4g}"),
         ],
     )
+    # the ratio in words, one direction (its number, > 1 when A is better, in data- attributes)
+    low, high = ("" if v is None else f"{v:.6g}" for v in (r.better_low, r.better_high))
     answer = _table(
-        (
-            "metric",
-            "A over B (times better)",
-            "95% CI",
-            "p",
-            "A / B (geometric means)",
-            "its 95% CI",
-        ),
+        ("metric", "A against B", "95% CI", "p"),
         [
             (
-                _e(found.metric),
-                f"<b id='ratio'>{r.better:.4g}</b>",
-                f"<span id='ci'>{ci}</span>",
+                f"{_e(found.metric)} ({found.a.declaration.direction})",
+                f"<b id='ratio' data-speedup='{r.better:.6g}'>{_e(times(r))}</b>",
+                f"<span id='ci' data-low='{low}' data-high='{high}'>{_e(interval_words(r))}</span>",
                 "-" if c.p_value is None else f"{c.p_value:.3g}",
-                f"{c.ratio:.3g}",
-                "-"
-                if c.ci_low is None or c.ci_high is None
-                else f"{c.ci_low:.3g} to {c.ci_high:.3g}",
             )
         ],
         "answer",
@@ -315,10 +303,22 @@ def compare_page(a: str, b: str, metric: str, found: Comparison | None, error: s
         y_label=f"{found.metric} {unit}".strip(),
     )
     speedup = grouped_bar_chart(
-        [GroupedBar("A over B", "A over B", r.better, r.better_low, r.better_high)],
-        title="how many times better A is than B, with its 95% interval",
-        y_label="times better",
+        [
+            GroupedBar(
+                "A against B",
+                "A against B",
+                r.better,
+                r.better_low,
+                r.better_high,
+                in_words(r.better, found.metric, named=False) + significance_mark(r),
+            )
+        ],
+        title=f"how many times {up}{what} A is than B, with its 95% interval",
+        y_label=f"times {up} than B (x)",
         reference=1.0,
+    ) + (
+        f"<p class='caption'>Above 1: A is {up}; below 1: {down}; the dashed line: the same; "
+        f"'{NOT_SIGNIFICANT}': not significant (the whiskers hold 1).</p>"
     )
     body = (
         form
