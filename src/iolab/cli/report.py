@@ -152,9 +152,11 @@ def compare(
     results: ResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Two sets of runs side by side: means, the ratio with its 95% interval, significance;
-    for populate runs, each side's operation latencies merged (p50 .. p99.99, max); what
-    limited each side and whether the limit moved."""
+    """Two sets of runs side by side: means, the ratio in words with its 95% interval and
+    significance, A first and one way whatever the metric's direction ("A was 2.00x slower than
+    B"; a latency "2.00x lower", lower being better); for populate runs, each side's operation
+    latencies merged (p50 .. p99.99, max) and A's against B's in words; what limited each side
+    and whether the limit moved."""
     from iolab.analysis.findings import sentence
     from iolab.report import document, why
     from iolab.report import populate as populate_report
