@@ -45,30 +45,20 @@ def list_runs(
         50, "--limit", min=1, help="Show at most this many runs, newest first."
     ),
 ) -> None:
-    """List stored runs, newest first."""
-    from rich.table import Table
-
+    """List stored runs, newest first: each run's workload, engine, layout (data directories and
+    files, a WAL or temp directory of its own, the testbed devices) and headline number with its
+    unit (rows/s, NOPM, a disk test's MB/s, TPC-H's seconds, tps); a run that did not finish
+    shows its status and why instead. --json adds engine, layout and headline (metric, value,
+    unit, text; null unless done) to each run's record (docs/report.md)."""
+    from iolab.report.glance import glances, runs_table
     from iolab.store import open_store
 
     with open_store(results, create=False) as store:
-        runs = store.runs(limit)
+        runs = glances(store, limit)
     if as_json:
-        print(json.dumps([_run_json(r) for r in runs], indent=2))
+        print(json.dumps([_run_json(g.run) | g.as_json() for g in runs], indent=2))
         return
-    table = Table(title=f"runs ({len(runs)} shown)", title_justify="left")
-    for col in ("id", "workload", "experiment", "status", "started", "note"):
-        table.add_column(col)
-    for r in runs:
-        note = r.error or ""
-        table.add_row(
-            str(r.id),
-            r.workload,
-            escape(r.experiment),
-            r.status.value,
-            r.started_at or "",
-            escape(note),
-        )
-    out.print(table)
+    out.print(runs_table(runs))
 
 
 @app.command("show")

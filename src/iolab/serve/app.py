@@ -47,6 +47,7 @@ from iolab.report import html as html_report
 from iolab.report import interactive
 from iolab.report import timeline as timeline_report
 from iolab.report.comparison import compare
+from iolab.report.glance import glances
 from iolab.report.html import SAVE_JS
 from iolab.report.value import RunView
 from iolab.results import ExperimentId, RunId
@@ -64,6 +65,7 @@ POLICY = (
     "font-src 'self' data:; form-action 'self'; frame-ancestors 'none'"
 )
 HEADERS = {"content-security-policy": POLICY, "x-content-type-options": "nosniff"}
+RUNS_SHOWN = 50  # the index's newest runs of the experiments it lists
 # the files under /static
 STATIC: dict[str, Callable[[], str]] = {
     "plotly.min.js": interactive.plotly_js,
@@ -173,7 +175,9 @@ def _experiments(store: Store, request: Request) -> Response:
             for k in ("workload", "engine", "device", "host", "since", "until")
         }
     )
-    return _html(pages.experiments_page(browse_store.experiments(store, filters), filters))
+    rows = browse_store.experiments(store, filters)
+    runs = glances(store, RUNS_SHOWN, [r.id for r in rows])
+    return _html(pages.experiments_page(rows, filters, runs))
 
 
 def _experiment_page(store: Store, exp: ExperimentId) -> str:

@@ -20,6 +20,7 @@ from iolab.probes.data import ProbeData
 from iolab.report import interactive, timeline
 from iolab.report.charts import GroupedBar, Mark, grouped_bar_chart
 from iolab.report.comparison import Comparison
+from iolab.report.glance import Glance, minute
 from iolab.report.grouped import NOT_SIGNIFICANT, significance_mark
 from iolab.report.html import key_values
 from iolab.store.browse import ExperimentRow, Filters
@@ -70,8 +71,11 @@ def error_page(message: str) -> str:
     return _page("iolab serve: cannot show this", f"<p class='failed'>{_e(message)}</p>")
 
 
-def experiments_page(rows: Sequence[ExperimentRow], filters: Filters) -> str:
-    """Every experiment (newest first) with its cells and runs done/failed, and the filters."""
+def experiments_page(
+    rows: Sequence[ExperimentRow], filters: Filters, runs: Sequence[Glance] = ()
+) -> str:
+    """Every experiment (newest first) with its cells and runs done/failed, and the filters;
+    then the newest runs of those experiments at a glance (engine, layout, headline number)."""
     inputs = "".join(
         f"<label>{name} <input name='{name}' value='{_e(getattr(filters, name))}'"
         f" placeholder='{hint}'></label>"
@@ -120,7 +124,34 @@ def experiments_page(rows: Sequence[ExperimentRow], filters: Filters) -> str:
         "experiments",
     )
     shown = f"<p>{len(rows)} experiments" + (" match the filters" if filters != Filters() else "")
-    return _page("iolab: experiments", form + shown + ".</p>" + table)
+    return _page("iolab: experiments", form + shown + ".</p>" + table + _runs(runs))
+
+
+def _runs(runs: Sequence[Glance]) -> str:
+    """The runs at a glance: a finished run's headline number, any other run's status (and
+    why it stopped)."""
+    if not runs:
+        return ""
+    rows = (
+        (
+            f"<a href='/runs/{g.run.id}'>{g.run.id}</a>",
+            _e(minute(g.run.started_at)),
+            _e(g.run.workload),
+            _e(g.engine or "-"),
+            _e(g.layout),
+            _e(g.figure.text) if g.figure else "-",
+            f"<span class='{_e(g.run.status.value)}'>{_e(g.run.status.value)}</span>"
+            + (f" {_e(g.run.error)}" if g.run.error else ""),
+            f"<a href='/experiments/{g.run.experiment_id}'>{_e(g.run.experiment)}</a>",
+        )
+        for g in runs
+    )
+    head = ("run", "started UTC", "workload", "engine", "layout", "result", "status", "experiment")
+    return (
+        f"<section id='runs'><h2>Runs</h2><p>The newest {len(runs)} runs of these experiments.</p>"
+        + _table(head, rows, "run-glance")
+        + "</section>"
+    )
 
 
 def experiment_page(

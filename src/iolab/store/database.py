@@ -270,12 +270,18 @@ class Store:
         " JOIN cells c ON c.experiment_id = r.experiment_id AND c.id = r.cell_id"
     )
 
-    def runs(self, limit: int | None = None) -> list[RunRecord]:
-        sql = self._RUN_SELECT + " ORDER BY r.id DESC"
-        args: tuple[int, ...] = ()
+    def runs(
+        self, limit: int | None = None, experiments: Sequence[ExperimentId] | None = None
+    ) -> list[RunRecord]:
+        """The runs, newest first (at most ``limit``; of ``experiments`` only, when given)."""
+        sql, args = self._RUN_SELECT, list[int]()
+        if experiments is not None:
+            sql += f" WHERE r.experiment_id IN ({','.join('?' * len(experiments))})"
+            args += list(experiments)
+        sql += " ORDER BY r.id DESC"
         if limit is not None:
             sql += " LIMIT ?"
-            args = (limit,)
+            args.append(limit)
         return [_run_record(row) for row in self.conn.execute(sql, args)]
 
     def run(self, run_id: int) -> RunRecord:

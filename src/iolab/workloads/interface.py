@@ -310,6 +310,17 @@ class Judged:
 
 
 @dataclass(frozen=True)
+class Headline:
+    """Where a run's one number at a glance is (``iolab results list``, serve's index): a key of
+    its summary or a dotted path into its tables (``tests.SEQ1M Q8T1 read.mbps``), declared in
+    the workload's ``metrics.py`` (its unit comes from there), and what it is of, where the unit
+    alone does not say (a disk test's name, a TPC-H run's count of queries)."""
+
+    key: str
+    of: str = ""
+
+
+@dataclass(frozen=True)
 class Workload:
     """What one workload is to the rest of iolab. ``metric`` is the summary key the statistics
     are about, unless ``judge`` says otherwise for a cell's parameters (:meth:`judged`)."""
@@ -337,6 +348,8 @@ class Workload:
     first_metric: (
         Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], str] | None
     ) = None
+    # a finished run's headline, from its parameters and summary (None: it recorded none)
+    headline: Callable[[Mapping[str, Any], Mapping[str, Any]], Headline | None] | None = None
 
     def judged(self, params: Mapping[str, Any]) -> Judged | None:
         """What a cell of these parameters is judged by (None: no single number, a disk

@@ -17,6 +17,7 @@ from iolab.workloads.interface import (
     DEFAULT_SAMPLE_INTERVAL,
     Body,
     Checked,
+    Headline,
     Resolve,
     Workload,
     model_of,
@@ -94,6 +95,16 @@ def _first_test(cells: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[
     return f"tests.{first}.mbps"
 
 
+def _headline(params: Mapping[str, Any], summary: Mapping[str, Any]) -> Headline | None:
+    """The MB/s of the test a report is about (:func:`_first_test`: the profile's first that
+    ran, CrystalDiskMark's first row), named; None when no test finished."""
+    try:
+        key = _first_test([params], [summary])
+    except BadInput:
+        return None
+    return Headline(key, key.removeprefix("tests.").removesuffix(".mbps"))
+
+
 def _fio() -> None:
     from iolab.fio.runner import fio_path
 
@@ -112,4 +123,5 @@ WORKLOAD = Workload(
     check_tools=_fio,
     first_metric=_first_test,
     metrics=metrics.METRICS,
+    headline=_headline,
 )

@@ -13,6 +13,7 @@ from iolab.workloads.interface import (
     DEFAULT_SAMPLE_INTERVAL,
     Body,
     Checked,
+    Headline,
     Resolve,
     Workload,
     engine_check,
@@ -97,6 +98,10 @@ def _estimate(params: Mapping[str, Any]) -> float:
     return 10.0 + (float(duration) if duration is not None else DEFAULT_SECONDS)
 
 
+def _headline(params: Mapping[str, Any], summary: Mapping[str, Any]) -> Headline:
+    return Headline("tps")  # transactions per second, as pgbench printed it
+
+
 WORKLOAD = Workload(
     name="pgbench",
     model=PgbenchWorkload,
@@ -107,4 +112,5 @@ WORKLOAD = Workload(
     estimate=_estimate,
     check=_check,
     metrics=metrics.METRICS,
+    headline=_headline,
 )

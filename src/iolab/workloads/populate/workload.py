@@ -16,6 +16,7 @@ from iolab.workloads.interface import (
     OFF,
     Body,
     Checked,
+    Headline,
     Judged,
     Resolve,
     Workload,
@@ -136,6 +137,16 @@ def _populate_judge(params: Mapping[str, Any]) -> Judged:
     return Judged("elapsed_seconds", "elapsed s", held)
 
 
+def _populate_headline(params: Mapping[str, Any], summary: Mapping[str, Any]) -> Headline:
+    """rows/s; under an offered rate, which sets the rows/s, the 99th percentile latency of its
+    commits, as its cells are judged."""
+    judged = _populate_judge(params)
+    if judged.metric.startswith("latency."):  # latency.KIND.p99_us
+        kind = judged.metric.split(".")[1]  # transaction or commit
+        return Headline(judged.metric, f"p99 {'tx' if kind == 'transaction' else kind}")
+    return Headline("rows_per_second")
+
+
 def _seconds(value: str | float) -> str:
     try:
         return f"{seconds(value):g} s"
@@ -159,4 +170,5 @@ WORKLOAD = Workload(
     check=_populate_check,
     judge=_populate_judge,
     metrics=metrics.METRICS,
+    headline=_populate_headline,
 )

@@ -13,6 +13,7 @@ from iolab.workloads.interface import (
     DEFAULT_SAMPLE_INTERVAL,
     Body,
     Checked,
+    Headline,
     Resolve,
     Workload,
     engine_check,
@@ -98,6 +99,10 @@ def _check_tools() -> None:
     tool_path("sysbench", PACKAGE)
 
 
+def _headline(params: Mapping[str, Any], summary: Mapping[str, Any]) -> Headline:
+    return Headline("tps")  # transactions per second, as sysbench printed it
+
+
 WORKLOAD = Workload(
     name="sysbench",
     model=SysbenchWorkload,
@@ -108,5 +113,6 @@ WORKLOAD = Workload(
     estimate=_estimate,
     check=_check,
     metrics=metrics.METRICS,
+    headline=_headline,
     check_tools=_check_tools,
 )

@@ -14,6 +14,7 @@ from iolab.workloads.interface import (
     DEFAULT_SAMPLE_INTERVAL,
     Body,
     Checked,
+    Headline,
     Resolve,
     Workload,
     engine_check,
@@ -79,6 +80,13 @@ def _tpch_estimate(params: Mapping[str, Any]) -> float:
     return 20.0 + 120.0 * float(params["scale_factor"])  # load and 22 queries, SF 1 ~ 2 min
 
 
+def _tpch_headline(params: Mapping[str, Any], summary: Mapping[str, Any]) -> Headline:
+    """The power run's seconds, the sum of its queries' (its report's "power run" row), and
+    how many queries they are: a run of some of the 22 says so."""
+    count = len(summary.get("queries") or ())
+    return Headline("total_seconds", f"for {count} quer{'y' if count == 1 else 'ies'}")
+
+
 WORKLOAD = Workload(
     name="tpch",
     model=TpchWorkload,
@@ -89,4 +97,5 @@ WORKLOAD = Workload(
     estimate=_tpch_estimate,
     check=_tpch_check,
     metrics=metrics.METRICS,
+    headline=_tpch_headline,
 )
