@@ -200,7 +200,7 @@ def test_an_experiment_page_is_the_report_with_its_runs(
     report = json.loads(run_iolab(seeded[1], "report", "serve-seed", "--json").stdout)
     tab, asked, errors = open_tab(browser, server)
     tab.goto(server)
-    tab.get_by_role("link", name="serve-seed").click()
+    tab.locator("#experiments").get_by_role("link", name="serve-seed").click()
     tab.wait_for_load_state("load")
     assert tab.locator("h1").inner_text() == "iolab report: serve-seed"
     text = tab.locator("body").inner_text()
@@ -249,7 +249,8 @@ def test_a_compare_page_gives_the_ratio_and_interval_of_iolab_compare(
 ) -> None:
     tab, asked, errors = open_tab(browser, server)
     tab.goto(server)
-    tab.get_by_role("link", name="serve-seed").click()  # two cells picked on its page
+    # two cells picked on its page
+    tab.locator("#experiments").get_by_role("link", name="serve-seed").click()
     tab.wait_for_load_state("load")
     specs = tab.locator("#compare-cells select[name=a] option").evaluate_all(
         "options => options.map(o => o.value)"
