@@ -169,6 +169,41 @@ class Diagnosis:
             ]
         return doc
 
+    def record(self) -> dict[str, Any]:
+        """Everything of the verdict, as the results database keeps it with its run (every
+        number and sentence as computed, so reading it back shows it byte for byte)."""
+
+        def ev(items: Sequence[Evidence]) -> list[list[Any]]:
+            return [[e.name, e.value, e.unit, e.text, e.group] for e in items]
+
+        return {
+            "limit": self.limit,
+            "share": self.share,
+            "evidence": ev(self.evidence),
+            "candidates": [[c.limit, c.share, ev(c.evidence)] for c in self.candidates],
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_record(cls, doc: Mapping[str, Any]) -> Diagnosis:
+        """The verdict :meth:`record` kept."""
+
+        def ev(items: Sequence[Sequence[Any]]) -> tuple[Evidence, ...]:
+            return tuple(
+                Evidence(str(n), float(v), str(u), str(t), str(g)) for n, v, u, t, g in items
+            )
+
+        def share(x: Any) -> float | None:
+            return None if x is None else float(x)
+
+        return cls(
+            str(doc["limit"]),
+            share(doc["share"]),
+            ev(doc["evidence"]),
+            tuple(Candidate(str(lim), share(s), ev(e)) for lim, s, e in doc["candidates"]),
+            tuple(str(n) for n in doc["notes"]),
+        )
+
 
 def sentences(evidence: Sequence[Evidence]) -> list[str]:
     """The evidence as a person reads it: one sentence per group."""

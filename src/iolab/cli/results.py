@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -66,10 +66,25 @@ def show(
     run_id: int = typer.Argument(..., metavar="RUN", help="Run id from `iolab results list`."),
     results: ResultsOption = None,
     as_json: JsonOption = False,
+    with_disk: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--with-disk",
+            metavar="DISK_RUN",
+            help="Recompute the verdict now against this stored `iolab disk` run (repeat for "
+            "several devices) instead of showing the verdict kept with the run; the recomputed "
+            "one is said to be recomputed and is not stored.",
+        ),
+    ] = None,
 ) -> None:
     """Show one run: its parameters, environment and results, what limited it (a verdict from
     its probes with its evidence: docs/diagnosis.md), and what the probes recorded: the devices
-    per role, engine and host counters, wait statistics and checkpoints."""
+    per role, engine and host counters, wait statistics and checkpoints.
+
+    The verdict is the one kept with the run: computed when the run was stored, against the
+    `iolab disk` runs of its devices that had finished by its end (a run stored before iolab
+    kept verdicts gets its verdict on first read, by the same rule); a disk run measured later
+    never changes it. --with-disk recomputes it against the disk runs named."""
     from iolab.analysis.disk import summarize
     from iolab.report import disk as disk_report
     from iolab.report import populate as populate_report
@@ -77,9 +92,11 @@ def show(
     from iolab.report import tpcc as tpcc_report
     from iolab.report import tpch as tpch_report
     from iolab.report import why
-    from iolab.store import open_store
+    from iolab.store import open_store, verdicts
 
     check_id(run_id, "RUN")
+    for disk in with_disk or []:
+        check_id(disk, "--with-disk", "the number of an `iolab disk` run")
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         env = store.environment(run.env_id) if run.env_id else {}
@@ -87,7 +104,12 @@ def show(
         queries = store.query_results(run.id)
         probes = store.probes(run.id, values=False)
         logs = store.logs(run.id)
-        diagnosis = why.run_diagnosis(store, run, probes, env)
+        kept = verdicts.of_run(store, run)
+        verdict = kept
+        if with_disk:
+            disk_runs = [verdicts.disk_run(store, d) for d in dict.fromkeys(with_disk)]
+            verdict = verdicts.compute(store, run, disk_runs)
+    diagnosis = verdict.diagnosis
     summaries = summarize(passes)
     if as_json:
         doc = _run_json(run) | {"environment": env}
@@ -102,6 +124,9 @@ def show(
             doc["probes"] = probes_report.probes_json(probes)
         if diagnosis is not None:
             doc["diagnosis"] = diagnosis.as_json()
+            doc["verdict"] = verdict.document()
+            if verdict is not kept and kept.diagnosis is not None:
+                doc["verdict"]["kept"] = kept.diagnosis.as_json() | kept.document()
         doc["logs"] = sorted(logs)
         print(json.dumps(doc, indent=2))
         return
@@ -130,6 +155,9 @@ def show(
     if diagnosis is not None:
         for line in why.show_lines(diagnosis):
             out.print(line)
+        out.print(f"  [dim]{escape(verdict.origin())}[/]")
+        if verdict is not kept and kept.diagnosis is not None:
+            out.print(f"  [dim]the verdict kept with the run: {escape(kept.diagnosis.line)}[/]")
     if probes is not None:
         for table in probes_report.tables(probes):
             out.print(table)

@@ -40,7 +40,7 @@ from iolab.report import spectrum, why
 from iolab.report import timeline as timeline_report
 from iolab.report.value import DiskGrid, ExperimentReport, ReportCell, ReportRun, RunView
 from iolab.results import ExperimentId, RunId
-from iolab.store import Store
+from iolab.store import Store, verdicts
 from iolab.store import experiments as store_experiments
 from iolab.store.database import RunRecord
 from iolab.store.experiments import StoredCell, StoredRun
@@ -78,7 +78,7 @@ def build(
     chosen, declaration = choose_metric(cfg, cells, metric)
     data = cell_data(cells, matrix_keys(cfg), chosen)
     base_label = _full_label(data, _baseline_label(cfg))
-    disk_runs = [_disk_run(store, r) for r in with_disk]
+    disk_runs = [verdicts.disk_run(store, r) for r in with_disk]
     found = analyse(data, chosen, declaration.lower_is_better, baseline=base_label).with_context(
         _efficiency(store, cells, data, disk_runs),
         _drift(cells, data, chosen, base_label),
@@ -284,16 +284,6 @@ def _done_summaries(
     return [
         (d.label, [r.summary for r in c.runs if r.done]) for c, d in zip(cells, data, strict=True)
     ]
-
-
-def _disk_run(store: Store, run_id: int) -> RunRecord:
-    try:
-        record = store.run(run_id)
-    except BadInput as exc:  # no such run: said of the option that named it
-        raise BadInput("--with-disk", run_id, exc.allowed) from None
-    if record.workload != "disk":
-        raise BadInput("--with-disk", run_id, "give the number of an `iolab disk` run")
-    return record
 
 
 def _efficiency(

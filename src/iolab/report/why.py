@@ -1,9 +1,8 @@
 """Why: what limited each run, each cell and each finding, read from the store and rendered.
 
-The verdicts come from :mod:`iolab.analysis.diagnosis`; this module reads what they need (a
-run's probes, parameters, summary and environment, and what `iolab disk` measured of the same
-devices) and renders them for ``iolab results show``, ``iolab report`` (terminal, JSON, HTML)
-and ``iolab compare``. See docs/diagnosis.md.
+The verdicts come from :mod:`iolab.analysis.diagnosis`, computed once per run and kept with it
+(:mod:`iolab.store.verdicts`); this module reads them and renders them for ``iolab results
+show``, ``iolab report`` (terminal, JSON, HTML) and ``iolab compare``. See docs/diagnosis.md.
 """
 
 from __future__ import annotations
@@ -16,78 +15,17 @@ from typing import Any
 from rich.text import Text
 
 from iolab.analysis import diagnosis as dx
-from iolab.analysis.disk import summarize as disk_summarize
-from iolab.analysis.efficiency import device_key, disk_device
 from iolab.analysis.findings import Ratio, times
-from iolab.probes.data import ProbeData
 from iolab.report.value import ExperimentReport
 from iolab.results import RunId
-from iolab.store import Store
-from iolab.store import experiments as store_experiments
+from iolab.store import Store, verdicts
 from iolab.store.database import RunRecord
 
-READ = ("read", "randread")
-WRITE = ("write", "randwrite")
 
-
-def disk_caps(store: Store, environment: Mapping[str, Any]) -> dict[str, dx.Caps]:
-    """What the newest finished `iolab disk` run of each of the run's devices measured, by
-    the run's device name (testbed devices are matched by their testbed name)."""
-    wanted: dict[str, str] = {}  # device key -> the run's device name
-    for st in (environment.get("storage") or {}).values():
-        dev = ((st or {}).get("device") or {}).get("name")
-        if dev:
-            wanted[device_key(str(dev), ((st or {}).get("testbed") or {}).get("name"))] = dev
-    if not wanted:
-        return {}
-    out: dict[str, dx.Caps] = {}
-    for run_id, env_id in store_experiments.done_disk_runs(store):
-        key = disk_device(store.environment(env_id)) if env_id is not None else None
-        if key is None or key not in wanted or wanted[key] in out:
-            continue
-        tests = [
-            ("read" if s.rw in READ else "write", s.median.mbps, s.median.iops)
-            for s in disk_summarize(store.disk_passes(run_id))
-            if s.rw in READ + WRITE
-        ]
-        caps = dx.disk_test_caps(tests, f"the best test of iolab disk run {run_id}")
-        if caps is not None:
-            out[wanted[key]] = caps
-        if len(out) == len(wanted):
-            break
-    return out
-
-
-def run_diagnosis(
-    store: Store,
-    run: RunRecord,
-    probes: ProbeData | None = None,
-    environment: Mapping[str, Any] | None = None,
-    caps: dict[str, dict[str, dx.Caps]] | None = None,
-) -> dx.Diagnosis | None:
-    """What limited ``run`` (None: it recorded no probes). ``probes`` and ``environment``
-    when the caller has read them already (values are not needed); ``caps``: the disk caps
-    found so far per environment, for a caller diagnosing many runs."""
-    if probes is None:
-        probes = store.probes(run.id, values=False, names=dx.SERIES)
-    if probes is None:
-        return None
-    env = (
-        environment
-        if environment is not None
-        else (store.environment(run.env_id) if run.env_id else {})
-    )
-    engine = str(run.params.get("engine") or run.summary.get("engine") or "")
-    facts = dx.RunFacts(engine, run.workload, run.params, run.summary, env)
-    if caps is None:
-        caps = {}
-    key = str(run.env_id)
-    if key not in caps:
-        caps[key] = disk_caps(store, env)
-    # how long a device with a known cap was at it: its samples, read only then
-    known = bool(caps[key]) or bool(dx.testbed_caps(env))
-    samples = store.probes(run.id, names=dx.CAP_SERIES) if known else None
-    return dx.diagnose(probes, facts, caps[key], samples)
+def run_diagnosis(store: Store, run: RunRecord) -> dx.Diagnosis | None:
+    """What limited ``run`` (None: it recorded no probes): the verdict kept with it
+    (:func:`iolab.store.verdicts.of_run`), never recomputed against a newer disk run."""
+    return verdicts.of_run(store, run).diagnosis
 
 
 def show_lines(d: dx.Diagnosis) -> list[str]:
@@ -111,16 +49,15 @@ def _markup(s: str) -> str:
 def build(store: Store, report: ExperimentReport) -> dx.Why:
     """Per cell the verdict of its done runs; per finding (best against the others, against
     the baseline, each pair along a matrix key) whether the limit moved."""
-    verdicts: list[dx.CellVerdict] = []
-    caps: dict[str, dict[str, dx.Caps]] = {}  # per environment: runs of a host share them
+    cells: list[dx.CellVerdict] = []
     for c in report.cells:
         runs = []
         for run in c.runs:
             if run.status.value != "done":
                 continue
-            runs.append(run_diagnosis(store, store.run(run.id), caps=caps))
-        verdicts.append(dx.cell_verdict(c.label, runs))
-    by_label = {v.label: v for v in verdicts}
+            runs.append(run_diagnosis(store, store.run(run.id)))
+        cells.append(dx.cell_verdict(c.label, runs))
+    by_label = {v.label: v for v in cells}
     values = {c.label: c.values for c in report.cells}
     f = report.findings
     ratios: list[tuple[Ratio, str]] = [(r, _key(values, r)) for r in (*f.best_vs, *f.vs_baseline)]
@@ -136,7 +73,7 @@ def build(store: Store, report: ExperimentReport) -> dx.Why:
                 by_label[r.a], by_label[r.b], times=times(r), significant=r.significant, key=key
             )
         )
-    return dx.Why(tuple(verdicts), tuple(whys))
+    return dx.Why(tuple(cells), tuple(whys))
 
 
 def _key(values: Mapping[str, Mapping[str, Any]], r: Ratio) -> str:

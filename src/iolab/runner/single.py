@@ -21,7 +21,7 @@ from iolab.probes.recorder import LiveSink, publishing
 from iolab.redaction import redact
 from iolab.results import CellId, ExperimentId, RunId, RunOutcome, RunStatus, cell_id
 from iolab.runner import hostlock
-from iolab.store import Store
+from iolab.store import Store, verdicts
 from iolab.store.live import ChunkWriter
 from iolab.system.snapshot import capture
 from iolab.testbed import error_marks, errors_note, throttle_for
@@ -164,12 +164,15 @@ def _name_failing_devices(done: Executed, marks: dict[str, int]) -> None:
 
 
 def commit(store: Store, run_id: RunId, executed: Executed) -> None:
-    """Record a claimed run's outcome: its environment (unless saved when it started) and its
-    results, in the store of the driver."""
+    """Record a claimed run's outcome: its environment (unless saved when it started), its
+    results, and then its verdict (:mod:`iolab.store.verdicts`: against the disk runs of its
+    devices finished by its end, kept with the run so that a disk run measured later never
+    rewrites it), in the store of the driver."""
     if not executed.env_saved:
         env = None if executed.environment is None else store.save_environment(executed.environment)
         store.start_claimed(run_id, env, executed.started_at)
     store.finish_run(run_id, executed.outcome, executed.ended_at or None)
+    verdicts.settle(store, run_id)
 
 
 def record(

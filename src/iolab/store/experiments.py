@@ -296,13 +296,23 @@ def last_run_id(store: Store) -> int:
     return int(top)
 
 
-def done_disk_runs(store: Store) -> list[tuple[RunId, EnvId | None]]:
-    """Every finished `iolab disk` run (id, environment id), newest first."""
+def done_disk_runs(store: Store, by: str | None = None) -> list[tuple[RunId, EnvId | None]]:
+    """Every finished `iolab disk` run (id, environment id), newest first; with ``by`` (an
+    ISO time, a run's end) only those that had ended by then: what existed when that run
+    ended, whatever was measured since."""
+    limit = None if by is None else _utc(by)
     return [
         (RunId(int(run_id)), None if env_id is None else EnvId(str(env_id)))
-        for run_id, env_id in store.conn.execute(
-            "SELECT r.id, r.env_id FROM runs r JOIN cells c"
+        for run_id, env_id, ended in store.conn.execute(
+            "SELECT r.id, r.env_id, r.ended_at FROM runs r JOIN cells c"
             " ON c.experiment_id = r.experiment_id AND c.id = r.cell_id"
             " WHERE c.workload = 'disk' AND r.status = 'done' ORDER BY r.id DESC"
         )
+        if limit is None or (ended is not None and _utc(ended) <= limit)
     ]
+
+
+def _utc(iso: str) -> datetime:
+    """A stored time; one without a zone is UTC (iolab writes UTC)."""
+    t = datetime.fromisoformat(iso)
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
