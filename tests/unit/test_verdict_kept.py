@@ -10,19 +10,31 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from iolab import report
 from iolab.analysis import diagnosis as dx
 from iolab.errors import BadInput
 from iolab.probes.data import ProbeData
+from iolab.report import why
 from iolab.report.why import run_diagnosis, show_lines
-from iolab.results import CellId, DiskPass, Latency, RunId, RunOutcome, RunStatus
+from iolab.results import (
+    CellId,
+    DiskPass,
+    ExperimentId,
+    Latency,
+    RunId,
+    RunOutcome,
+    RunStatus,
+)
 from iolab.runner.single import Executed, commit
 from iolab.store import Store, open_readonly, open_store, verdicts
 from tests.unit.cli import iolab
 from tests.unit.test_diagnosis_stored import SPREAD, device, host, pg_waits, probes
+from tests.unit.test_report_build import DISK_ENV, _pass, seed
 
 # the run's WAL device did 300 write IOPS, busy 35 %, while its sessions waited on the WAL 40 %
 # of their time: against a disk run that measured 10,000 write IOPS the device was far from
@@ -62,15 +74,19 @@ def disk_run(store: Store, iops: float, ended: str, device: str = "vda") -> int:
     return int(run)
 
 
-def populate_run(store: Store, ended: str, *, settle: bool = True) -> int:
+def populate_run(
+    store: Store, ended: str, *, settle: bool = True, exp: ExperimentId | None = None
+) -> int:
     """A populate run on vda, ended at ``ended``: committed as the runner commits it
     (``settle``), or as a run stored before verdicts were kept (no verdict with it)."""
-    exp = store.create_experiment("populate run", "command", {"workload": "populate"})
+    if exp is None:
+        exp = store.create_experiment("populate run", "command", {"workload": "populate"})
     cell = CellId("populate00000000")
     params = {"kind": "populate", "engine": "postgres", "connections": 4}
     store.ensure_cell(exp, cell, "populate", params)
     run = store.start_run(exp, cell, 1, None)
-    outcome = RunOutcome(RunStatus.DONE, {"rows_per_second": 900.0}, probes=run_probes())
+    summary = {"rows_per_second": 900.0, "rows": 9000, "elapsed_seconds": 10.0}
+    outcome = RunOutcome(RunStatus.DONE, summary, probes=run_probes())
     if settle:
         commit(store, run, Executed(outcome, RUN_ENV, "2026-11-27T09:59:00+00:00", ended))
     else:
@@ -254,3 +270,56 @@ def test_a_stored_run_keeps_its_verdict_row_with_its_disk_run_ids(store: Store) 
     assert json.loads(disk_runs) == {"vda": fast}
     assert json.loads(diagnosis)["limit"] == "none"
     assert verdicts.load(store, RunId(fast)) is None  # stored by finish_run alone: none yet
+
+
+def test_the_report_and_serve_read_the_kept_verdicts(tmp_path: Path) -> None:
+    """The issue: the demo's saved report cited disk run 1, serve disk run 29 for the same
+    finding. The report (terminal, JSON, HTML) and serve's read-only store read one verdict."""
+    path = tmp_path / "results.db"
+    config = {
+        "experiment": {"name": "kept"},
+        "workload": {"kind": "populate", "rows": 9000},
+        "matrix": {"engine": ["postgres"]},
+        "matrix_keys": ["engine"],
+    }
+    with open_store(path) as store:
+        fast = disk_run(store, FAST, "2026-11-27T09:00:00+00:00")
+        exp = store.create_experiment("kept", "experiment", config)
+        for minute in (0, 1):
+            populate_run(store, f"2026-11-27T10:0{minute}:00+00:00", exp=exp)
+        before = report.build(store, "kept")
+        assert before.why is not None
+        assert [c.text for c in before.why.cells] == ["none (2 of 2 runs)"]
+        disk_run(store, SLOW, "2026-11-27T11:00:00+00:00")
+        after = report.build(store, "kept")
+        assert after.why is not None
+        assert why.document(after.why) == why.document(before.why)
+        assert why.html_section(after.why) == why.html_section(before.why)
+        assert [t.plain for t in why.text(after.why)] == [t.plain for t in why.text(before.why)]
+    with open_readonly(path) as store:  # iolab serve's
+        served = report.build(store, exp)
+        assert served.why is not None
+        assert why.document(served.why) == why.document(before.why)
+        kept = [verdicts.of_run(store, store.run(r.id)) for c in served.cells for r in c.runs]
+        assert {(v.basis, v.disk_runs["vda"]) for v in kept} == {("stored", fast)}
+
+
+def test_the_efficiency_figures_keep_the_disk_run_of_the_experiments_time(store: Store) -> None:
+    """A report's efficiency compares with the newest disk run finished by the experiment's
+    end: one measured since (here an hour later, 100 MB/s) changes no figure."""
+    seed(store)
+    first = report.build(store, "layouts")
+    assert {e.limit.run_id for e in first.efficiency} == {1}
+    env = store.save_environment(DISK_ENV)
+    exp = store.create_experiment("disk /x", "command", {"workload": "disk", "profile": "real"})
+    cell = CellId("e" * 16)
+    store.ensure_cell(exp, cell, "disk", {"kind": "disk", "profile": "real", "path": "/x"})
+    run = store.start_run(exp, cell, 1, env)
+    later = (datetime.now(UTC) + timedelta(hours=1)).isoformat(timespec="seconds")
+    passes = [_pass("SEQ1M Q1T1 write", "write", n, 100.0) for n in (1, 2)]
+    store.finish_run(run, RunOutcome(RunStatus.DONE, {}, None, passes), later)
+    again = report.build(store, "layouts")
+    assert again.efficiency == first.efficiency
+    # named with --with-disk, it is used: the explicit choice
+    given = report.build(store, "layouts", with_disk=[int(run)])
+    assert {e.limit.run_id for e in given.efficiency} == {int(run)}

@@ -79,8 +79,10 @@ def build(
     data = cell_data(cells, matrix_keys(cfg), chosen)
     base_label = _full_label(data, _baseline_label(cfg))
     disk_runs = [verdicts.disk_run(store, r) for r in with_disk]
+    # the disk runs finished by the experiment's end: one measured since changes nothing
+    by = store_experiments.last_end(store, exp)
     found = analyse(data, chosen, declaration.lower_is_better, baseline=base_label).with_context(
-        _efficiency(store, cells, data, disk_runs),
+        _efficiency(store, cells, data, disk_runs, by),
         _drift(cells, data, chosen, base_label),
         query_times(_done_summaries(cells, data)),
     )
@@ -107,7 +109,7 @@ def build(
     )
     name = (cfg.get("experiment") or {}).get("name") or store_experiments.name_of(store, exp)
     labelled = [(d.label, c) for c, d in zip(cells, data, strict=True)]
-    spectra = spectrum.read(store, labelled, [r.id for r in disk_runs])
+    spectra = spectrum.read(store, labelled, [r.id for r in disk_runs], by)
     shared = overlaps(store, exp)
     said = _overlap_warning(shared, {r.id: c.label for c in report_cells for r in c.runs})
     if said is not None:
@@ -291,9 +293,11 @@ def _efficiency(
     cells: Sequence[StoredCell],
     data: Sequence[CellData],
     disk_runs: Sequence[RunRecord],
+    by: str | None,
 ) -> list[Efficiency]:
     """Each populate cell's device MB/s against the device's sequential write, from the disk
-    runs given, else the newest finished disk run of each device in the results database."""
+    runs given, else the newest disk run of each device in the results database that had
+    finished by ``by`` (the experiment's end)."""
     wanted = {
         device_key(name, d.get("testbed"))
         for c in cells
@@ -303,7 +307,7 @@ def _efficiency(
     if not wanted:
         return []  # no run of this experiment counted device bytes (not populate)
     given = [(r.id, r.env_id) for r in disk_runs]
-    chosen = given or store_experiments.done_disk_runs(store)
+    chosen = given or store_experiments.done_disk_runs(store, by=by)
     limits: dict[str, Limit] = {}
     for run_id, env_id in chosen:
         if limits.keys() >= wanted:

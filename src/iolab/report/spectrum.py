@@ -14,9 +14,9 @@ so reading the line at 99 gives the cell's p99 as the summaries compute it (HdrH
 rank rounding).
 One chart per operation kind (commit, transaction, statement). On the commit and transaction
 charts (the kinds that include a commit), a dashed line is the disk run (given with
---with-disk, else the newest finished `iolab disk` run in the same results database) that
-measured the commit test (8K write + fdatasync) on the device holding the WAL of the cells'
-runs: its measured passes' fdatasync histograms merged.
+--with-disk, else the newest `iolab disk` run in the same results database finished by the
+experiment's end) that measured the commit test (8K write + fdatasync) on the device holding
+the WAL of the cells' runs: its measured passes' fdatasync histograms merged.
 """
 
 from __future__ import annotations
@@ -134,11 +134,15 @@ class Spectrum:
 
 
 def read(
-    store: Store, cells: Sequence[tuple[str, StoredCell]], disk_runs: Sequence[int] = ()
+    store: Store,
+    cells: Sequence[tuple[str, StoredCell]],
+    disk_runs: Sequence[int] = (),
+    by: str | None = None,
 ) -> tuple[Spectrum, ...]:
     """The charts of an experiment's cells (label, cell): one per operation kind the done runs
     timed, with the commit tests of the devices holding their WAL (from ``disk_runs`` first,
-    the report's --with-disk, then the newest disk run that measured each device)."""
+    the report's --with-disk, then the newest disk run that measured each device and had
+    finished by ``by``, the experiment's end)."""
     merged: dict[str, list[SpectrumLine]] = {}
     wal: list[str] = []  # device keys, in the order the cells name them
     for label, cell in cells:
@@ -157,7 +161,7 @@ def read(
                 merged.setdefault(kind, []).append(SpectrumLine(label, h, len(parts)))
     if not merged:
         return ()
-    tests = commit_tests(store, wal, disk_runs) if any(k in merged for k in WITH_DISK) else {}
+    tests = commit_tests(store, wal, disk_runs, by) if any(k in merged for k in WITH_DISK) else {}
     out = []
     for kind in [*KINDS, *sorted(set(merged) - set(KINDS))]:
         if kind not in merged:
@@ -198,17 +202,16 @@ def wal_devices(store: Store, run: StoredRun) -> list[str]:
 
 
 def commit_tests(
-    store: Store, devices: Sequence[str], given: Sequence[int] = ()
+    store: Store, devices: Sequence[str], given: Sequence[int] = (), by: str | None = None
 ) -> dict[str, SpectrumLine]:
     """For each device key: the disk run that measured its commit test (of ``given`` first,
-    else the newest finished one in the results database), as a dashed line of its measured
-    passes' fdatasync histograms."""
+    else the newest one in the results database finished by ``by``), as a dashed line of its
+    measured passes' fdatasync histograms."""
     wanted = set(devices)
     out: dict[str, SpectrumLine] = {}
-    every = store_experiments.done_disk_runs(store)
-    envs = dict(every)
+    envs = dict(store_experiments.done_disk_runs(store))
     chosen = [(RunId(r), envs.get(RunId(r))) for r in given if RunId(r) in envs]
-    chosen += [r for r in every if r[0] not in given]
+    chosen += [r for r in store_experiments.done_disk_runs(store, by=by) if r[0] not in given]
     for run_id, env_id in chosen:
         if out.keys() >= wanted:
             break

@@ -312,6 +312,20 @@ def done_disk_runs(store: Store, by: str | None = None) -> list[tuple[RunId, Env
     ]
 
 
+def last_end(store: Store, experiment: ExperimentId) -> str | None:
+    """When the experiment's last finished run ended (None: none has): what its report
+    compares with `iolab disk` runs measured by then, not since."""
+    ends = [
+        str(t)
+        for (t,) in store.conn.execute(
+            "SELECT ended_at FROM runs WHERE experiment_id = ? AND status = 'done'"
+            " AND ended_at IS NOT NULL",
+            (experiment,),
+        )
+    ]
+    return max(ends, key=_utc, default=None)
+
+
 def _utc(iso: str) -> datetime:
     """A stored time; one without a zone is UTC (iolab writes UTC)."""
     t = datetime.fromisoformat(iso)
