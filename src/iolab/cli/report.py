@@ -60,7 +60,8 @@ def report(
             "--with-disk",
             help="A stored `iolab disk` run: its profile goes into the HTML report and its "
             "sequential write is the device's limit for efficiency, its commit test the WAL "
-            "device's line on the latency chart (default: the newest disk run of each device).",
+            "device's line on the latency chart (default: the newest disk run of each device "
+            "finished by the experiment's end).",
         ),
     ] = None,
     metric: MetricOption = None,
