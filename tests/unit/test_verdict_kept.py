@@ -32,6 +32,7 @@ from iolab.results import (
 )
 from iolab.runner.single import Executed, commit
 from iolab.store import Store, open_readonly, open_store, verdicts
+from iolab.store import experiments as store_experiments
 from tests.unit.cli import iolab
 from tests.unit.test_diagnosis_stored import SPREAD, device, host, pg_waits, probes
 from tests.unit.test_report_build import DISK_ENV, _pass, seed
@@ -323,3 +324,18 @@ def test_the_efficiency_figures_keep_the_disk_run_of_the_experiments_time(store:
     # named with --with-disk, it is used: the explicit choice
     given = report.build(store, "layouts", with_disk=[int(run)])
     assert {e.limit.run_id for e in given.efficiency} == {int(run)}
+
+
+def test_a_report_takes_the_disk_runs_of_its_time_then_the_first_since(store: Store) -> None:
+    """Newest first those finished by the experiment's end; then, for a device none had
+    measured by then, the first measured since (the report's caption says to add one):
+    never a later one over an earlier one."""
+    a = disk_run(store, FAST, "2026-11-27T08:00:00+00:00")
+    b = disk_run(store, FAST, "2026-11-27T09:00:00+00:00")
+    c = disk_run(store, FAST, "2026-11-27T11:00:00+00:00")
+    d = disk_run(store, FAST, "2026-11-27T12:00:00+00:00")
+    order = [int(r) for r, _ in store_experiments.disk_runs_for(store, "2026-11-27T10:00:00Z")]
+    assert order == [b, a, c, d]
+    assert [int(r) for r, _ in store_experiments.disk_runs_for(store, None)] == [d, c, b, a]
+    early = store_experiments.disk_runs_for(store, "2026-11-27T07:00:00+00:00")
+    assert [int(r) for r, _ in early] == [a, b, c, d]

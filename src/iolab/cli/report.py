@@ -61,7 +61,7 @@ def report(
             help="A stored `iolab disk` run: its profile goes into the HTML report and its "
             "sequential write is the device's limit for efficiency, its commit test the WAL "
             "device's line on the latency chart (default: the newest disk run of each device "
-            "finished by the experiment's end).",
+            "finished by the experiment's end, else the first one since).",
         ),
     ] = None,
     metric: MetricOption = None,

@@ -297,7 +297,8 @@ def _efficiency(
 ) -> list[Efficiency]:
     """Each populate cell's device MB/s against the device's sequential write, from the disk
     runs given, else the newest disk run of each device in the results database that had
-    finished by ``by`` (the experiment's end)."""
+    finished by ``by`` (the experiment's end), or the first one since
+    (:func:`~iolab.store.experiments.disk_runs_for`)."""
     wanted = {
         device_key(name, d.get("testbed"))
         for c in cells
@@ -307,7 +308,7 @@ def _efficiency(
     if not wanted:
         return []  # no run of this experiment counted device bytes (not populate)
     given = [(r.id, r.env_id) for r in disk_runs]
-    chosen = given or store_experiments.done_disk_runs(store, by=by)
+    chosen = given or store_experiments.disk_runs_for(store, by)
     limits: dict[str, Limit] = {}
     for run_id, env_id in chosen:
         if limits.keys() >= wanted:

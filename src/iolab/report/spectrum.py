@@ -15,8 +15,9 @@ rank rounding).
 One chart per operation kind (commit, transaction, statement). On the commit and transaction
 charts (the kinds that include a commit), a dashed line is the disk run (given with
 --with-disk, else the newest `iolab disk` run in the same results database finished by the
-experiment's end) that measured the commit test (8K write + fdatasync) on the device holding
-the WAL of the cells' runs: its measured passes' fdatasync histograms merged.
+experiment's end, or the first one since) that measured the commit test (8K write + fdatasync)
+on the device holding the WAL of the cells' runs: its measured passes' fdatasync histograms
+merged.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def read(
     """The charts of an experiment's cells (label, cell): one per operation kind the done runs
     timed, with the commit tests of the devices holding their WAL (from ``disk_runs`` first,
     the report's --with-disk, then the newest disk run that measured each device and had
-    finished by ``by``, the experiment's end)."""
+    finished by ``by``, the experiment's end, or the first one since)."""
     merged: dict[str, list[SpectrumLine]] = {}
     wal: list[str] = []  # device keys, in the order the cells name them
     for label, cell in cells:
@@ -205,13 +206,13 @@ def commit_tests(
     store: Store, devices: Sequence[str], given: Sequence[int] = (), by: str | None = None
 ) -> dict[str, SpectrumLine]:
     """For each device key: the disk run that measured its commit test (of ``given`` first,
-    else the newest one in the results database finished by ``by``), as a dashed line of its
-    measured passes' fdatasync histograms."""
+    else the newest one in the results database finished by ``by``, or the first since), as a
+    dashed line of its measured passes' fdatasync histograms."""
     wanted = set(devices)
     out: dict[str, SpectrumLine] = {}
     envs = dict(store_experiments.done_disk_runs(store))
     chosen = [(RunId(r), envs.get(RunId(r))) for r in given if RunId(r) in envs]
-    chosen += [r for r in store_experiments.done_disk_runs(store, by=by) if r[0] not in given]
+    chosen += [r for r in store_experiments.disk_runs_for(store, by) if r[0] not in given]
     for run_id, env_id in chosen:
         if out.keys() >= wanted:
             break

@@ -312,6 +312,19 @@ def done_disk_runs(store: Store, by: str | None = None) -> list[tuple[RunId, Env
     ]
 
 
+def disk_runs_for(store: Store, by: str | None) -> list[tuple[RunId, EnvId | None]]:
+    """The finished `iolab disk` runs in the order a report takes them for an experiment that
+    ended at ``by`` (the first that measured a device is that device's): those finished by
+    then, newest first, then those finished since, oldest first. A disk run measured later
+    so never replaces a figure; it only supplies one that had none (a device measured after
+    the experiment, as the report's caption suggests)."""
+    before = done_disk_runs(store, by=by)
+    if by is None:
+        return before
+    taken = {r for r, _ in before}
+    return before + [r for r in reversed(done_disk_runs(store)) if r[0] not in taken]
+
+
 def last_end(store: Store, experiment: ExperimentId) -> str | None:
     """When the experiment's last finished run ended (None: none has): what its report
     compares with `iolab disk` runs measured by then, not since."""
