@@ -107,7 +107,7 @@ def test_an_experiments_id_is_taken_where_its_name_is(db: Path) -> None:
     # a bare number is a run; an experiment by id takes the ':' (its only cell)
     compared = iolab("compare", "1:", "3:", *r)
     assert compared.code == 0, compared
-    assert compared.stdout.startswith("elapsed_seconds: 1 "), compared.stdout
+    assert compared.stdout.startswith("elapsed_seconds (lower is better): 1 "), compared.stdout
     missing = iolab("report", "9", *r)
     assert missing.error_lines == [
         f"error: EXPERIMENT: '9' is not allowed; give an experiment file, name or id in {db}: "
