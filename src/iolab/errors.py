@@ -28,8 +28,32 @@ class BadInput(IolabError):
         super().__init__(f"{field}: {given}; {allowed}")
 
     @classmethod
-    def choice(cls, field: str, value: object, choices: Iterable[str]) -> BadInput:
-        return cls(field, value, "choose one of: " + ", ".join(choices))
+    def choice(
+        cls, field: str, value: object, choices: Iterable[str], *, suggest: bool = False
+    ) -> BadInput:
+        """``choose one of: a, b``; with ``suggest``, the closest choice first (a name
+        misspelled: ``did you mean connections? choose one of: ...``)."""
+        choices = list(choices)
+        close = did_you_mean(str(value), choices) if suggest else ""
+        return cls(
+            field, value, (f"{close} " if close else "") + "choose one of: " + ", ".join(choices)
+        )
+
+
+def did_you_mean(given: str, known: Iterable[str]) -> str:
+    """``did you mean --rows?`` for the name of ``known`` closest to ``given`` (an option,
+    a command, a key), or "" when none is close. Names are compared without their leading
+    dashes and case, so that ``--threads`` is not close to ``--bytes`` for their ``--``."""
+    import difflib  # on an error only: not loaded to start a command
+
+    def bare(name: str) -> str:
+        return name.lstrip("-").lower()
+
+    by_bare: dict[str, str] = {}
+    for name in known:
+        by_bare.setdefault(bare(name), name)
+    close = difflib.get_close_matches(bare(given), list(by_bare), n=1)
+    return f"did you mean {by_bare[close[0]]}?" if close else ""
 
 
 class MissingTool(IolabError):

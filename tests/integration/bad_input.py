@@ -38,15 +38,12 @@ def recorded(results: Path) -> list[tuple[str, int]]:
     return [(t, n) for t, n in counts if n]
 
 
-def assert_refused(
-    done: subprocess.CompletedProcess[str], names: str, results: Path, *, usage: bool = False
-) -> None:
-    """Exit 2; stderr names ``names``; one line starting ``error:`` (typer's own usage errors,
-    ``usage``, are its box); no traceback; nothing recorded."""
+def assert_refused(done: subprocess.CompletedProcess[str], names: str, results: Path) -> None:
+    """Exit 2; stderr names ``names``; one line starting ``error:`` (the argument parser's
+    refusals too); no traceback; nothing recorded."""
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
     assert names in done.stderr, done.stderr
-    if not usage:
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert recorded(results) == []

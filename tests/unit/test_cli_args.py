@@ -1,13 +1,15 @@
 """Every command's argument handling, in-process (tests/unit/cli.py): bad options and values
-end in exit 2 and one line ``error: FIELD: VALUE is not allowed; WHAT IS`` (or typer's usage
-box for what the parser itself refuses), nothing recorded; --help names the key options;
---version. No program starts (:func:`no_programs`); the same refusals through a real process,
-with servers where the check needs one, are in tests/integration/test_bad_input_*.py."""
+end in exit 2 and one line ``error: FIELD: VALUE is not allowed; WHAT IS`` (what the parser
+itself refuses too: an unknown option or command, with the closest name), nothing recorded;
+--help names the key options; --version. No program starts (:func:`no_programs`); the same
+refusals through a real process, with servers where the check needs one, are in
+tests/integration/test_bad_input_*.py."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from iolab import __version__
+from iolab.cli.main import COMMANDS
 from iolab.results import RunOutcome
 from iolab.runner.single import CommandRun, execute
 from iolab.store import open_store
@@ -676,7 +679,83 @@ DRIVERS: list[tuple[list[str], str]] = [
         "sysbench arguments: 'run' {} iolab runs prepare, then run; give neither",
     ),
 ]
-ERRORS = DISK + POPULATE + TPCH + TPCC + DEMO + RESULTS + REPORT + FILES + FLEET + DRIVERS
+COUNT = "give a whole number, e.g. {} for {}; a count takes no unit"
+# what typer's parser refuses before iolab's checks (it drew a usage box: "Input should be a
+# valid integer", "No such option: --threads (Possible options: --bytes)"): the same one line
+PARSER: list[tuple[list[str], str]] = [
+    # a value of the wrong type; a count with a unit names the number it would be
+    (["populate", "--rows", "10k"], "--rows: '10k' {} " + COUNT.format(10000, "10k")),
+    (["populate", "--rows", "1.5M"], "--rows: '1.5M' {} " + COUNT.format(1500000, "1.5M")),
+    (["populate", "--rows", "2G"], "--rows: '2G' {} " + COUNT.format(2000000000, "2G")),
+    (["populate", "--rows", "10m"], "--rows: '10m' {} give a whole number"),  # minutes?
+    (["populate", "--rows", "many"], "--rows: 'many' {} give a whole number"),
+    (["populate", "--rows", "1e30"], "--rows: '1e30' {} give a whole number"),
+    (["populate", "--files", "many"], "--files: 'many' {} give a whole number, e.g. 1"),
+    (["populate", "--connections", "2.5"], "--connections: '2.5' {} give a whole number, e.g. 16"),
+    (["populate", "--rate", "fast"], "--rate: 'fast' {} give a number, e.g. 1 or 0.01"),
+    (["demo", "--rows", "10k"], "--rows: '10k' {} " + COUNT.format(10000, "10k")),
+    (["disk", T, "--runs", "abc"], "--runs: 'abc' {} give a whole number, e.g. 5"),
+    (["results", "show", "x", *DB], "RUN: 'x' {} give a whole number"),
+    (["results", "list", "--limit", "0", *DB], "--limit: '0' {} give 1 or more"),
+    # an unknown option: the command's closest, or its word for the same idea
+    (
+        ["populate", "--threads", "4"],
+        "iolab populate: '--threads' {} no such option; did you mean --connections?",
+    ),
+    (["populate", "--row", "5"], "iolab populate: '--row' {} no such option; did you mean --rows?"),
+    (
+        ["populate", "--warm-up", "5s"],
+        "iolab populate: '--warm-up' {} no such option; did you mean --warmup?",
+    ),
+    (
+        ["tpcc", "--warmup", "5s"],
+        "iolab tpcc: '--warmup' {} no such option; did you mean --rampup?",
+    ),
+    (
+        ["disk", T, "--thread", "4"],
+        "iolab disk: '--thread' {} no such option; did you mean --threads?",
+    ),
+    (
+        ["populate", "--frobnicate"],
+        "iolab populate: '--frobnicate' {} no such option; see `iolab populate --help`",
+    ),
+    (["--nope"], "iolab: '--nope' {} no such option; see `iolab --help`"),
+    (["populate", "--json=1"], "--json: '1' {} --json takes no value: give it alone"),
+    # an unknown command
+    (["popluate"], "iolab: 'popluate' {} no such command; did you mean populate?"),
+    (
+        ["nosuchcommand"],
+        "iolab: 'nosuchcommand' {} no such command; choose one of: " + ", ".join(COMMANDS),
+    ),
+    (["results", "lsit"], "iolab results: 'lsit' {} no such command; did you mean list?"),
+    # a value missing after its option, a missing argument or required option
+    (["tpch", "--sf"], "--sf: missing; give a value after it, e.g. --sf 1"),
+    (["populate", "--rows"], "--rows: missing; give a whole number after it"),
+    (
+        ["results", "list", "--limit"],
+        "--limit: missing; give a whole number after it, e.g. --limit 50",
+    ),
+    (["timeline", "1", "-o"], "--output: missing; give a path after it"),
+    (["disk"], "PATH: missing; give it after the command: iolab disk PATH"),
+    (["plan"], "FILE: missing; give it after the command: iolab plan FILE"),
+    (["compare", "1"], "B: missing; give it after the command: iolab compare A B"),
+    (["timeline", "1"], "--output: missing; iolab timeline needs it; see `iolab timeline --help`"),
+    # an extra argument
+    (
+        ["results", "show", "1", "2", *DB],
+        "iolab results show: '2' {} extra argument; it takes RUN (see `iolab results show --help`)",
+    ),
+    (
+        ["populate", "--rows", "10", "000"],
+        "iolab populate: '000' {} extra argument; it takes options only (see `iolab populate "
+        "--help`)",
+    ),
+    (
+        ["compare", "1", "2", "3", "4"],
+        "iolab compare: '3 4' {} extra arguments; it takes A B (see `iolab compare --help`)",
+    ),
+]
+ERRORS = DISK + POPULATE + TPCH + TPCC + DEMO + RESULTS + REPORT + FILES + FLEET + DRIVERS + PARSER
 
 
 @pytest.mark.parametrize(("argv", "line"), ERRORS, ids=[" ".join(a) for a, _ in ERRORS])
@@ -806,75 +885,28 @@ def test_a_refusal_before_any_step_is_one_line_without_a_blank_one(
     assert done.stderr.count("\n") == 1 and done.stderr.endswith("\n"), done.stderr
 
 
-# --- what typer's parser refuses: its usage box, exit 2 ---------------------------------------
+# --- what typer's parser refuses: one line too, whatever the terminal -------------------------
 
-INVALID_INT = "Input should be a valid integer, unable to parse string as an integer"
-# (argv, the usage line, the box's message)
-USAGE: list[tuple[list[str], str, str]] = [
-    (["--nope"], "iolab [OPTIONS] COMMAND [ARGS]...", "No such option: --nope"),
-    (["nosuchcommand"], "iolab [OPTIONS] COMMAND [ARGS]...", "No such command 'nosuchcommand'."),
-    (["disk", T, "--nope"], "iolab disk [OPTIONS] {path}", "No such option: --nope"),
-    (["disk"], "iolab disk [OPTIONS] {path}", "Missing argument 'path'."),
-    (
-        ["disk", T, "--runs", "abc"],
-        "iolab disk [OPTIONS] {path}",
-        f"Invalid value for '--runs': {INVALID_INT}",
-    ),
-    (
-        ["populate", "--rows", "many"],
-        "iolab populate [OPTIONS]",
-        f"Invalid value for '--rows': {INVALID_INT}",
-    ),
-    (
-        ["populate", "--rows", "1e30"],
-        "iolab populate [OPTIONS]",
-        f"Invalid value for '--rows': {INVALID_INT}",
-    ),
-    (
-        ["populate", "--files", "many"],
-        "iolab populate [OPTIONS]",
-        f"Invalid value for '--files': {INVALID_INT}",
-    ),
-    (["populate", "--row", "5"], "iolab populate [OPTIONS]", "No such option: --row"),
-    (["tpch", "--sf"], "", "Option '--sf' requires an argument."),
-    (
-        ["demo", "--rows", "many"],
-        "iolab demo [OPTIONS]",
-        f"Invalid value for '--rows': {INVALID_INT}",
-    ),
-    (["plan"], "iolab plan [OPTIONS] {file}", "Missing argument 'file'."),
-    (
-        ["results", "show", "x"],
-        "iolab results show [OPTIONS] {RUN}",
-        f"Invalid value for 'RUN': {INVALID_INT}",
-    ),
-    (
-        ["results", "list", "--limit", "0"],
-        "iolab results list [OPTIONS]",
-        "Invalid value for '--limit': Input should be greater than or equal to 1",
-    ),
-    (["timeline", "1"], "iolab timeline [OPTIONS] {RUN}", "Missing option '-o' / '--output'."),
-]
+BOX = ("╭", "│", "╰", "─", "Usage:", "Try '")
 
 
-def box_message(stderr: str) -> str:
-    """The text inside typer's error box."""
-    inside = [ln.strip("│ ") for ln in stderr.splitlines() if ln.startswith("│")]
-    return " ".join(inside)
-
-
+@pytest.mark.parametrize("color", [{"NO_COLOR": "1"}, {"NO_COLOR": None, "FORCE_COLOR": "1"}])
+@pytest.mark.parametrize("columns", ["200", "40"])
 @pytest.mark.parametrize(
-    ("argv", "usage", "message"), USAGE, ids=[" ".join(a) for a, _, _ in USAGE]
+    "argv",
+    [["populate", "--rows", "10k"], ["populate", "--threads", "4"], ["nosuch"], ["tpch", "--sf"]],
+    ids=" ".join,
 )
-def test_parser_refusal_is_typers_usage_box(
-    argv: list[str], usage: str, message: str, place: dict[str, str]
+def test_a_parser_refusal_draws_no_box_in_any_terminal(
+    argv: list[str], columns: str, color: dict[str, str | None], place: dict[str, str]
 ) -> None:
-    done = refused(argv, place)
+    """With or without colour, wide or narrow (a box wrapped the message at the width): one
+    line, `error: ` and no usage, box or escape code."""
+    done = iolab(*argv, env={"COLUMNS": columns, **color})
     assert (done.code, done.stdout) == (2, ""), done
-    assert "Traceback" not in done.stderr
-    assert box_message(done.stderr).startswith(message), done.stderr
-    if usage:
-        assert done.error_lines[0] == f"Usage: {usage}", done.stderr
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in done.error_lines]  # colour
+    assert len(lines) == 1 and lines[0].startswith("error: "), done
+    assert [b for b in BOX if b in done.stderr] == [], done.stderr
 
 
 # --- experiment files: `iolab plan FILE` names the key ----------------------------------------
@@ -898,6 +930,7 @@ def matrix(body: str) -> str:
 
 
 UNKNOWN = "unknown key; check its spelling in docs/experiments.md"
+UNKNOWN_CLOSE = "unknown key; did you mean {}? (see docs/experiments.md)"
 # (id, file text, the whole error line)
 EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
@@ -957,6 +990,22 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         f"experiment.colour: 'red' {{}} {UNKNOWN}",
     ),
     (
+        "misspelled-experiment-key",
+        exp(experiment="repetitons = 5"),
+        f"experiment.repetitons: 5 {{}} {UNKNOWN_CLOSE.format('repetitions')}",
+    ),
+    (
+        # the misspelled table, not the one it left missing
+        "misspelled-table",
+        exp().replace("[experiment]", "[experimnet]"),
+        f"experimnet: {{{{'name': 'bad'}}}} {{}} {UNKNOWN_CLOSE.format('experiment')}",
+    ),
+    (
+        "misspelled-isolation-key",
+        exp().replace("settle_seconds", "settle_second"),
+        f"isolation.settle_second: 0 {{}} {UNKNOWN_CLOSE.format('settle_seconds')}",
+    ),
+    (
         "baseline-every",
         exp(experiment="baseline_every = -1"),
         "experiment.baseline_every: -1 {} give 0 or more",
@@ -1004,7 +1053,16 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         exp(POP + '\nmethod = "copy"'),
         "workload.method: 'copy' {} choose one of: insert, multirow",
     ),
-    ("unknown-workload-key", exp(POP + "\nrowz = 5"), f"workload.rowz: 5 {{}} {UNKNOWN}"),
+    (
+        "unknown-workload-key",
+        exp(POP + "\nrowz = 5"),
+        f"workload.rowz: 5 {{}} {UNKNOWN_CLOSE.format('rows')}",
+    ),
+    (
+        "unknown-workload-key-far",
+        exp(POP + "\ncolour = 5"),
+        f"workload.colour: 5 {{}} {UNKNOWN}",
+    ),
     (
         "pg-bin-with-sqlite",
         exp(POP + '\npg_bin = "/usr/bin"'),
@@ -1061,6 +1119,11 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
         "unknown-layout-key",
         exp(layout='data_dirs = ["data"]\nspeed = 5'),
         f"layouts.a.speed: 5 {{}} {UNKNOWN}",
+    ),
+    (
+        "misspelled-layout-key",
+        exp(layout='data_dirs = ["data"]\nwal_dri = "wal"'),
+        f"layouts.a.wal_dri: 'wal' {{}} {UNKNOWN_CLOSE.format('wal_dir')}",
     ),
     (
         "wal-dir-sqlite",
@@ -1231,6 +1294,37 @@ def test_bad_experiment_file_is_refused_by_plan_naming_the_key(
     Path(place["tmp"], "exp.toml").write_text(text)
     done = refused(["plan", "{tmp}/exp.toml"], place)
     assert_one_line(done, "error: " + line.replace("{}", NOT_ALLOWED).format(**place))
+
+
+@pytest.mark.parametrize(
+    ("text", "start"),
+    [
+        (
+            matrix("conections = [1, 2]"),
+            f"matrix.conections: 'conections' {NOT_ALLOWED} did you mean connections? choose "
+            "one of: batch, bytes, ",
+        ),
+        (
+            exp(extra='[devices.ssd]\nsize = "1GiB"\nwrite_iop = 5'),
+            f"devices.ssd.write_iop: 5 {NOT_ALLOWED} did you mean write_iops? allowed keys: size, ",
+        ),
+        (
+            exp(experiment="baseline = { conections = 1 }", extra="[matrix]\nconnections = [1, 2]"),
+            f"experiment.baseline.conections: 'conections' {NOT_ALLOWED} did you mean "
+            "connections? choose one of: connections",
+        ),
+    ],
+    ids=["matrix", "device", "baseline"],
+)
+def test_a_misspelled_key_of_many_says_the_closest_first(
+    text: str, start: str, place: dict[str, str]
+) -> None:
+    """Where the refusal lists every key allowed (the matrix's, a device's), the closest comes
+    first; the rest of the list is checked where each is made."""
+    Path(place["tmp"], "exp.toml").write_text(text)
+    done = refused(["plan", "{tmp}/exp.toml"], place)
+    assert done.code == 2 and len(done.error_lines) == 1, done
+    assert done.error_lines[0].startswith("error: " + start), done.stderr
 
 
 @pytest.mark.parametrize(

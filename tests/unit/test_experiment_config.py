@@ -112,7 +112,7 @@ def test_settings_in_the_matrix(root: Path) -> None:
         (
             "files = [1, 2, 4]",
             "fils = [1, 2]",
-            "matrix.fils: 'fils' is not allowed; choose one of:",
+            "matrix.fils: 'fils' is not allowed; did you mean files? choose one of:",
         ),
         (
             'layout = ["scsi", "ssd"]',

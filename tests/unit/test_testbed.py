@@ -88,7 +88,7 @@ def test_defaults_and_option_forms() -> None:
         (
             {"size": "1GiB", "write_iop": 5},
             "devices.d.write_iop",
-            "allowed keys: size, backing_dir",
+            "did you mean write_iops? allowed keys: size, backing_dir",
         ),
         ({"size": "1GiB", "write_iops": 0}, "devices.d.write_iops", "leave the key out"),
         ({"size": "1GiB", "write_iops": -5}, "devices.d.write_iops", "whole number"),

@@ -6,6 +6,7 @@ import importlib
 import signal
 import sys
 from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -114,8 +115,30 @@ class Commands(TyperGroup):
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             click.echo(ctx.get_help(), color=ctx.color)
             ctx.exit(2)
-        return super().parse_args(ctx, args)
+        ctx.meta[ARGV] = list(args)  # for a refusal of the parser's below (see :meth:`invoke`)
+        with self._one_line(args):
+            return super().parse_args(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Runs the command; what the parser refuses on the way (an unknown option or command,
+        a value missing or of the wrong type, an extra argument) is one line, as iolab's own
+        refusals are (:mod:`iolab.cli.usage`), not typer's usage box."""
+        with self._one_line(ctx.meta.get(ARGV, [])):
+            return super().invoke(ctx)
+
+    @contextmanager
+    def _one_line(self, argv: list[str]) -> Iterator[None]:
+        try:
+            yield
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # `iolab results` alone: its help
+        except click.ClickException as exc:
+            from iolab.cli.usage import one_line
+
+            raise one_line(exc, self, argv) from None
+
+
+ARGV = "iolab.argv"  # the arguments after `iolab`, in the contexts' shared meta
 
 app = typer.Typer(
     name="iolab",
@@ -153,7 +176,8 @@ def _terminate(signum: int, _frame: FrameType | None) -> None:
 def run() -> None:
     """Entry point: errors meant for people become one line and an exit code, never a traceback.
 
-    typer renders usage errors itself (exit 2) and turns Ctrl-C into exit 130. Output whose
+    What the parser refuses is one line too (:meth:`Commands.invoke`); typer turns Ctrl-C
+    into exit 130. Output whose
     reader has gone (``| head -1``) is dropped and the command finishes its work, exiting as
     it would have (see :mod:`iolab.cli.console`).
     """

@@ -60,7 +60,13 @@ def populate(
     ] = 1,
     wal_dir: Annotated[Path | None, typer.Option(help="Directory for the WAL / redo log.")] = None,
     temp_dir: Annotated[Path | None, typer.Option(help="Directory for temporary files.")] = None,
-    rows: Annotated[int | None, typer.Option(help="Rows in total (one page each).")] = None,
+    rows: Annotated[
+        int | None,
+        typer.Option(
+            help="Rows in total (one page each): a whole number, e.g. 100000 or 100_000 (no "
+            "unit: 10k is refused, naming 10000)."
+        ),
+    ] = None,
     size: Annotated[
         str | None, typer.Option("--bytes", help="Payload in total instead of --rows, e.g. 10GB.")
     ] = None,

@@ -171,7 +171,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
     try:
         spec = ExperimentFile.model_validate(raw)
     except ValidationError as exc:
-        raise bad_input(exc) from None
+        raise bad_input(exc, model=ExperimentFile) from None
     kind = spec.workload.get("kind")
     model = MODELS.get(str(kind)) if kind is not None else None
     if model is None:
@@ -179,7 +179,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
     try:
         base = model.model_validate(spec.workload)
     except ValidationError as exc:
-        raise bad_input(exc, "workload") from None
+        raise bad_input(exc, "workload", model) from None
     e = spec.experiment
     if e.min_repetitions > e.max_repetitions:
         raise BadInput(
@@ -213,7 +213,7 @@ def _check_matrix(spec: ExperimentFile, model: type[Section]) -> None:
         elif (
             key not in workload_keys and key not in LAYOUT_KEYS and not key.startswith("settings.")
         ):
-            raise BadInput.choice(f"matrix.{key}", key, allowed)
+            raise BadInput.choice(f"matrix.{key}", key, allowed, suggest=True)
         if len({repr(v) for v in values}) != len(values):
             raise BadInput(f"matrix.{key}", values, "give each value once")
 
@@ -252,7 +252,7 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
             try:
                 workload = model.model_validate(raw).model_dump()
             except ValidationError as exc:
-                raise bad_input(exc, _where(values)) from None
+                raise bad_input(exc, _where(values), model) from None
             workloads[wkey] = workload
         lkey = repr([values[k] for k in layout_keys])
         layout = layouts.get(lkey)
@@ -267,7 +267,7 @@ def expand(spec: ExperimentFile, base: Section, model: type[Section], root: Path
             try:
                 raw_layout = LayoutSection.model_validate(raw_layout).model_dump()
             except ValidationError as exc:
-                raise bad_input(exc, _where(values)) from None
+                raise bad_input(exc, _where(values), LayoutSection) from None
             layout = _resolve_dirs(raw_layout, f"layouts.{layout_name}", root, spec)
             layouts[lkey] = layout
         params = {**workload, "layout": layout_name, **layout}
@@ -366,7 +366,7 @@ def _baseline(spec: ExperimentFile, cells: list[Cell]) -> Cell | None:
                 "the file has no [matrix]: a baseline names one of its cells by matrix values",
             )
         if key not in spec.matrix:
-            raise BadInput.choice(f"experiment.baseline.{key}", key, spec.matrix)
+            raise BadInput.choice(f"experiment.baseline.{key}", key, spec.matrix, suggest=True)
     found = [c for c in cells if all(c.values.get(k) == v for k, v in wanted.items())]
     if len(found) != 1:
         raise BadInput(

@@ -53,6 +53,31 @@ def file_key(param: str, matrix: Mapping[str, Any], layout: str) -> str:
     return f"workload.{param}"
 
 
+# A check of pydantic's (a model's or typer's, which converts options with pydantic) in the
+# words of iolab's own: its type -> what to give; bounds take the limit from the error.
+PLAIN = {
+    "float_parsing": "give a number, e.g. 1 or 0.01",
+    "finite_number": "give a finite number",
+    "int_parsing": "give a whole number",
+    "int_from_float": "give a whole number",
+    "bool_parsing": "give true or false",
+    "greater_than": "give more than {:g}",
+    "greater_than_equal": "give {:g} or more",
+    "less_than_equal": "give {:g} or less",
+}
+_BOUNDS = {"greater_than": "gt", "greater_than_equal": "ge", "less_than_equal": "le"}
+
+
+def plainly(error: Mapping[str, Any]) -> str | None:
+    """What a pydantic error (one of ``ValidationError.errors()``) asks for, in iolab's words
+    (``give 1 or more``), or None for one without words of iolab's."""
+    said = PLAIN.get(error["type"])
+    bound = _BOUNDS.get(error["type"])
+    if said is not None and bound is not None:
+        return said.format(error.get("ctx", {}).get(bound, 0))
+    return said
+
+
 def in_file(exc: BadInput, matrix: Mapping[str, Any], layout: str) -> BadInput:
     """``exc`` of a cell's check, renamed from the option to the file's key."""
     param = param_of(exc.field, exc.value)

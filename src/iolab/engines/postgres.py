@@ -13,7 +13,6 @@ another installation, such as Debian's ``/usr/lib/postgresql/15/bin``.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib.util
 import os
 import re
@@ -39,7 +38,7 @@ from iolab.engines.server_process import (
     server_user,
     spawn,
 )
-from iolab.errors import BadInput, IolabError, MissingTool, RunFailed
+from iolab.errors import BadInput, IolabError, MissingTool, RunFailed, did_you_mean
 from iolab.ownership import owned_name, reap
 from iolab.process import tail
 from iolab.system import processes
@@ -495,8 +494,8 @@ class PostgresEngine(Provisioned):
             name = m.group("name")
             given = next((k for k in settings if k.lower() == name.lower()), name)
             if pattern is _UNRECOGNIZED:
-                close = difflib.get_close_matches(name.lower(), sorted(known), n=1)
-                hint = f"; did you mean {close[0]}?" if close else ""
+                close = did_you_mean(name, sorted(known))
+                hint = f"; {close}" if close else ""
                 return BadInput(
                     "--set",
                     given,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from iolab.errors import BadInput
+from iolab.errors import BadInput, did_you_mean
 from iolab.input_files import read_text
 from iolab.testbed import models
 from iolab.units import SIZE_HELP, format_bytes, parse_size
@@ -336,7 +336,12 @@ def parse_device(name: str, table: object, where: str = "devices") -> DeviceSpec
         )
     unknown = sorted(set(table) - set(KEYS))
     if unknown and "model" not in table:
-        raise BadInput(f"{at}.{unknown[0]}", table[unknown[0]], "allowed keys: " + ", ".join(KEYS))
+        close = did_you_mean(unknown[0], KEYS)  # write_iop: did you mean write_iops?
+        raise BadInput(
+            f"{at}.{unknown[0]}",
+            table[unknown[0]],
+            (f"{close} " if close else "") + "allowed keys: " + ", ".join(KEYS),
+        )
     if "size" not in table:
         raise BadInput(f"{at}.size", None, 'give the device size, e.g. size = "20GiB"')
     size_value = table["size"]

@@ -32,9 +32,9 @@ from pydantic import (
     field_validator,
 )
 
-from iolab.config.fields import flag_of
+from iolab.config.fields import flag_of, plainly
 from iolab.engines.interface import Layout
-from iolab.errors import BadInput
+from iolab.errors import BadInput, did_you_mean
 from iolab.events import EventSink
 from iolab.metrics import Metric
 from iolab.results import RunOutcome
@@ -206,32 +206,28 @@ def _loc(loc: Sequence[int | str]) -> str:
     return out
 
 
-def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
-    """The first validation error as a BadInput naming the key path, value and what is allowed."""
-    err = exc.errors()[0]
+def bad_input(
+    exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None
+) -> BadInput:
+    """The first validation error as a BadInput naming the key path, value and what is allowed
+    (a key the file misspelled first, with the closest of ``model``'s keys there)."""
+    errors = exc.errors()
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     where = _loc([*([prefix] if prefix else []), *err["loc"]])
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
+        keys = _keys(err["loc"])
+        close = did_you_mean(str(keys[-1]), keys_at(model, keys[:-1])) if model else ""
         return BadInput(
-            where, err.get("input"), "unknown key; check its spelling in docs/experiments.md"
+            where,
+            err.get("input"),
+            f"unknown key; {close} (see docs/experiments.md)"
+            if close
+            else "unknown key; check its spelling in docs/experiments.md",
         )
     if err["type"] == "missing":
         return BadInput(where, None, "this key is required")
-    ctx = err.get("ctx", {})
-    bound = {"greater_than": "gt", "greater_than_equal": "ge", "less_than_equal": "le"}
-    key = bound.get(err["type"])
-    plain = {
-        "float_parsing": "give a number, e.g. 1 or 0.01",
-        "finite_number": "give a finite number",
-        "int_parsing": "give a whole number",
-        "int_from_float": "give a whole number",
-        "bool_parsing": "give true or false",
-        "greater_than": "give more than {:g}",
-        "greater_than_equal": "give {:g} or more",
-        "less_than_equal": "give {:g} or less",
-    }.get(err["type"])
-    if plain is not None and key is not None:
-        plain = plain.format(ctx.get(key, 0))
+    plain = plainly(err)
     if plain is not None:
         keys = _keys(err["loc"])
         hint = HINTS.get(str(keys[-1])) if keys else None
@@ -241,6 +237,40 @@ def bad_input(exc: ValidationError, prefix: str = "") -> BadInput:
         choices = [c.strip(" '") for c in expected.replace(" or ", ", ").split(",")]
         return BadInput.choice(where, err.get("input"), choices)
     return BadInput(where, err.get("input"), message)
+
+
+def keys_at(model: type[BaseModel], path: Sequence[int | str]) -> list[str]:
+    """The keys of the table at ``path`` in ``model`` (``("layouts", "a")`` of an experiment
+    file: a layout's keys), or [] where it is not a model's table (a free-form one)."""
+    annotation: Any = model
+    for part in path:
+        annotation = _table(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            annotation = field.annotation if field is not None else None
+        elif get_origin(annotation) in (dict, list):
+            annotation = get_args(annotation)[-1]  # a table's value (by name), a list's item
+        else:
+            return []
+    annotation = _table(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return []
+
+
+def _table(annotation: Any) -> Any:
+    """A field's annotation without Annotated and Optional: a model, a dict or list, or other."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _table(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        tables = [
+            a
+            for a in get_args(annotation)
+            if get_origin(a) in (dict, list) or (isinstance(a, type) and issubclass(a, BaseModel))
+        ]
+        return _table(tables[0]) if tables else None
+    return annotation
 
 
 def from_flags(model: type[M], values: Mapping[str, Any]) -> M:
