@@ -42,7 +42,7 @@ def iolab(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
     runner = CliRunner()
     handler = signal.getsignal(signal.SIGTERM)
     argv, script = sys.argv, sys.modules["__main__"]
-    # a wide terminal, so typer's usage box does not wrap what the tests look for
+    # a wide terminal, so --help's panels do not wrap what the tests look for
     environment = {"COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     try:
         with runner.isolation(env=environment) as streams:
