@@ -77,7 +77,7 @@ def test_single_commands_are_named_by_what_ran_and_found_by_id(
     assert named.stdout.startswith(f"populate sqlite data={data} files=2 · elapsed_seconds")
     compared = iolab("compare", "1:", "3:")
     assert compared.returncode == 0, compared.stderr
-    assert compared.stdout.startswith("elapsed_seconds: 1 ")
+    assert compared.stdout.startswith("elapsed_seconds (lower is better): 1 ")
     log = iolab("results", "log", "1")  # the README's example, on a SQLite run
     assert (log.returncode, log.stdout) == (1, "")
     assert log.stderr == (
