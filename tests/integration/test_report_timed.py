@@ -97,7 +97,9 @@ def test_a_timed_experiment_is_ranked_by_rows_per_second(tmp_path: Path) -> None
     assert refused.stderr.strip() == held_line("elapsed_seconds", why, "rows_per_second")
 
     compared = iolab("compare", "dur:connections=1", "dur:connections=4", *db, cwd=tmp_path)
-    assert compared.stdout.startswith("rows_per_second: dur connections=1: mean ")
+    assert compared.stdout.startswith(
+        "rows_per_second (higher is better): dur connections=1: mean "
+    )
     by_ids = iolab("compare", "1,2", "3,4", "--json", *db, cwd=tmp_path)
     assert json.loads(by_ids.stdout)["metric"] == "rows_per_second"
 
