@@ -106,9 +106,13 @@ def test_an_experiment_may_not_take_a_single_commands_name(root: Path, tmp_path:
     )
     assert single.returncode == 0, single.stderr
     before = experiments(db)
-    done = iolab("plan", str(populate_file(root, "populate sqlite")), cwd=root, results=db)
+    ((name, _, _),) = before  # named by what ran: "populate sqlite data=..."
+    assert name == f"populate sqlite data={root / 'data'}"
+    file = populate_file(root, "single")
+    file.write_text(file.read_text().replace('name = "single"', f'name = "{name}"'))
+    done = iolab("plan", str(file), cwd=root, results=db)
     assert done.returncode == 2, done.stderr
-    assert "experiment.name: 'populate sqlite'" in done.stderr
+    assert f"experiment.name: '{name}'" in done.stderr
     assert "runs of single iolab commands" in done.stderr
     assert experiments(db) == before
 
