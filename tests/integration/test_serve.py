@@ -726,7 +726,7 @@ HOSTILE = [
     ("compare?a=1-99999999999999999999&b=2", 400, "give run ids from 1 to "),
     ("compare?a=0&b=1", 400, "give run ids from 1 to "),
     ("compare?a=1&b=2&metric=banana", 400, "--metric: 'banana' is not allowed"),
-    ("compare?a=nosuch:engine=x&b=1", 400, "EXPERIMENT: 'nosuch' is not allowed"),
+    ("compare?a=nosuch:engine=x&b=1", 400, "EXPERIMENT: 'nosuch:engine=x' is not allowed"),
     ("?since=yesterday", 400, "since: 'yesterday' is not allowed; give a day as YYYY-MM-DD"),
     ("?until=2026-02-30", 400, "until: '2026-02-30' is not allowed; give a day as YYYY-MM-DD"),
     (f"?since={HUGE[:60]}", 400, "since: '999999"),
