@@ -656,10 +656,7 @@ def grouped_bar_chart(
             if len(stacked) == 1:
                 svg.text(cx, top_y - 4, stacked[0], size=10, anchor="middle")
             elif stacked:  # one text of its lines, read as one ("2.00x slower n.s.")
-                spans = "".join(
-                    f'<tspan x="{num(cx)}" dy="{0 if k == 0 else 11}">{escape(line)}</tspan>'
-                    for k, line in enumerate(stacked)
-                )
+                spans = _tspans(cx, stacked, 11)
                 svg.add(
                     f'<text x="{num(cx)}" y="{num(top_y - 4 - 11 * (len(stacked) - 1))}" '
                     f'font-size="10" fill="#222" text-anchor="middle">{spans}</text>'
@@ -670,10 +667,7 @@ def grouped_bar_chart(
         lines = wrap(category, slot - 6, 11)
         label_lines = max(label_lines, len(lines))
         cx = left + (i + 0.5) * slot
-        parts = "".join(
-            f'<tspan x="{num(cx)}" dy="{0 if k == 0 else 13}">{escape(line)}</tspan>'
-            for k, line in enumerate(lines)
-        )
+        parts = _tspans(cx, lines, 13)
         svg.add(
             f'<text x="{num(cx)}" y="{num(top + height + 16)}" font-size="11" fill="#222" '
             f'text-anchor="middle"><title>{escape(category)}</title>{parts}</text>'
@@ -698,3 +692,11 @@ def grouped_bar_chart(
         ly += 17
     total = int(max(below + (24 if x_label else 8), ly + 8) + 8)
     return svg.document(frame.width, total, title)
+
+
+def _tspans(x: float, lines: Sequence[str], step: int) -> str:
+    """Lines of one SVG text, each at ``x``, ``step`` px below the one before."""
+    return "".join(
+        f'<tspan x="{num(x)}" dy="{0 if k == 0 else step}">{escape(line)}</tspan>'
+        for k, line in enumerate(lines)
+    )
