@@ -9,6 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want=(fio util-linux)
+# the compiled driver core's build (docs/architecture.md): optional, so only a root run installs
+# them; without them pip still installs iolab and its Python drivers run instead
+build=(gcc python3-dev libpq-dev libmariadb-dev)
+[[ $(id -u) -eq 0 ]] && want+=("${build[@]}")
 if [[ "${1:-}" == "--tests" ]]; then
     want+=(mariadb-server e2fsprogs xfsprogs chromium)
     want+=(nbdkit nbdkit-plugin-python libnbd-bin fuse3)  # testbed device models
@@ -43,14 +47,16 @@ if [[ ! -x .venv/bin/python ]]; then
     echo "setup: creating .venv"
     "$py" -m venv .venv
 fi
-# Reinstall only when the dependencies changed.
+# Reinstall only when the dependencies or the compiled core's sources changed.
 stamp=.venv/.iolab-installed
-digest=$(sha256sum pyproject.toml | cut -d' ' -f1)
+digest=$(cat pyproject.toml setup.py src/iolab/drivercore/c/* | sha256sum | cut -d' ' -f1)
 if [[ ! -f $stamp || $(cat "$stamp") != "$digest" ]]; then
     echo "setup: installing Python dependencies into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[engines,dev,serve]'
     echo "$digest" > "$stamp"
+    # pip hides an optional build that failed: say which driver core iolab will run
+    .venv/bin/python -m iolab.drivercore
 fi
 # The fleet tests start a Ray cluster: the tests get the fleet extra (Ray), iolab itself does not.
 if [[ "${1:-}" == "--tests" ]] &&

@@ -1,0 +1,85 @@
+"""Which driver core runs a load's hot loop: the compiled one or the Python one.
+
+The compiled core (``iolab.drivercore._native``, C over libpq and libmariadb, sources in
+``drivercore/c``) runs the inner loops of populate's client mode and TPC-C's server mode on
+PostgreSQL and MariaDB with its workers outside the interpreter lock; the Python drivers stay
+as the fallback and the reference the core is tested against (docs/architecture.md).
+
+``IOLAB_DRIVER_CORE`` chooses: ``auto`` (the default: the compiled core where it is built and
+runs the workload, else Python), ``native`` (the compiled core or a clear error) or ``python``.
+Each run records the core that ran (:class:`Core`), which ``results show``, ``report`` and
+``serve`` show: pip hides a skipped build, so a user would not know otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from iolab.errors import BadInput
+
+ENV = "IOLAB_DRIVER_CORE"
+CHOICES = ("auto", "native", "python")
+NATIVE, PYTHON = "native", "python"
+
+
+@dataclass(frozen=True)
+class Core:
+    """The core that ran a load, and why that one."""
+
+    name: str  # NATIVE or PYTHON
+    reason: str  # e.g. "built", "IOLAB_DRIVER_CORE=python", "not built: ..."
+
+    def record(self) -> dict[str, Any]:
+        """What the run's environment keeps of it."""
+        return {"driver_core": self.name, "driver_core_reason": self.reason}
+
+
+def native() -> ModuleType | None:
+    """The compiled module, or None when it was not built (or does not load)."""
+    try:
+        from iolab.drivercore import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _native  # type: ignore[no-any-return]
+
+
+def missing() -> str:
+    """Why the compiled core is not there (the import's own error)."""
+    try:
+        from iolab.drivercore import _native  # type: ignore[attr-defined]  # noqa: F401
+    except ImportError as exc:
+        return (
+            f"not built ({exc}); scripts/setup.sh installs gcc, python3-dev, libpq-dev and "
+            "libmariadb-dev, then reinstalls"
+        )
+    return ""
+
+
+def wanted() -> str:
+    """The ``IOLAB_DRIVER_CORE`` choice (auto when unset); bad values are refused."""
+    value = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if value not in CHOICES:
+        raise BadInput(ENV, value, "give auto, native or python")
+    return value
+
+
+def choose(supported: bool, what: str) -> Core:
+    """The core for a load the compiled core can run when ``supported`` (``what`` names the
+    load, for the errors: "TPC-C's client mode")."""
+    choice = wanted()
+    if choice == PYTHON:
+        return Core(PYTHON, f"{ENV}=python")
+    if not supported:
+        if choice == NATIVE:
+            raise BadInput(
+                ENV, choice, f"the compiled core does not run {what}: unset it or give python"
+            )
+        return Core(PYTHON, f"the compiled core does not run {what}")
+    if native() is None:
+        if choice == NATIVE:
+            raise BadInput(ENV, choice, f"the compiled core is {missing()}")
+        return Core(PYTHON, f"the compiled core is {missing()}")
+    return Core(NATIVE, "built" if choice == "auto" else f"{ENV}=native")
