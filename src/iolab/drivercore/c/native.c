@@ -11,6 +11,7 @@
 #include <mysql.h>
 
 #include "hdr.h"
+#include "register.h"
 
 static PyObject *native_bucket(PyObject *self, PyObject *arg) {
     long long us = PyLong_AsLongLong(arg);
@@ -38,7 +39,8 @@ static struct PyModuleDef native_module = {
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&native_module);
     if (m == NULL) return NULL;
-    if (PyModule_AddIntConstant(m, "HDR_BUCKETS", HDR_BUCKETS) < 0) {
+    if (PyModule_AddIntConstant(m, "HDR_BUCKETS", HDR_BUCKETS) < 0 || populate_register(m) < 0 ||
+        tpcc_register(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
