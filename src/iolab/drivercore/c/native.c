@@ -32,8 +32,11 @@ static PyMethodDef native_methods[] = {
 };
 
 static struct PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "iolab.drivercore._native",
-    "iolab's compiled driver core: the hot loops of populate and TPC-C.", -1, native_methods,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "iolab.drivercore._native",
+    .m_doc = "iolab's compiled driver core: the hot loops of populate and TPC-C.",
+    .m_size = -1,
+    .m_methods = native_methods,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
