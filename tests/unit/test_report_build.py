@@ -276,3 +276,49 @@ def test_the_terminal_rendering(seeded: Store) -> None:
     assert "best: engine=postgres: elapsed_seconds 5 (95% CI " in text
     assert "engine=postgres was 2.01x faster than engine=sqlite" in text
     assert "warning: engine=postgres: 1 run(s) failed: the server died" in text
+
+
+def test_the_driver_core_of_a_run_is_shown_by_results_show_and_the_html_report(
+    store: Store,
+) -> None:
+    """Issue 44: pip hides a skipped build, so which driver core ran a load is said where a
+    run is read. A run whose summary recorded none (here the SQLite cell's) shows nothing."""
+    from iolab.report import html as html_report
+    from tests.unit.cli import iolab
+
+    exp = store.create_experiment("layouts", "experiment", POPULATE)
+    cores = {
+        "sqlite": [{}, {}, {}],
+        "postgres": [
+            {"driver_core": "native", "driver_core_reason": "built"},
+            {"driver_core": "native", "driver_core_reason": "built"},
+            {"driver_core": "python", "driver_core_reason": "IOLAB_DRIVER_CORE=python"},
+        ],
+    }
+    ids: dict[str, list[int]] = {}
+    for engine, times in (("sqlite", SQLITE), ("postgres", POSTGRES)):
+        cell = CellId(engine.ljust(16, "0"))
+        store.ensure_cell(exp, cell, "populate", {"kind": "populate", "engine": engine})
+        outcomes = [
+            RunOutcome(RunStatus.DONE, _populate_summary(t, engine) | {"devices": {}} | core)
+            for t, core in zip(times, cores[engine], strict=True)
+        ]
+        ids[engine] = _runs(store, exp, cell, outcomes)
+
+    page = html_report.report_page(report.build(store, "layouts", timelines="median"), "now")
+    a, b, c = ids["postgres"]
+    assert page.count("driver core:") == 1  # the postgres cell's line alone
+    assert (
+        f"<p class='caption driver-core'>driver core: native (built) in runs {a}, {b}; "
+        f"python (IOLAB_DRIVER_CORE=python) in run {c}</p>"
+    ) in page
+
+    db = str(store.path)
+    native = iolab("results", "show", str(a), "--results", db)
+    assert native.code == 0
+    assert "driver core: native (built)\n" in native.stdout
+    python = iolab("results", "show", str(c), "--results", db)
+    assert "driver core: python (IOLAB_DRIVER_CORE=python)\n" in python.stdout
+    older = iolab("results", "show", str(ids["sqlite"][0]), "--results", db)
+    assert older.code == 0
+    assert "driver core" not in older.stdout

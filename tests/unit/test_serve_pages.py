@@ -4,6 +4,7 @@ hosts count as loopback, what the token guard lets through."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -89,3 +90,14 @@ def test_the_token_guard() -> None:
     assert _call(guard, "/", headers=[(b"cookie", b"iolab_token=s3cret")])["status"] == 200
     assert _call(guard, "/", headers=[(b"cookie", b"iolab_token=nope")])["status"] == 403
     assert _call(guard, "/", headers=[(b"x-iolab-token", b"s3cret")])["status"] == 200
+
+
+def test_a_run_page_says_which_driver_core_ran_the_load() -> None:
+    """Issue 44: the core a run's summary recorded, and why; nothing for a run without one."""
+    core = {"driver_core": "python", "driver_core_reason": "the compiled core is not built (x)"}
+    ran = dataclasses.replace(_run(), summary={"rows": 300} | core)
+    page = run_page(ran, {}, None, {}, (), None)
+    assert (
+        "<p id='driver-core'>driver core: python (the compiled core is not built (x))</p>" in page
+    )
+    assert "driver core" not in run_page(_run(), {}, None, {}, (), None)

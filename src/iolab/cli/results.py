@@ -77,7 +77,8 @@ def show(
         ),
     ] = None,
 ) -> None:
-    """Show one run: its parameters, environment and results, what limited it (a verdict from
+    """Show one run: its parameters, environment and results (with the driver core that ran
+    its load, compiled or Python, and why: IOLAB_DRIVER_CORE), what limited it (a verdict from
     its probes with its evidence: docs/diagnosis.md), and what the probes recorded: the devices
     per role, engine and host counters, wait statistics and checkpoints.
 
@@ -86,6 +87,7 @@ def show(
     kept verdicts gets its verdict on first read, by the same rule); a disk run measured later
     never changes it. --with-disk recomputes it against the disk runs named."""
     from iolab.analysis.disk import summarize
+    from iolab.drivercore import shown
     from iolab.report import disk as disk_report
     from iolab.report import populate as populate_report
     from iolab.report import probes as probes_report
@@ -138,6 +140,9 @@ def show(
     if run.error:
         out.print(f"[red]error:[/] {escape(run.error)}")
     _print_environment(env)
+    core = shown(run.summary)  # which driver core ran its load: pip hides a skipped build
+    if core:
+        out.print(escape(core))
     if summaries:
         out.print(disk_report.grid(summaries, "disk profile"))
         out.print(disk_report.details(summaries))

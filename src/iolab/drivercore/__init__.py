@@ -13,7 +13,9 @@ Each run records the core that ran (:class:`Core`), which ``results show``, ``re
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -44,6 +46,29 @@ def native() -> ModuleType | None:
     except ImportError:
         return None
     return _native  # type: ignore[no-any-return]
+
+
+def built() -> bool:
+    """Whether the compiled module is installed, found without loading it (a run's
+    environment records it; loading it would load libpq and libmariadb too)."""
+    return importlib.util.find_spec("iolab.drivercore._native") is not None
+
+
+def ran(summary: Mapping[str, Any]) -> str:
+    """``native (built)``: the core a run's summary recorded and why; "" for a run that recorded
+    none (a disk run, a SQLite load, a run stored before the core existed)."""
+    name = summary.get("driver_core")
+    if not name:
+        return ""
+    reason = summary.get("driver_core_reason")
+    return f"{name} ({reason})" if reason else str(name)
+
+
+def shown(summary: Mapping[str, Any]) -> str:
+    """``driver core: native (built)``, as ``results show``, the HTML report and serve's run
+    page say it; "" for a run that recorded no core."""
+    core = ran(summary)
+    return f"driver core: {core}" if core else ""
 
 
 def missing() -> str:

@@ -34,6 +34,7 @@ from iolab.analysis.findings import (
 )
 from iolab.analysis.queries import query_times
 from iolab.config import experiment as config
+from iolab.drivercore import ran as core_ran
 from iolab.errors import BadInput
 from iolab.metrics import Metric
 from iolab.report import spectrum, why
@@ -100,6 +101,7 @@ def build(
                     metric_of(r.summary, chosen) if r.done else None,
                     r.started_at,
                     r.error,
+                    core_ran(r.summary),
                 )
                 for r in c.runs
             ),

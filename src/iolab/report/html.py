@@ -30,7 +30,7 @@ from iolab.report.disk import group_of as _group
 from iolab.report.grouped import charts as grouped_charts
 from iolab.report.grouped import matrix_keys
 from iolab.report.signature import HTML_MARK
-from iolab.report.value import ExperimentReport, RunView
+from iolab.report.value import ExperimentReport, ReportCell, RunView
 from iolab.report.why import html_section as why_html
 from iolab.report.why import run_limits as why_limits
 
@@ -343,6 +343,7 @@ def page(
     disks: Sequence[tuple[str, Sequence[DiskTestSummary]]] = (),
     runs: Sequence[RunView] = (),
     cell_params: Mapping[str, Mapping[str, Any]] | None = None,
+    cores: Mapping[str, str] | None = None,
     environment: Mapping[str, Any] | None = None,
     spectra: Sequence[spectrum.Spectrum] = (),
     chart_by: Sequence[str] = (),
@@ -404,6 +405,8 @@ def page(
         parts.append(key_values("environment of the first run", environment))
     for label, params in (cell_params or {}).items():
         parts.append(key_values(f"cell {label}", params))
+        if cores and cores.get(label):
+            parts.append(f"<p class='caption driver-core'>{_e(cores[label])}</p>")
     parts.append("</section></main>")
     if runs:  # Plotly's JavaScript once, before the script that draws the timelines
         parts += [interactive.head(scripts_at), interactive.script(scripts_at)]
@@ -412,6 +415,21 @@ def page(
     )
     parts.append("</body></html>\n")
     return "".join(parts)
+
+
+def cores_line(cell: ReportCell) -> str:
+    """The driver core that ran a cell's loads: ``driver core: native (built)`` when each of its
+    runs that recorded one says the same, else each with its runs; "" when none recorded one."""
+    runs: dict[str, list[str]] = {}
+    for r in cell.runs:
+        if r.core:
+            runs.setdefault(r.core, []).append(str(r.id))
+    if len(runs) <= 1:
+        return "".join(f"driver core: {core}" for core in runs)
+    each = (
+        f"{core} in run{'s' if len(ids) > 1 else ''} {', '.join(ids)}" for core, ids in runs.items()
+    )
+    return "driver core: " + "; ".join(each)
 
 
 def report_page(
@@ -434,6 +452,7 @@ def report_page(
         disks=[(g.title, g.tests) for g in report.disks],
         runs=report.timelines,
         cell_params={c.label: c.params for c in report.cells},
+        cores={c.label: cores_line(c) for c in report.cells},
         environment=report.environment,
         spectra=report.spectra,
         chart_by=chart_by,

@@ -46,6 +46,7 @@ class ReportRun:
     value: float | None
     started_at: str | None
     error: str | None
+    core: str = ""  # the driver core that ran its load and why: "native (built)", or ""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from iolab.analysis.findings import in_words, interval_words, ratio_words, sentence, times
+from iolab.drivercore import shown
 from iolab.probes.data import ProbeData
 from iolab.report import interactive, timeline
 from iolab.report.charts import GroupedBar, Mark, grouped_bar_chart
@@ -202,16 +203,19 @@ def run_page(
     marks: Sequence[Mark],
     steady: tuple[float, float, float] | None,
 ) -> str:
-    """A run: parameters, environment, devices, counters (its summary), the timeline, waits,
-    checkpoints and the server log (escaped). A running run's timeline, waits and checkpoints
-    are drawn from what its recorder flushes, and redrawn every second."""
+    """A run: parameters, environment, devices, counters (its summary), the driver core that
+    ran its load, the timeline, waits, checkpoints and the server log (escaped). A running
+    run's timeline, waits and checkpoints are drawn from what its recorder flushes, and
+    redrawn every second."""
     title = f"run {run.id} · {run.experiment}"
+    core = shown(run.summary)  # which driver core ran the load: pip hides a skipped build
     head = (
         f"<p>status <b class='{run.status.value}' id='state'>{_e(run.status.value)}</b>;"
         f" experiment <a href='/experiments/{run.experiment_id}'>{_e(run.experiment)}</a>,"
         f" workload {_e(run.workload)}, repetition {run.repetition};"
         f" started {_e(run.started_at or '-')}, ended {_e(run.ended_at or '-')}</p>"
         + (f"<p class='failed'>{_e(run.error)}</p>" if run.error else "")
+        + (f"<p id='driver-core'>{_e(core)}</p>" if core else "")
         + f"<p><a href='/compare?{urlencode({'a': str(run.id)})}'>compare this run</a></p>"
     )
     parts = [head, "<h2>Timeline</h2>"]

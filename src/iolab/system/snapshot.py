@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from iolab import __version__
+from iolab.drivercore import built as driver_core_built
 from iolab.system.devices import PathDevice, describe
 from iolab.testbed import device_on
 
@@ -71,7 +72,9 @@ def capture(roles: Mapping[str, Path], versions: Mapping[str, str]) -> dict[str,
     """Kernel, CPU, memory, the storage behind each role's path, and tool versions.
 
     ``roles`` maps a role (data, wal, temp, target) to a path; ``versions`` names the tools used
-    (fio, postgres, ...) with their versions.
+    (fio, postgres, ...) with their versions. ``driver_core_built``: whether the compiled
+    driver core is installed (pip hides a skipped build); which core a load ran is in its
+    summary (``driver_core``), since a load the core does not run takes Python either way.
     """
     uname = os.uname()
     return {
@@ -84,6 +87,7 @@ def capture(roles: Mapping[str, Path], versions: Mapping[str, str]) -> dict[str,
         "memory_bytes": memory_bytes(),
         "python": platform.python_version(),
         "iolab": __version__,
+        "driver_core_built": driver_core_built(),
         "versions": dict(versions),
         "storage": {role: device_record(describe(path)) for role, path in roles.items()},
     }
