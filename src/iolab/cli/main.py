@@ -145,6 +145,11 @@ app = typer.Typer(
     cls=Commands,
     help="How storage changes your database: disk profiles, database workloads on the layouts "
     "under test, and the statistics to tell the difference.",
+    epilog="Environment: IOLAB_RESULTS, the results database (as --results); "
+    "IOLAB_DRIVER_CORE=auto|native|python, which driver core runs the loads of populate's client "
+    "mode and TPC-C's server mode on PostgreSQL and MariaDB: auto, the compiled one where it is "
+    "built (`python -m iolab.drivercore` says whether it is), else Python "
+    "(docs/architecture.md, \"The driver core\").",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
