@@ -17,11 +17,13 @@ from typing import Any
 
 import pytest
 
+from iolab import drivercore
 from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.events import Collect
+from iolab.latency.recording import rate_held
 from iolab.units import format_bytes
 from iolab.workloads.tpcc import consistency, data, dialects, spec
 from iolab.workloads.tpcc import steps as tpcc
@@ -34,14 +36,32 @@ pytestmark = pytest.mark.integration
 
 USERS = 3
 SECRET = "s3cret-Pw-never-stored"
+# server mode on both driver cores (IOLAB_DRIVER_CORE); the compiled one where it is built
+CORES = [
+    drivercore.PYTHON,
+    pytest.param(
+        drivercore.NATIVE,
+        marks=pytest.mark.skipif(drivercore.native() is None, reason="the core is not built"),
+    ),
+]
 
 
-def measured(engine: Any, mode: str, files: data.TpccFiles) -> dict[str, Any]:
+def measured(
+    engine: Any, mode: str, files: data.TpccFiles, rate: float | None = None
+) -> dict[str, Any]:
     dialect = dialects.dialect(engine, 2)
-    options = DriverOptions(warehouses=1, connections=USERS, mode=mode, rampup=1, duration=3)
+    options = DriverOptions(
+        warehouses=1, connections=USERS, mode=mode, rampup=1, duration=3, rate=rate
+    )
     result, conditions = tpcc.measure(dialect, engine.connect, options, files.constants())
     doc = tpcc.summary(result, conditions)
     assert tpcc.verdict(doc) is None, tpcc.verdict(doc)
+    # the measured intervals' histograms hold every transaction the window counted
+    for kind in spec.TRANSACTIONS:
+        held = sum(i.histogram.total for i in result.intervals if i.kind == kind and not i.warmup)
+        t = doc["transactions"][kind]
+        assert held == t["count"] + t["rollbacks"], kind
+    assert {i.loader for i in result.intervals} == set(range(USERS))
     # the database's New-Order count, its orders and the client's commits: the same orders
     assert doc["new_orders"] > 0
     assert doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
@@ -68,7 +88,11 @@ def loaded(engine: Any, mode: str, files: data.TpccFiles) -> None:
     assert 295_000 < done.rows["order_line"] < 305_000  # 30,000 orders of 5-15 lines
 
 
-def test_postgres_server_then_client_mode_on_two_tablespaces(cache: Path, open_tmp: Path) -> None:
+@pytest.mark.parametrize("core", CORES)
+def test_postgres_server_then_client_mode_on_two_tablespaces(
+    core: str, cache: Path, open_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(drivercore.ENV, core)
     a, b = make_dirs(open_tmp, "a", "b")
     files = data.ensure(1, Collect())
     assert files.directory.parent == cache / "tpcc"
@@ -87,10 +111,19 @@ def test_postgres_server_then_client_mode_on_two_tablespaces(cache: Path, open_t
         assert set(spaces) == set(spec.TABLES)
         assert set(spaces.values()) == {"iolab_ts_0", "iolab_ts_1"}
         doc = measured(engine, SERVER, files)
+        assert doc["driver_core"] == core
         # the routines raised the spec's rollback; nothing of a rolled-back order remains
         assert doc["tpm_source"] == "database"
         assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
-        measured(engine, CLIENT, files)
+        # on the open schedule: the slots taken are the rate's (commits and rollbacks)
+        paced = measured(engine, SERVER, files, rate=40.0)
+        assert paced["driver_core"] == core
+        done = sum(t["count"] + t["rollbacks"] for t in paced["transactions"].values())
+        assert rate_held(40.0, done / paced["measured_seconds"]), done
+        monkeypatch.setenv(drivercore.ENV, "auto")  # native would refuse client mode
+        client = measured(engine, CLIENT, files)
+        assert client["driver_core"] == drivercore.PYTHON  # the core runs server mode only
+        assert client["driver_core_reason"] == "the compiled core does not run TPC-C's client mode"
         # a database that breaks the conditions: each broken one is named
         with engine.connect() as conn:
             conn.execute("UPDATE warehouse SET w_ytd = w_ytd + 1")
@@ -109,9 +142,11 @@ def test_postgres_server_then_client_mode_on_two_tablespaces(cache: Path, open_t
 
 
 @requires_mariadb
+@pytest.mark.parametrize("core", CORES)
 def test_mariadb_through_the_command_and_results_show(
-    cache: Path, open_tmp: Path, results_db: Path
+    core: str, cache: Path, open_tmp: Path, results_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(drivercore.ENV, core)
     (a,) = make_dirs(open_tmp, "a")
     argv = ["tpcc", "--engine", "mariadb", "--data-dir", str(a), "--connections", str(USERS)]
     done = iolab(*argv, "--rampup", "1s", "--duration", "2s", "--json")
@@ -125,6 +160,7 @@ def test_mariadb_through_the_command_and_results_show(
     )
     assert (doc["rampup_seconds"], doc["duration_seconds"]) == (1.0, 2.0)
     assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
+    assert doc["driver_core"] == core
     assert doc["tpm_source"] == "database"
     assert abs(doc["tpm"] - doc["tpm_client"]) <= 0.05 * doc["tpm_client"]
     assert doc["consistency"]["ok"] is True

@@ -162,18 +162,28 @@ def _duckdb_check(layout: Layout) -> None:
     DuckDBEngine.check(layout)
 
 
-def _backend_pids(conns: Sequence[Connection]) -> list[int]:
-    """PostgreSQL's ids of psycopg connections (``pg_stat_activity.pid``)."""
+def _backend_pids(conns: Sequence[Connection | int]) -> list[int]:
+    """PostgreSQL's ids of psycopg connections (``pg_stat_activity.pid``); an int is one
+    already (the compiled driver core's connections are not Python objects)."""
     import psycopg
 
-    return [c.info.backend_pid for c in conns if isinstance(c, psycopg.Connection)]
+    return [
+        c if isinstance(c, int) else c.info.backend_pid
+        for c in conns
+        if isinstance(c, (int, psycopg.Connection))
+    ]
 
 
-def _thread_ids(conns: Sequence[Connection]) -> list[int]:
-    """MariaDB's ids of PyMySQL connections (``information_schema.processlist.id``)."""
+def _thread_ids(conns: Sequence[Connection | int]) -> list[int]:
+    """MariaDB's ids of PyMySQL connections (``information_schema.processlist.id``); an int is
+    one already (the compiled driver core's)."""
     import pymysql
 
-    return [int(c.thread_id()) for c in conns if isinstance(c, pymysql.connections.Connection)]
+    return [
+        c if isinstance(c, int) else int(c.thread_id())
+        for c in conns
+        if isinstance(c, (int, pymysql.connections.Connection))
+    ]
 
 
 KINDS: dict[str, EngineKind] = {

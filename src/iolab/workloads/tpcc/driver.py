@@ -15,6 +15,12 @@ of committed New-Orders measure the same transactions.
 
 A serialization failure or deadlock is rolled back and the transaction run again (counted as a
 retry of its type, never hidden); any other error stops the run.
+
+Server mode without ``think`` on PostgreSQL and MariaDB runs in the compiled core
+(:mod:`iolab.drivercore`, ``drivercore/c/tpcc.c``) when it is built: the same users, inputs
+(each user's generator state handed over), schedule, gate, retries and counts, its threads
+outside the interpreter lock; the window's edges stay here. ``IOLAB_DRIVER_CORE`` chooses and
+the run's summary records which core ran.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from iolab import drivercore
+from iolab.drivercore import Core
 from iolab.errors import RunFailed
 from iolab.latency.histogram import Histogram
 from iolab.latency.recording import Interval, OpKind, merged_by_kind
@@ -90,6 +98,7 @@ class DriveResult:
     counts: dict[str, TypeCounts]
     flushes: int  # transactions the counter flush itself added inside the window
     intervals: list[Interval]  # each user's histogram per type per interval, rampup marked
+    core: Core  # the driver core that ran the users
 
     @property
     def seconds(self) -> float:
@@ -361,8 +370,13 @@ def drive(
     around: Callable[[list[Any], Live], AbstractContextManager[object]] | None = None,
 ) -> DriveResult:
     """Run the users through rampup and the measured window; the window's numbers.
-    ``around(connections, live)``: a context (the probes) entered once the users' connections
-    are open, left when they have stopped."""
+    ``around(sessions, live)``: a context (the probes) entered once the users' connections
+    are open, left when they have stopped; ``sessions``: the users' connections (Python
+    core) or their server-side ids (the compiled core), as ``catalog``'s ``sessions`` reads
+    either."""
+    core = choose_core(dialect, options)
+    if core.name == drivercore.NATIVE:
+        return _drive_native(dialect, connect, options, constants, core, on_phase, around)
     shared = _Shared()
     monitor = connect()
     users: list[_User] = []
@@ -374,7 +388,8 @@ def drive(
             dialect.prepare(conn, options.mode)
             users.append(_User(i, conn, dialect, options, constants, shared))
         if around is not None:
-            outer.enter_context(around([u.conn for u in users], Live(users)))
+            live = Live(lambda: (sum(u.new_orders for u in users), sum(u.ended for u in users)))
+            outer.enter_context(around([u.conn for u in users], live))
         shared.t0 = time.perf_counter()
         for u in users:
             t = threading.Thread(target=u.run, name=f"tpcc-user-{u.index}", daemon=True)
@@ -406,20 +421,148 @@ def drive(
     for u in users:
         for kind, c in u.counts.items():
             counts[kind].add(c)
-    return DriveResult(shared.t0, start, end, counts, flushes, _intervals(users, options))
+    return DriveResult(shared.t0, start, end, counts, flushes, _intervals(users, options), core)
 
 
 class Live:
-    """The users' running totals, read by the probes while they run (cheap, no lock)."""
+    """The users' running totals, read by the probes while they run (cheap, no lock):
+    ``totals()`` gives (New-Orders committed, transactions ended) over all users."""
 
-    def __init__(self, users: list[_User]) -> None:
-        self._users = users
+    def __init__(self, totals: Callable[[], tuple[int, int]]) -> None:
+        self._totals = totals
 
     def new_orders(self) -> int:
-        return sum(u.new_orders for u in self._users)
+        return self._totals()[0]
 
     def ended(self) -> int:
-        return sum(u.ended for u in self._users)
+        return self._totals()[1]
+
+
+def choose_core(dialect: TpccDialect, options: DriverOptions) -> Core:
+    """The compiled core runs server mode without think times on the engines whose dialect
+    gives it a connection (``core_engine``); everything else stays on the Python path."""
+    engine = getattr(dialect, "core_engine", None)
+    if options.mode != SERVER:
+        what = f"TPC-C's {options.mode} mode"
+    elif options.think:
+        what = "TPC-C with --think"
+    else:
+        what = f"TPC-C on {dialect.title}"
+    return drivercore.choose(options.mode == SERVER and not options.think and bool(engine), what)
+
+
+# the compiled core's phases (tpcc.c)
+_PHASES = {RAMPUP: 0, MEASURED: 1, DONE: 2}
+
+
+def _drive_native(
+    dialect: TpccDialect,
+    connect: Connect,
+    options: DriverOptions,
+    constants: Constants,
+    core: Core,
+    on_phase: Callable[[str, float], None] | None,
+    around: Callable[[list[Any], Live], AbstractContextManager[object]] | None,
+) -> DriveResult:
+    """:func:`drive` on the compiled core: the users are its threads, each with its own
+    connection opened from the monitor's parameters and the generator state a Python user of
+    the same index would have; the edges of the window are read here as on the Python path."""
+    module = drivercore.native()
+    assert module is not None  # choose() said native
+    monitor = connect()
+    users: Any = None
+    outer = ExitStack()
+    try:
+        users = module.Tpcc(
+            engine=getattr(dialect, "core_engine"),  # noqa: B009 (not on the protocol)
+            params=getattr(dialect, "core_connection")(monitor),  # noqa: B009
+            mix=tuple(options.mix.get(k, 0) for k in spec.TRANSACTIONS),
+            warehouses=options.warehouses,
+            all_warehouses=options.all_warehouses,
+            rate=options.rate or 0.0,
+            interval_s=options.interval_s,
+            states=[
+                RunRandom(f"{options.seed}:user:{i}", constants).rng.getstate()
+                for i in range(options.connections)
+            ],
+            constants=(constants.c_last, constants.c_id, constants.ol_i_id),
+        )
+        try:
+            users.connect()
+        except ConnectionError as exc:
+            raise RunFailed(
+                f"{dialect.title} refused a connection during the TPC-C run: {exc}"
+            ) from None
+        sessions: list[int] = users.sessions()
+        if around is not None:
+            outer.enter_context(around(list(sessions), Live(users.live)))
+        t0_ns = time.perf_counter_ns()
+        users.start(t0_ns)
+        if on_phase is not None:
+            on_phase(RAMPUP, options.rampup)
+        users.wait(options.rampup)
+        _check_native(dialect, users)
+        start, _ = _native_edge(dialect, users, monitor, sessions, MEASURED)
+        if on_phase is not None:
+            on_phase(MEASURED, options.duration)
+        users.wait(options.duration)
+        _check_native(dialect, users)
+        end, flushes = _native_edge(dialect, users, monitor, sessions, DONE)
+    finally:
+        if users is not None:
+            users.stop()
+            users.open()
+            users.join()
+        outer.close()
+        if users is not None:
+            users.disconnect()
+        monitor.close()
+    _check_native(dialect, users)
+    counts = {kind: TypeCounts() for kind in spec.TRANSACTIONS}
+    for per_user in users.counts():
+        for kind, (commits, rollbacks, retries) in zip(spec.TRANSACTIONS, per_user, strict=True):
+            counts[kind].add(TypeCounts(commits, rollbacks, retries))
+    step = options.interval_s
+    intervals = [
+        Interval(
+            user,
+            OpKind(spec.TRANSACTIONS[kind]),
+            seq,
+            rampup,
+            seq * step,
+            (seq + 1) * step,
+            Histogram(counts=buckets, total=total, sum_us=sum_us, min_us=low, max_us=high),
+        )
+        for user, kind, seq, rampup, total, sum_us, low, high, buckets in sorted(
+            users.intervals(), key=lambda r: (r[0], r[2], spec.TRANSACTIONS[r[1]], r[3])
+        )
+    ]
+    return DriveResult(t0_ns / 1e9, start, end, counts, flushes, intervals, core)
+
+
+def _native_edge(
+    dialect: TpccDialect, users: Any, monitor: Any, sessions: list[int], phase: str
+) -> tuple[Snapshot, int]:
+    """:func:`_edge` on the compiled core's users."""
+    users.close()
+    try:
+        flushes: int = users.flush_counter()
+        found = snapshot(dialect, monitor, sessions)
+        users.set_phase(_PHASES[phase])
+    finally:
+        if phase != DONE:
+            users.open()
+    return found, flushes
+
+
+def _check_native(dialect: TpccDialect, users: Any) -> None:
+    """A failed user's error as :func:`_check` words the Python drivers' (MariaDB's as
+    PyMySQL's: ``(1213, '...')``)."""
+    found = users.error()
+    if found is not None:
+        index, code, text = found
+        said = str((code, text)) if code is not None else text
+        raise RunFailed(f"virtual user {index + 1}: {said}")
 
 
 def _intervals(users: list[_User], options: DriverOptions) -> list[Interval]:

@@ -225,6 +225,7 @@ def _check(conn: Any, result: Any) -> None:
 
 class PostgresTpcc:
     title = TITLE
+    core_engine = "postgres"  # the compiled core runs its server mode (driver.py)
     modes: tuple[str, ...] = (SERVER, CLIENT)
     for_update = " FOR UPDATE"
 
@@ -296,6 +297,11 @@ class PostgresTpcc:
         if mode == SERVER:
             for name, text in CALLS.items():
                 _check(conn, conn.pgconn.prepare(name, text))
+
+    def core_connection(self, conn: Any) -> dict[str, str]:
+        """The libpq keywords ``conn`` was opened with, for the compiled core's users (its
+        password among them when it has one: kept in memory, never shown)."""
+        return {o.keyword.decode(): o.val.decode() for o in conn.pgconn.info if o.val is not None}
 
     def begin(self, conn: Any, write: bool) -> None:
         pass  # psycopg opens a transaction at the first statement

@@ -110,6 +110,7 @@ def summary(result: DriveResult, conditions: list[consistency.Condition]) -> dic
             "ok": all(c.ok for c in conditions),
             "conditions": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in conditions],
         },
+        **result.core.record(),  # driver_core, driver_core_reason
     }
 
 
