@@ -149,7 +149,7 @@ app = typer.Typer(
     "IOLAB_DRIVER_CORE=auto|native|python, which driver core runs the loads of populate's client "
     "mode and TPC-C's server mode on PostgreSQL and MariaDB: auto, the compiled one where it is "
     "built (`python -m iolab.drivercore` says whether it is), else Python "
-    "(docs/architecture.md, \"The driver core\").",
+    '(docs/architecture.md, "The driver core").',
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

@@ -42,10 +42,10 @@ class Core:
 def native() -> ModuleType | None:
     """The compiled module, or None when it was not built (or does not load)."""
     try:
-        from iolab.drivercore import _native  # type: ignore[attr-defined]
+        from iolab.drivercore import _native
     except ImportError:
         return None
-    return _native  # type: ignore[no-any-return]
+    return _native
 
 
 def built() -> bool:
@@ -74,7 +74,7 @@ def shown(summary: Mapping[str, Any]) -> str:
 def missing() -> str:
     """Why the compiled core is not there (the import's own error)."""
     try:
-        from iolab.drivercore import _native  # type: ignore[attr-defined]  # noqa: F401
+        from iolab.drivercore import _native  # noqa: F401
     except ImportError as exc:
         return (
             f"not built ({exc}); scripts/setup.sh installs gcc, python3-dev, libpq-dev and "
