@@ -258,6 +258,18 @@ class ExternalPostgres(_Unmanaged):
         except psycopg.Error as exc:
             raise IolabError(f"cannot connect to {t.redacted}: {_first_line(exc)}") from None
 
+    def connect_params(self) -> dict[str, str]:
+        """libpq's keywords for a connection as :meth:`connect` makes, for the compiled driver
+        core (iolab.drivercore): the DSN without its password, the passwords apart (kept in
+        memory only, never shown)."""
+        t = self.target
+        secrets = {"password": t.password, "sslpassword": t.ssl_password}
+        return {
+            "dbname": t.redacted,
+            "connect_timeout": "10",
+            **{k: v for k, v in secrets.items() if v is not None},
+        }
+
     def provision(self) -> Placement:
         """Check that the server takes us and holds none of iolab's objects; create nothing."""
         with self.connect() as conn:
@@ -352,6 +364,26 @@ class ExternalMariaDB(_Unmanaged):
             return pymysql.connect(**kwargs)
         except pymysql.MySQLError as exc:
             raise IolabError(f"cannot connect to {t.redacted}: {_first_line(exc)}") from None
+
+    def connect_params(self) -> dict[str, str]:
+        """What the compiled driver core (iolab.drivercore) connects with, as :meth:`connect`
+        does (the password kept in memory only, never shown)."""
+        t = self.target
+        out = {"user": t.user or os.environ.get("USER", "root")}
+        if t.database:
+            out["database"] = t.database
+        password = t.password if t.password is not None else os.environ.get("MYSQL_PWD")
+        if password is not None:
+            out["password"] = password
+        my_cnf = Path.home() / ".my.cnf"
+        if my_cnf.is_file():
+            out["read_default_file"] = str(my_cnf)
+        if t.unix_socket:
+            out["unix_socket"] = t.unix_socket
+        else:
+            out["host"] = t.host or "localhost"
+            out["port"] = str(t.port or 3306)
+        return out
 
     def load_connect(self) -> Any:
         """A connection that may send the client's files (``LOAD DATA LOCAL INFILE``)."""

@@ -662,6 +662,14 @@ class PostgresEngine(Provisioned):
         """A new connection to the ``iolab`` database (autocommit is the caller's choice)."""
         return self._connect(DATABASE)
 
+    def connect_params(self) -> dict[str, str]:
+        """libpq's keywords for a connection as :meth:`connect` makes, for the compiled driver
+        core (iolab.drivercore), which opens its own: the private socket, no password."""
+        if self._run_dir is None:
+            raise IolabError("the PostgreSQL engine is not provisioned")
+        return {"host": str(self._run_dir), "port": str(PORT), "dbname": DATABASE,
+                "user": self.user.name, "connect_timeout": "10"}  # fmt: skip
+
     def spaces(self) -> list[str]:
         """The tablespaces a workload's tables go to, one per data directory."""
         return self.tablespaces

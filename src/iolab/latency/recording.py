@@ -272,6 +272,20 @@ class LatencyRecording:
     def _add(
         self, loader: int, kind: OpKind, seq: int, warm: bool, start: int, end: int, raw: array[int]
     ) -> None:
+        self._interval(loader, kind, seq, warm, start, end).histogram.add_values(raw)
+
+    def add_histogram(
+        self, loader: int, kind: OpKind, seq: int, warm: bool, start: int, end: int, h: Histogram
+    ) -> None:
+        """An interval a clock outside Python bucketed already (the compiled driver core's:
+        iolab.drivercore), merged as :meth:`collect` merges a loader's raw values."""
+        self._interval(loader, kind, seq, warm, start, end).histogram.add(h)
+
+    def _interval(
+        self, loader: int, kind: OpKind, seq: int, warm: bool, start: int, end: int
+    ) -> Interval:
+        """Loader ``loader``'s interval ``seq`` of ``kind`` (made on first use from its start
+        and end, perf_counter ns)."""
         key = (loader, kind, seq, warm)
         found = self._intervals.get(key)
         if found is None:
@@ -284,7 +298,7 @@ class LatencyRecording:
                 (end - self.t0_ns) / 1e9,
                 Histogram(),
             )
-        found.histogram.add_values(raw)
+        return found
 
     def finish(self, end_ns: int) -> list[Interval]:
         """Close every loader's last interval and return all intervals, in time order: on the

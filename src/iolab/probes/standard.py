@@ -125,12 +125,17 @@ def populate_probes(
     placement: Placement,
     connections: Sequence[Connection],
     committed: Callable[[], float],
+    sessions: Sequence[int] | None = None,
 ) -> list[Probe]:
-    """Everything a populate run records; ``committed`` reads the rows committed so far."""
+    """Everything a populate run records; ``committed`` reads the rows committed so far;
+    ``sessions``: the loaders' server-side ids when they are not ``connections`` (the
+    compiled driver core's own connections)."""
+    if sessions is None:
+        sessions = session_ids(engine, connections)
     return [
         DeviceProbe(placement_roles(placement)),
         HostProbe(),
-        *engine_probes(engine, placement, session_ids(engine, connections)),
+        *engine_probes(engine, placement, sessions),
         rows_probe(committed),
         *cgroup_probes(),
     ]
@@ -163,14 +168,15 @@ def populate_recorder(
     committed: Callable[[], float],
     interval: float | None,
     events: EventSink,
+    sessions: Sequence[int] | None = None,
 ) -> Recorder | None:
-    """The recorder of a populate run, or None when probes are off (``interval`` None)."""
+    """The recorder of a populate run, or None when probes are off (``interval`` None);
+    ``sessions`` as :func:`populate_probes` takes them."""
     if interval is None:
         return None
-    probes = populate_probes(engine, placement, connections, committed)
-    return Recorder(
-        probes, interval=interval, wait_interval=wait_interval(len(connections)), events=events
-    )
+    probes = populate_probes(engine, placement, connections, committed, sessions)
+    watched = len(sessions) if sessions is not None else len(connections)
+    return Recorder(probes, interval=interval, wait_interval=wait_interval(watched), events=events)
 
 
 def disk_recorder(path: Path, interval: float | None, events: EventSink) -> Recorder | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from iolab import drivercore
 from iolab.analysis.steady import SteadyCriterion, steady_state
 from iolab.engines import catalog, external
 from iolab.engines.connection import Connection, cancel_statements
@@ -59,6 +60,7 @@ from iolab.system.open_files import check_connections
 from iolab.units import format_bytes
 from iolab.workers import Worker, wait_all
 from iolab.workloads.populate import dialects
+from iolab.workloads.populate import native as core_populate
 from iolab.workloads.populate.checkpoints import CheckpointSchedule
 from iolab.workloads.populate.loading import (
     KeyKind,
@@ -374,7 +376,7 @@ def split(rows: int, parts: int) -> list[int]:
 class _Loader:
     index: int
     rows: int
-    conn: Connection
+    conn: Connection | None  # None: the compiled core's loader (it holds the connection)
     elapsed: float | None = None
     error: BaseException | None = None
     done_rows: int = 0
@@ -408,6 +410,13 @@ class _Shared:
         if self.stop.is_set():
             raise LoadCancelled
 
+    def warm_ended(self, at_ns: int, rows: int) -> None:
+        """The compiled core's commit that reached a warm-up of rows (``rows`` in all) ended
+        it at ``at_ns``; the core ended its clocks' warm-up then (as :meth:`count` does)."""
+        if self.warm_end_ns is None:
+            self.warm_end_ns, self.warm_rows = at_ns, rows
+            self.warmed.set()
+
 
 def _run_loader(
     dialect: PopulateDialect,
@@ -423,6 +432,7 @@ def _run_loader(
         start.wait()
         t0 = shared.latency.t0_ns / 1e9  # the load's start, on which the schedule is laid
         clock = shared.latency.clocks[loader.index]
+        assert loader.conn is not None  # a Python loader holds its connection
         dialect.load(loader.conn, spec, loader.rows, progress, clock)
         loader.elapsed = time.perf_counter() - t0
     except LoadCancelled:
@@ -448,7 +458,7 @@ def _run_multiplexed(
         start.wait()
         t0 = shared.latency.t0_ns / 1e9
         elapsed = dialect.load_multiplexed(
-            [ld.conn for ld in loaders],
+            [ld.conn for ld in loaders if ld.conn is not None],
             spec,
             [ld.rows for ld in loaders],
             progress,
@@ -468,6 +478,47 @@ def _run_multiplexed(
         shared.stop.set()
 
 
+def _run_native(
+    load: core_populate.NativeLoad,
+    loaders: list[_Loader],
+    shared: _Shared,
+    start: threading.Barrier,
+) -> None:
+    """The compiled core's loaders, released at t0 and read every POLL_S from this thread:
+    the rows each committed (to ``shared``, as the loaders' progress callbacks do), the end of
+    a warm-up of rows, the intervals closed; then each loader's seconds and error."""
+    latency = shared.latency
+    seen = [0] * len(loaders)
+    try:
+        start.wait()
+        load.start(latency.t0_ns)
+        ended = False
+        while not ended:
+            ended = load.wait(core_populate.POLL_S)
+            if shared.stop.is_set():
+                raise LoadCancelled
+            rows, warm = load.progress()
+            if warm is not None:
+                shared.warm_ended(*warm)
+            for ld, n in zip(loaders, rows, strict=True):
+                if n != seen[ld.index]:
+                    shared.count(ld, n - seen[ld.index])
+                    seen[ld.index] = n
+            load.collect(latency)
+        for ld, (seconds, error) in zip(loaders, load.join(), strict=True):
+            ld.elapsed, ld.error = seconds, error
+        if any(ld.error is not None for ld in loaders):
+            shared.stop.set()
+    except LoadCancelled:
+        load.stop(cancel=True)
+    except BaseException as exc:
+        loaders[0].error = exc
+        shared.stop.set()
+        load.stop(cancel=True)
+    finally:
+        load.close()  # every loader thread joined, its connection closed
+
+
 def _stop_loaders(
     loaders: list[_Loader],
     workers: list[Worker],
@@ -482,7 +533,7 @@ def _stop_loaders(
     """
     shared.stop.set()
     barrier.abort()
-    cancel_statements(ld.conn for ld in loaders)
+    cancel_statements(ld.conn for ld in loaders if ld.conn is not None)
     wait_all(workers, STOP_TIMEOUT)  # not Thread.join: see iolab.workers
 
 
@@ -566,7 +617,14 @@ def load_and_measure(
     )
     timed = options.record_latency and options.mode is LoadMode.CLIENT
     latency = LatencyRecording(options.connections, pacing, timed=timed)
-    measured = _load(engine, placement, dialect, spec, rows, latency, options, outcome, events)
+    core = drivercore.choose(
+        core_populate.supported(options.engine, spec),
+        "populate's client mode with --method insert on postgres or mariadb",
+    )
+    outcome.summary.update(core.record())
+    measured = _load(
+        engine, placement, dialect, spec, rows, latency, options, outcome, events, core
+    )
     _summarise(engine, placement, dialect, options, latency, measured, outcome, events)
 
 
@@ -590,6 +648,7 @@ class _Measured:
     log_before: int | None
     log_after: int | None
     stats: TableStats
+    due_warm_rows: int  # under --rate with a time warm-up: the rows its schedule had due
 
 
 def _load(
@@ -602,27 +661,38 @@ def _load(
     options: PopulateOptions,
     outcome: RunOutcome,
     events: EventSink,
+    core: drivercore.Core,
 ) -> _Measured:
     """Create the table, open and ready the loaders, then release them together under the
     probes; what the run measured once every loader has ended (raises RunFailed if one
-    failed)."""
+    failed). ``core``: the loaders are Python threads, or the compiled core's (native.py)."""
     fixed = options.duration is None
     admin = engine.connect()
     loaders: list[_Loader] = []
     extra: list[Connection] = []  # the requested checkpoints' connection
+    native: core_populate.NativeLoad | None = None
     try:
         dialect.create_table(admin, spec)
         devices = role_devices(placement)
         events(Phase(f"opening {options.connections} loader connections"))
         shares = split(rows, options.connections) if fixed else [UNLIMITED] * options.connections
-        for i, n in enumerate(shares):
-            loaders.append(_Loader(i, n, engine.connect()))
-            dialect.ready(loaders[-1].conn, spec)
+        if core.name == drivercore.NATIVE:
+            native = core_populate.NativeLoad(engine, spec, shares, latency, options.warmup_rows)
+            native.open()  # each loader's connection, session and INSERT, in the core
+            loaders = [_Loader(i, n, None) for i, n in enumerate(shares)]
+        for i, n in enumerate(shares if native is None else []):
+            conn = engine.connect()
+            loaders.append(_Loader(i, n, conn))
+            dialect.ready(conn, spec)
         dialect.checkpoint(admin)
         log_presized = _presize(options, dialect, admin, placement, events)
         schedule = _schedule(options, dialect, engine, extra)
-        shared = _Shared(latency, options.warmup_rows)
-        if isinstance(dialect, MultiplexedLoad) and dialect.multiplexes(spec):
+        # the core ends a warm-up of rows itself, at the commit that reaches it
+        shared = _Shared(latency, options.warmup_rows if native is None else None)
+        if native is not None:
+            barrier = threading.Barrier(2)  # one thread reads the core's loaders
+            workers = [Worker(_run_native, (native, loaders, shared, barrier), "loaders")]
+        elif isinstance(dialect, MultiplexedLoad) and dialect.multiplexes(spec):
             barrier = threading.Barrier(2)  # one driver thread for every loader's connection
             workers = [
                 Worker(_run_multiplexed, (dialect, spec, loaders, shared, barrier), "loaders")
@@ -639,10 +709,11 @@ def _load(
             recorder = populate_recorder(
                 engine,
                 placement,
-                [ld.conn for ld in loaders],
+                [ld.conn for ld in loaders if ld.conn is not None],
                 lambda: shared.committed,
                 options.sample_interval,
                 events,
+                sessions=native.sessions() if native is not None else None,
             )
             log_before = dialect.log_bytes(admin)
             disk_before = diskstats.read()
@@ -654,7 +725,11 @@ def _load(
                     schedule.start(recorder.t0 if recorder is not None else t0_ns / 1e9)
                 warm = _watch(workers, shared, t0_ns, rows, dialect, admin, options, events)
                 wall = time.perf_counter() - t0_ns / 1e9
-                intervals = latency.finish(time.perf_counter_ns())
+                end_ns = time.perf_counter_ns()
+                if native is not None:  # its loaders have ended: their last intervals
+                    native.finish(end_ns)
+                    native.collect(latency)
+                intervals = latency.finish(end_ns)
                 requested = schedule.stop() if schedule is not None else []
         except BaseException:
             if schedule is not None:  # the requests made so far are kept with the run too
@@ -670,7 +745,9 @@ def _load(
         log_after = dialect.log_bytes(admin)
         stats = dialect.table_stats(admin)
     finally:
-        for conn in [*(ld.conn for ld in loaders), *extra]:
+        if native is not None:
+            native.close()
+        for conn in [*(ld.conn for ld in loaders if ld.conn is not None), *extra]:
             _close(conn)
         _close(admin)
     return _Measured(
@@ -689,6 +766,9 @@ def _load(
         log_before=log_before,
         log_after=log_after,
         stats=stats,
+        due_warm_rows=native.warm_rows()
+        if native is not None
+        else sum(c.warm_rows for c in latency.clocks),
     )
 
 
@@ -758,7 +838,7 @@ def _summarise(
         )
     if warm is not None and options.rate is not None and options.warmup_seconds:
         # the rows the schedule had due before the warm-up ended are its rows (docs/latency.md)
-        warm = replace(warm, rows=sum(c.warm_rows for c in latency.clocks))
+        warm = replace(warm, rows=m.due_warm_rows)
     measured_rows = rows - (warm.rows if warm else 0)
     measured_seconds = elapsed - (warm.seconds if warm else 0.0)
     device_io = device_deltas(warm.disk if warm else m.disk_before, m.disk_after, m.devices)
