@@ -14,10 +14,19 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
+from iolab import drivercore
 from tests.conftest import make_dirs, requires_mariadb
 
 pytestmark = pytest.mark.integration
 IOLAB = [sys.executable, "-m", "iolab"]
+# the driver cores a populate test runs on (IOLAB_DRIVER_CORE): the compiled one where built
+CORES = [
+    "python",
+    pytest.param(
+        "native",
+        marks=pytest.mark.skipif(drivercore.native() is None, reason="the core is not built"),
+    ),
+]
 FIELDS = ("count", "mean_us", "p50_us", "p90_us", "p99_us", "p999_us", "p9999_us", "max_us")
 
 
@@ -44,14 +53,24 @@ def latency(doc: dict[str, object]) -> dict[str, dict[str, float]]:
     return block
 
 
-def test_postgres_times_every_transaction(open_tmp: Path, results_db: Path) -> None:
+@pytest.fixture(params=CORES)
+def core(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The driver core the test's commands run on (and check they said so)."""
+    name: str = request.param
+    monkeypatch.setenv("IOLAB_DRIVER_CORE", name)
+    return name
+
+
+def test_postgres_times_every_transaction(open_tmp: Path, results_db: Path, core: str) -> None:
     (data,) = make_dirs(open_tmp, "data")
     doc = populate(
         "--engine", "postgres", "--data-dir", str(data), "--rows", "3000", "--connections", "4"
     )
+    assert doc["driver_core"] == core
     block = latency(doc)
     assert list(block) == ["transaction"]  # one row per implicit transaction: one operation each
     assert block["transaction"]["count"] == 3000
+    assert doc["rows"] == 3000 and doc["pages_per_row"] == pytest.approx(1.0, abs=0.1)
     probes = doc["probes"]
     assert isinstance(probes, dict)
     names = {(s["probe"], s["name"], s["subject"]) for s in probes["series"]}
@@ -63,13 +82,14 @@ def test_postgres_times_every_transaction(open_tmp: Path, results_db: Path) -> N
 
 
 def test_postgres_duration_warmup_rate_and_export(
-    open_tmp: Path, results_db: Path, tmp_path: Path
+    open_tmp: Path, results_db: Path, tmp_path: Path, core: str
 ) -> None:
     (data,) = make_dirs(open_tmp, "data")
     doc = populate(
         "--engine", "postgres", "--data-dir", str(data), "--connections", "4",
         "--duration", "6s", "--warmup", "2s", "--rate", "600",
     )  # fmt: skip
+    assert doc["driver_core"] == core
     rows = doc["rows"]
     assert isinstance(rows, int)
     assert doc["duration_seconds"] == 6.0
@@ -87,6 +107,7 @@ def test_postgres_duration_warmup_rate_and_export(
     assert rate["achieved"] == pytest.approx(
         (rows - warm["rows"]) / (elapsed - warm["seconds"]), rel=1e-9
     )
+    assert rate["held"] is True  # 600 rows/s is far below what 4 connections do
     count = latency(doc)["transaction"]["count"]
     assert abs(count - (rows - warm["rows"])) <= 0.05 * rows  # the warm-up's operations left out
 
@@ -133,13 +154,46 @@ def test_sqlite_times_statements_and_commits(open_tmp: Path, results_db: Path) -
     assert stored == [("commit", 100), ("statement", 1000)]  # the warm-up is stored too
 
 
+@pytest.mark.parametrize(
+    ("engine", "key"),
+    [("postgres", "ordered-uuid"), pytest.param("mariadb", "random", marks=requires_mariadb)],
+)
+def test_commits_every_k_rows_with_a_warm_up_of_rows(
+    open_tmp: Path, results_db: Path, core: str, engine: str, key: str
+) -> None:
+    """Explicit transactions of 10 rows: every statement and every commit timed, the
+    warm-up's left out, all of them stored; the table holds each row once."""
+    (data,) = make_dirs(open_tmp, "data")
+    doc = populate(
+        "--engine", engine, "--data-dir", str(data), "--rows", "2000", "--connections", "3",
+        "--commit-every", "10", "--warmup", "300", "--key", key,
+    )  # fmt: skip
+    assert doc["driver_core"] == core
+    assert doc["rows"] == 2000
+    block = latency(doc)
+    assert list(block) == ["statement", "commit"]
+    warm = doc["warmup"]
+    assert isinstance(warm, dict)
+    assert 300 <= warm["rows"] < 300 + 3 * 10  # the commit that reached it
+    measured = 2000 - warm["rows"]
+    assert abs(block["statement"]["count"] - measured) <= 3 * 10  # transactions at the edge
+    assert abs(block["commit"]["count"] - measured / 10) <= 3
+    db = sqlite3.connect(results_db)
+    stored = db.execute(
+        "SELECT kind, SUM(count) FROM latency_intervals GROUP BY kind ORDER BY kind"
+    ).fetchall()
+    # every loader's last transaction is shorter: 667, 667, 666 rows
+    assert stored == [("commit", 67 + 67 + 67), ("statement", 2000)]
+
+
 @requires_mariadb
-def test_mariadb_duration_random_keys(open_tmp: Path, results_db: Path) -> None:
+def test_mariadb_duration_random_keys(open_tmp: Path, results_db: Path, core: str) -> None:
     (data,) = make_dirs(open_tmp, "data")
     doc = populate(
         "--engine", "mariadb", "--data-dir", str(data), "--connections", "3",
         "--duration", "3s", "--key", "random",
     )  # fmt: skip
+    assert doc["driver_core"] == core
     rows = doc["rows"]
     assert isinstance(rows, int)
     assert rows > 0

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from iolab import drivercore
 from tests.conftest import interruptible, make_dirs, small_tmpfs
 
 pytestmark = pytest.mark.integration
@@ -143,11 +144,16 @@ def test_disk_full_fails_the_run_and_touches_nothing_else(
     assert "disk full" in run["error"]
 
 
+@pytest.mark.parametrize("core", ["python", "native"])
 def test_postgres_disk_full_names_the_loader_and_stops(
-    tiny_tmpfs: Path, open_tmp: Path, results_db: Path
+    tiny_tmpfs: Path, open_tmp: Path, results_db: Path, core: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A tablespace on a full device: the multiplexed client loader fails the run with the
-    server's error, names the loader, and leaves no server and no file of its own."""
+    """A tablespace on a full device: the multiplexed client loader (or the compiled core's)
+    fails the run with the server's error, names the loader, and leaves no server and no
+    file of its own."""
+    if core == "native" and drivercore.native() is None:
+        pytest.skip("the compiled core is not built")
+    monkeypatch.setenv("IOLAB_DRIVER_CORE", core)
     d0 = open_tmp / "d0"
     d0.mkdir(mode=0o755)
     full = tiny_tmpfs / "data"
@@ -241,7 +247,13 @@ def test_a_bad_postgres_setting_is_refused_before_a_run_is_recorded(
     assert not results_db.exists()
 
 
-def test_ctrl_c_leaves_no_server(open_tmp: Path, results_db: Path) -> None:
+@pytest.mark.parametrize("core", ["python", "native"])
+def test_ctrl_c_leaves_no_server(
+    open_tmp: Path, results_db: Path, core: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if core == "native" and drivercore.native() is None:
+        pytest.skip("the compiled core is not built")
+    monkeypatch.setenv("IOLAB_DRIVER_CORE", core)
     proc = subprocess.Popen(
         interruptible(
             [
