@@ -20,12 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "clock.h"
 #include "register.h"
 
 #define POLL_NS 20000000LL  /* a blocking wait's slice: Ctrl-C and stop() are seen within it */
+#define STOP_NS 2000000000LL /* how long a stop waits for a transaction's end before cancelling */
 #define STATEMENT "iolab_insert"
 enum { ENGINE_PG = 0, ENGINE_MY = 1 };
 enum { KEY_SEQUENTIAL = 0, KEY_RANDOM = 1, KEY_ORDERED = 2 };
@@ -40,6 +42,7 @@ typedef struct {
     atomic_int state;                       /* W_OPENING, W_READY, W_DONE */
     char pad[64 - sizeof(int64_t) - sizeof(int)];
     struct populate *p;
+    pthread_mutex_t conn_lock; /* between closing the connection and another thread's cancel */
     int index, thread_started;
     int64_t count;
     pthread_t thread;
@@ -180,13 +183,17 @@ static int pg_ok(worker *w, PGresult *r) {
 
 static int pg_open(worker *w) {
     Populate *p = w->p;
-    w->pg = PQconnectdbParams((const char *const *)p->pg_keys, (const char *const *)p->pg_values, 1);
+    PGconn *pg = PQconnectdbParams((const char *const *)p->pg_keys,
+                                   (const char *const *)p->pg_values, 1);
+    pthread_mutex_lock(&w->conn_lock); /* cancel_all reads them */
+    w->pg = pg;
+    w->cancel = pg && PQstatus(pg) == CONNECTION_OK ? PQgetCancel(pg) : NULL;
+    pthread_mutex_unlock(&w->conn_lock);
     if (!w->pg || PQstatus(w->pg) != CONNECTION_OK) {
         set_error(w, 0, w->pg ? PQerrorMessage(w->pg) : "out of memory");
         return -1;
     }
     w->session = PQbackendPID(w->pg);
-    w->cancel = PQgetCancel(w->pg);
     int params = p->key_kind != KEY_SEQUENTIAL;
     return pg_ok(w, PQprepare(w->pg, STATEMENT, p->sql, params, NULL));
 }
@@ -210,7 +217,10 @@ static int my_fail(worker *w) {
 static int my_open(worker *w) {
     Populate *p = w->p;
     mysql_thread_init();
-    w->my = mysql_init(NULL);
+    MYSQL *my = mysql_init(NULL);
+    pthread_mutex_lock(&w->conn_lock); /* cancel_all reads it */
+    w->my = my;
+    pthread_mutex_unlock(&w->conn_lock);
     if (!w->my) {
         set_error(w, 0, "out of memory");
         return -1;
@@ -263,6 +273,7 @@ static void db_rollback(worker *w) { /* after a failure: the failure's own error
 }
 
 static void db_close(worker *w) {
+    pthread_mutex_lock(&w->conn_lock);
     if (w->pg) PQfinish(w->pg);
     w->pg = NULL;
     if (w->stmt) mysql_stmt_close(w->stmt);
@@ -272,6 +283,7 @@ static void db_close(worker *w) {
         mysql_thread_end();
     }
     w->my = NULL;
+    pthread_mutex_unlock(&w->conn_lock);
 }
 
 /* ---- a loader's thread -------------------------------------------------------------------- */
@@ -387,11 +399,18 @@ static int wait_done(Populate *p) {
     return 0;
 }
 
-static void cancel_all(Populate *p) { /* PQcancel is safe from any thread (PyMySQL has none) */
+/* Cancel the statements in flight: PQcancel (safe from any thread); libmariadb has no cancel,
+ * so its socket is shut down, which ends a statement waiting on a server that does not answer
+ * (PyMySQL's loaders wait until the server stops). Under each worker's conn_lock, so that a
+ * connection closing meanwhile never has its descriptor, maybe reused, shut down. */
+static void cancel_all(Populate *p) {
     for (int i = 0; i < p->n; i++) {
+        worker *w = &p->w[i];
         char buf[256];
-        if (p->w[i].cancel && atomic_load(&p->w[i].state) != W_DONE)
-            PQcancel(p->w[i].cancel, buf, sizeof buf);
+        pthread_mutex_lock(&w->conn_lock);
+        if (w->pg && w->cancel) PQcancel(w->cancel, buf, sizeof buf);
+        if (w->my) shutdown((int)mysql_get_socket(w->my), SHUT_RDWR);
+        pthread_mutex_unlock(&w->conn_lock);
     }
 }
 
@@ -403,6 +422,10 @@ static void shutdown_all(Populate *p) {
     if (p->gate == 0) p->gate = 2;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
+    if (!wait_state(p, W_DONE, STOP_NS)) { /* not at a transaction boundary yet: cancel */
+        Py_BEGIN_ALLOW_THREADS cancel_all(p);
+        Py_END_ALLOW_THREADS
+    }
     Py_BEGIN_ALLOW_THREADS for (int i = 0; i < p->n; i++) {
         if (p->w[i].thread_started) pthread_join(p->w[i].thread, NULL);
         p->w[i].thread_started = 0;
@@ -437,6 +460,7 @@ static void Populate_dealloc(Populate *p) {
             db_close(&p->w[i]);
             if (p->w[i].cancel) PQfreeCancel(p->w[i].cancel);
             if (p->w[i].clock_ready) clock_free(&p->w[i].clock);
+            pthread_mutex_destroy(&p->w[i].conn_lock);
         }
         free(p->w);
     }
@@ -530,6 +554,7 @@ static int Populate_init(Populate *p, PyObject *args, PyObject *kw) {
     if (!p->w || !p->sql) return PyErr_NoMemory(), -1;
     for (int i = 0; i < p->n; i++) {
         p->w[i].p = p;
+        pthread_mutex_init(&p->w[i].conn_lock, NULL);
         p->w[i].index = i;
         p->w[i].elapsed = -1;
         p->w[i].count = PyLong_AsLongLong(PyList_GET_ITEM(counts, i));
