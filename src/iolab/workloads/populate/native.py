@@ -22,16 +22,21 @@ from iolab.engines.interface import Engine
 from iolab.errors import RunFailed
 from iolab.latency.histogram import Histogram
 from iolab.latency.recording import KIND_ORDER, LatencyRecording, Pacing, _grid_ns
+from iolab.workloads.populate import dialects
 from iolab.workloads.populate.loading import KeyKind, LoadMethod, LoadMode, LoadSpec
 
-ENGINES = ("postgres", "mariadb")
 KEYS = {KeyKind.SEQUENTIAL: 0, KeyKind.RANDOM: 1, KeyKind.ORDERED_UUID: 2}  # populate.c's
 POLL_S = 0.02  # how often the driver thread reads the core's counters and intervals
 
 
 def supported(engine: str, spec: LoadSpec) -> bool:
-    """Whether the core runs this load: client-mode INSERTs of one row on PostgreSQL/MariaDB."""
-    return engine in ENGINES and spec.mode is LoadMode.CLIENT and spec.method is LoadMethod.INSERT
+    """Whether the core runs this load: client-mode INSERTs of one row, on an engine whose part
+    of the workload gives the core its statement (dialects.core: PostgreSQL, MariaDB)."""
+    return (
+        dialects.core(engine) is not None
+        and spec.mode is LoadMode.CLIENT
+        and spec.method is LoadMethod.INSERT
+    )
 
 
 ClockConfig = tuple[int, int, int, int, int, bool, float, int, bool]
@@ -50,21 +55,19 @@ def clock_config(pacing: Pacing, loaders: int, timed: bool) -> ClockConfig:
 
 def insert_sql(engine: str, key: KeyKind) -> str:
     """The INSERT of one row the Python path prepares, in the client library's placeholders."""
-    if engine == "postgres":
-        from iolab.workloads.populate.postgres import _insert_statement
-
-        return _insert_statement(1, key is not KeyKind.SEQUENTIAL, "$")
-    from iolab.workloads.populate.mariadb import _insert_sql
-
-    return _insert_sql(key, 1).replace("%s", "?")
+    part = dialects.core(engine)
+    if part is None:
+        raise RunFailed(f"the compiled driver core does not load {engine}")
+    return part.core_insert(key)
 
 
 class CoreError(Exception):
     """A loader's statement failed in the core: the message the Python path's driver gives
-    (PyMySQL's ``(code, 'message')``, psycopg's message)."""
+    (PyMySQL's ``(code, 'message')``, psycopg's message), as the engine's part words it."""
 
     def __init__(self, engine: str, code: int, message: str) -> None:
-        super().__init__(str((code, message)) if engine == "mariadb" else message)
+        part = dialects.core(engine)
+        super().__init__(message if part is None else part.core_error(code, message))
 
 
 class NativeLoad:
