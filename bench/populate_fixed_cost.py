@@ -15,7 +15,9 @@ are measured side by side in the same minutes: every repetition runs each tree o
 order in odd repetitions and reversed in even ones. Bytecode caches are written first (as pip
 does when it installs iolab; ``PYTHONDONTWRITEBYTECODE`` is removed from the command's
 environment, or every run would compile iolab). The median fixed cost of each tree is judged
-against the target. Before every run the previous run's table is gone (iolab drops its own).
+against the target; the process's CPU time (user + system, the load's included) is printed
+beside it, steadier than wall time on a machine others share. Before every run the previous
+run's table is gone (iolab drops its own).
 
 The breakdown (one more run per tree, not in the medians): Python's bare start
 (``python -c pass``), the imports (``-X importtime``: the whole and the heaviest top-level
@@ -37,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -147,6 +150,7 @@ class Tree:
     src: Path
     fixed: list[float] = field(default_factory=list)  # wall - elapsed_seconds, per run
     wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # the process's user + system seconds
     elapsed: list[float] = field(default_factory=list)
     breakdown: dict[str, object] = field(default_factory=dict)
 
@@ -196,8 +200,9 @@ def argv_of(engine: PostgresEngine, results: Path, rows: int) -> list[str]:
 
 def run_once(
     tree: Tree, engine: PostgresEngine, results: Path, rows: int, probe: bool = False
-) -> tuple[float, float, str]:
-    """One command: its wall time, its elapsed_seconds, its stderr."""
+) -> tuple[float, float, float, str]:
+    """One command: its wall time, its elapsed_seconds, its CPU time (user + system), its
+    stderr."""
     env = command_env(tree.src, results)
     args = argv_of(engine, results, rows)
     if probe:
@@ -205,6 +210,7 @@ def run_once(
         argv = [sys.executable, "-X", "importtime", "-c", PROBE, *args]
     else:
         argv = [sys.executable, "-m", "iolab", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
         argv,
@@ -216,13 +222,15 @@ def run_once(
         check=False,
     )
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise RunFailed(f"iolab populate failed (exit {done.returncode}): {' | '.join(tail)}")
     doc = json.loads(done.stdout)
     if doc.get("status") != "done" or doc.get("rows") != rows:
         raise RunFailed(f"iolab populate did not load {rows} rows: {done.stdout[:300]}")
-    return wall, float(doc["elapsed_seconds"]), done.stderr
+    return wall, float(doc["elapsed_seconds"]), cpu, done.stderr
 
 
 _IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
@@ -257,7 +265,7 @@ def bare_python() -> float:
 
 
 def breakdown(tree: Tree, engine: PostgresEngine, results: Path, rows: int) -> None:
-    wall, elapsed, stderr = run_once(tree, engine, results, rows, probe=True)
+    wall, elapsed, _, stderr = run_once(tree, engine, results, rows, probe=True)
     last = [ln for ln in stderr.splitlines() if ln.startswith("BENCH ")][-1]
     phases = json.loads(last.removeprefix("BENCH "))
     total, heavy = imports(stderr)
@@ -291,13 +299,14 @@ def measure(trees: list[Tree], engine: PostgresEngine, base: Path, rows: int, re
     for rep in range(repeats):
         order = trees if rep % 2 == 0 else list(reversed(trees))
         for tree in order:
-            wall, elapsed, _ = run_once(tree, engine, results, rows)
+            wall, elapsed, cpu, _ = run_once(tree, engine, results, rows)
             tree.wall.append(wall)
+            tree.cpu.append(cpu)
             tree.elapsed.append(elapsed)
             tree.fixed.append(wall - elapsed)
             progress(
                 f"  {tree.src}: wall {wall:.3f} s, load {elapsed:.3f} s, "
-                f"fixed {wall - elapsed:.3f} s"
+                f"fixed {wall - elapsed:.3f} s, CPU {cpu:.3f} s"
             )
     for tree in trees:
         breakdown(tree, engine, results, rows)
@@ -319,6 +328,8 @@ def report(trees: list[Tree], rows: int, repeats: int) -> str:
             f"  fixed cost: median {med:.3f} s (min {min(tree.fixed):.3f}, max "
             f"{max(tree.fixed):.3f}); wall {statistics.median(tree.wall):.3f} s, load "
             f"{statistics.median(tree.elapsed):.3f} s · target <= {TARGET} s: {verdict}",
+            f"  the process's CPU (user + system, load included): median "
+            f"{statistics.median(tree.cpu):.3f} s (min {min(tree.cpu):.3f})",
         ]
         b = tree.breakdown
         if b:
@@ -388,6 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "median_fixed_seconds": statistics.median(t.fixed),
                     "wall_seconds": t.wall,
                     "elapsed_seconds": t.elapsed,
+                    "cpu_seconds": t.cpu,
                     "breakdown": t.breakdown,
                 }
                 for t in trees

@@ -6,7 +6,6 @@ from typing import Any
 
 from rich.table import Table
 
-from iolab.analysis.findings import in_words
 from iolab.latency.histogram import Histogram
 from iolab.units import format_bytes, format_micros, format_rate
 
@@ -166,6 +165,8 @@ def latency_sides(kind: str, a_label: str, a: Histogram, b_label: str, b: Histog
 
 def _against(a: float, b: float, key: str) -> str:
     """A's latency against B's in words, one direction: "1.69x lower", "1.20x higher"."""
+    from iolab.analysis.findings import in_words  # the registry's every workload: on use
+
     if not a or not b:
         return "-"
     return in_words(float(b) / float(a), key, named=False)
