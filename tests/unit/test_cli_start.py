@@ -81,11 +81,13 @@ print(json.dumps({"code": code, "stdout": out.getvalue(), "modules": sorted(sys.
 """
 
 
-def start(tmp_path: Path, *argv: str) -> tuple[object, str, set[str]]:
+def start(
+    tmp_path: Path, *argv: str, env_extra: dict[str, str] | None = None
+) -> tuple[object, str, set[str]]:
     """``iolab ARGV`` in a fresh Python that imports this iolab: exit code, stdout, modules."""
     source = Path(iolab.__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "IOLAB"))}
-    env |= {"PYTHONPATH": str(source), "COLUMNS": "200", "NO_COLOR": "1"}
+    env |= {"PYTHONPATH": str(source), "COLUMNS": "200", "NO_COLOR": "1", **(env_extra or {})}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(list(argv))],
         capture_output=True,
@@ -173,3 +175,38 @@ def test_tpch_help_names_the_defaults_the_command_uses() -> None:
     text = " ".join(result.stdout.split())
     assert f"{tpch_dialects.DEFAULT} (embedded, the default)" in text
     assert f"Default: {DEFAULT_TIMEOUT:g} s." in text
+
+
+# What a populate run does not need once its options are read (bench/populate_fixed_cost.py
+# measures what each cost): the workload registry, which imports every workload (pgbench its
+# drivers); the store reads its metrics with analysis.findings, which reaches the registry only
+# to word a ratio.
+NOT_FOR_A_RUN = (
+    "iolab.workloads.registry",
+    "iolab.workloads.pgbench",
+    "iolab.workloads.sysbench",
+    "iolab.workloads.tpcc",
+    "iolab.workloads.tpch",
+    "iolab.workloads.disk",
+    "iolab.workloads.drivers",
+)
+
+
+def test_a_populate_run_with_json_loads_neither_the_registry_nor_the_other_workloads(
+    tmp_path: Path,
+) -> None:
+    """The same path as ``populate --dsn`` from the options to the output (the store, the
+    verdict, --json), on the embedded engine: no server needed."""
+    lock = tmp_path / "lock"
+    lock.mkdir(mode=0o700)  # the host's lock: this test's own, not other runs'
+    code, out, modules = start(
+        tmp_path,
+        *("populate", "--rows", "20", "--connections", "1", "--json"),
+        *("--results", str(tmp_path / "results.db")),
+        env_extra={"IOLAB_LOCK_DIR": str(lock)},
+    )
+    assert code in (None, 0)
+    doc = json.loads(out)
+    assert (doc["status"], doc["engine"], doc["rows"]) == ("done", "sqlite", 20)
+    assert "iolab.store.verdicts" in modules  # the verdict is still computed and kept
+    assert loaded(modules, NOT_FOR_A_RUN) == []

@@ -29,7 +29,6 @@ from iolab.analysis.stats import (
 )
 from iolab.metrics import Quantity
 from iolab.units import format_seconds
-from iolab.workloads import registry
 
 # A value of a matrix key as the stored params hold it (a JSON scalar, or a list: data dirs)
 MatrixValue: TypeAlias = str | int | float | bool | list[str | int | float | bool | None] | None
@@ -426,6 +425,10 @@ def ratio_words(metric: str) -> tuple[str, str, str]:
     follows the word in a sentence: ("faster", "slower", "") for times and rates (and a number
     no workload declares), ("lower", "higher", " latency.commit.p99_us") for a latency,
     ("better", "worse", "") for sizes, counts and ratios (see :attr:`Metric.words`)."""
+    # the registry imports every workload (and pgbench its drivers): on use, not with the
+    # store, which reads metric_of at the end of every run
+    from iolab.workloads import registry
+
     found = registry.find_metric(metric) if metric else None
     if found is None:
         return "faster", "slower", ""
