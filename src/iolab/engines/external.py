@@ -241,6 +241,7 @@ class ExternalPostgres(_Unmanaged):
     def __init__(self, target: ExternalTarget, objects: Objects) -> None:
         super().__init__(target, objects)
         self._tablespace = "pg_default"
+        self._version: str | None = None  # read by provision(): a server keeps its version
 
     def connect(self) -> Any:
         try:
@@ -276,11 +277,12 @@ class ExternalPostgres(_Unmanaged):
             found = conn.execute(_PG_FOUND, self._names()).fetchall()
             _refuse_existing([str(r[0]) for r in found], self.target)
             row = conn.execute(
-                "SELECT coalesce(t.spcname, 'pg_default') FROM pg_database d "
-                "LEFT JOIN pg_tablespace t ON t.oid = d.dattablespace "
+                "SELECT coalesce(t.spcname, 'pg_default'), current_setting('server_version') "
+                "FROM pg_database d LEFT JOIN pg_tablespace t ON t.oid = d.dattablespace "
                 "WHERE d.datname = current_database()"
             ).fetchone()
             self._tablespace = str(row[0]) if row else "pg_default"
+            self._version = f"PostgreSQL {row[1]}" if row else None
             self.local = _pg_local(conn)
             data, wal = _local_pg_dirs(conn) if self.local else ((), None)
         self._made = True
@@ -312,6 +314,9 @@ class ExternalPostgres(_Unmanaged):
         return [self._tablespace]
 
     def version(self) -> str:
+        """The server's version, as provision() read it (one connection fewer per run)."""
+        if self._version is not None:
+            return self._version
         with self.connect() as conn:
             row = conn.execute("SELECT current_setting('server_version')").fetchone()
         return f"PostgreSQL {row[0]}" if row else "PostgreSQL"
