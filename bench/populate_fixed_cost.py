@@ -72,7 +72,7 @@ PHASES = (
 # Runs iolab's console entry point with the functions of PHASES wrapped as their modules load;
 # prints the phases' times as JSON on stderr's last line (stdout stays the command's).
 PROBE = r"""
-import functools, importlib.abc, importlib.machinery, json, os, sys, time
+import functools, importlib.machinery, json, os, sys, time
 phases = json.loads(os.environ["BENCH_PHASES"])
 spent = {label: [0.0, 0] for label, _, _ in phases}
 wanted = {}
@@ -105,7 +105,7 @@ def patch(module):
         elif isinstance(fn, type(patch)):
             setattr(owner, name, wrap(label, fn))
 
-class Loader(importlib.abc.Loader):
+class Loader:  # no importlib.abc: its import would be counted as iolab's
     def __init__(self, inner):
         self.inner = inner
     def create_module(self, spec):
@@ -116,7 +116,7 @@ class Loader(importlib.abc.Loader):
     def __getattr__(self, name):  # resources, source: the real loader's
         return getattr(self.inner, name)
 
-class Finder(importlib.abc.MetaPathFinder):
+class Finder:
     def find_spec(self, name, path, target=None):
         if name not in wanted:
             return None
