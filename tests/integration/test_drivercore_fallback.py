@@ -116,3 +116,37 @@ except d.BadInput as e:
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, check=False)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["populate", "--engine", "postgres", "--rows", "100"],
+        ["tpcc", "--engine", "mariadb", "--warehouses", "1", "--duration", "2s"],
+    ],
+    ids=["populate", "tpcc"],
+)
+def test_a_bad_driver_core_choice_is_refused_before_any_work(
+    argv: list[str], tmp_path: Path
+) -> None:
+    """``IOLAB_DRIVER_CORE=bogus`` is one line naming the variable, the value and the choices,
+    exit 2, before a server is provisioned or a run recorded."""
+    env = {**os.environ, "IOLAB_DRIVER_CORE": "bogus", "IOLAB_CACHE": str(tmp_path / "cache")}
+    db = tmp_path / "r.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "iolab", *argv, "--results", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert done.returncode == 2, done.stderr
+    assert lines == [
+        "error: IOLAB_DRIVER_CORE: 'bogus' is not allowed; give auto, native or python"
+    ], done.stderr
+    assert "provisioning" not in done.stderr + done.stdout
+    assert not (tmp_path / "cache").exists()

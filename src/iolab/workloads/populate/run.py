@@ -117,6 +117,7 @@ class PopulateOptions:
 
     def validate(self) -> None:
         """Refuse what cannot run, before any server starts."""
+        drivercore.wanted()  # IOLAB_DRIVER_CORE
         kind = catalog.kind(self.engine, among=dialects.NAMES)
         if self.dsn is not None:
             if self.engine != self.dsn.engine:

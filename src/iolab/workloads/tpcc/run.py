@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from iolab import drivercore
 from iolab.engines import catalog, external, rights
 from iolab.engines.external import ExternalTarget, check_external_layout
 from iolab.engines.interface import Engine, Layout, Placement, first_error, running
@@ -92,6 +93,7 @@ class TpccOptions:
 
     def validate(self) -> list[str]:
         """Refuse what cannot run, before anything is created; the warnings to show."""
+        drivercore.wanted()  # IOLAB_DRIVER_CORE
         if self.engine not in dialects.NAMES:
             raise BadInput(
                 "--engine",
