@@ -30,8 +30,17 @@ the median NOPM of each side, the ratio of the medians, the median of the rounds
 / peer (the verdict, target >= 0.98: each pair ran back to back, so the machine's drift
 cancels out of it), and both client CPU costs.
 
+Beside them, iolab's side says which driver core ran (the run's ``Core``: ``native`` or
+``python`` and why; ``IOLAB_DRIVER_CORE`` from the environment chooses, as for ``iolab
+tpcc``) and the interpreter lock held by the driver during the measured window (at most; the
+median over the rounds): the CPU time of the threads Python knows over the window's wall time
+(bench/driver_core.py says how and why it bounds the lock's time: the compiled core's workers
+are not Python threads; on the Python path the figure also counts the time its threads spend
+in libpq and the kernel without the lock). ``--cores python,native`` runs iolab's side once
+per core in every round (the sides in alternating order), each judged against the peer.
+
     .venv/bin/python bench/tpcc_vs_pgbench.py [--engine postgres|mariadb] [--warehouses 2]
-        [--users 4,8] [--duration 10] [--rounds 2] [--json]
+        [--users 4,8] [--duration 10] [--rounds 2] [--cores python,native] [--json]
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from compare import json_number, mark, ratio
+from driver_core import ThreadCpu, core_env, median_of, parse_cores
 from iolab.engines.clients import endpoint
 from iolab.engines.interface import Engine, Layout, running
 from iolab.engines.mariadb import MariaDBEngine
@@ -66,7 +76,7 @@ from iolab.workloads.pgbench import run as pgbench_run
 from iolab.workloads.sysbench import run as sysbench_run
 from iolab.workloads.tpcc import data as tpcc_data
 from iolab.workloads.tpcc import dialects, spec, steps
-from iolab.workloads.tpcc.driver import DriverOptions, drive
+from iolab.workloads.tpcc.driver import MEASURED, DriverOptions, drive
 from iolab.workloads.tpcc.modes import SERVER
 
 RATIO_TARGET = 0.98
@@ -243,19 +253,33 @@ def next_o_ids(engine: Engine) -> int:
 
 def run_iolab(
     engine: Engine, users: int, duration: float, warehouses: int, c: Any
-) -> dict[str, float]:
+) -> dict[str, Any]:
+    """One ``drive``: NOPM, client CPU per transaction, the core that ran and the interpreter
+    lock its Python threads held over the measured window (bench/driver_core.py)."""
     dialect = dialects.dialect(engine, 2)
     options = DriverOptions(
         warehouses=warehouses, connections=users, mode=SERVER, rampup=0.5, duration=duration
     )
-    cpu0 = time.process_time()
-    result = drive(dialect, engine.connect, options, c)
-    cpu = time.process_time() - cpu0
+    with ThreadCpu() as threads:
+
+        def on_phase(phase: str, _seconds: float) -> None:
+            if phase == MEASURED:  # a sample at the window's start edge
+                threads.mark()
+
+        cpu0 = time.process_time()
+        result = drive(dialect, engine.connect, options, c, on_phase=on_phase)
+        cpu = time.process_time() - cpu0
     ended = result.ended_client
-    return {"nopm": result.nopm, "cpu_us_per_tx": cpu / max(1, ended) * 1e6, "ended": ended}
+    return {
+        "nopm": result.nopm,
+        "cpu_us_per_tx": cpu / max(1, ended) * 1e6,
+        "ended": ended,
+        "core": f"{result.core.name} ({result.core.reason})",
+        "gil": threads.over(result.start.at, result.end.at).gil,
+    }
 
 
-def run_peer(engine: Engine, argv: list[str], count: str) -> dict[str, float]:
+def run_peer(engine: Engine, argv: list[str], count: str) -> dict[str, Any]:
     """The peer's run: NOPM from the database's count over its wall time, its CPU per
     transaction over the count its output gives (``count``: the pattern that finds it)."""
     before = next_o_ids(engine)
@@ -310,12 +334,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the server on the last CPU, the client (iolab or the peer) on the others",
     )
+    parser.add_argument(
+        "--cores",
+        help="run iolab's side once per driver core in each round: python,native "
+        "(default: once, with IOLAB_DRIVER_CORE from the environment)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     peer = PEERS[args.engine]
     base: Path | None = None
-    samples: dict[int, dict[str, list[dict[str, float]]]] = {}
+    samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    ours: list[str] = [IOLAB]
     try:
+        cores = parse_cores(args.cores)
+        core_of: dict[str, str | None] = {f"{IOLAB} {k}": k for k in cores} or {IOLAB: None}
+        ours = list(core_of)
         counts = [int(u) for u in args.users.split(",")]
         if min([args.warehouses, args.duration, args.rounds, *counts]) < 1:
             raise BadInput("--warehouses/--users/--duration/--rounds", 0, "give 1 or more")
@@ -350,19 +383,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 server_cpu, client_cpus = pin(engine)
                 progress(f"server on CPU {server_cpu}, client on CPU {client_cpus}")
             run_iolab(engine, counts[0], 3.0, w, c)  # discarded: warms the server's caches
+            sides = (*ours, peer)
             for round_no in range(1, args.rounds + 1):
                 for users in counts:
-                    order = (IOLAB, peer) if round_no % 2 else (peer, IOLAB)
-                    for side in order:
-                        got = (
-                            run_iolab(engine, users, float(args.duration), w, c)
-                            if side == IOLAB
-                            else run_peer(engine, peer_argv(users), PEER_COUNT[peer])
+                    for side in sides if round_no % 2 else sides[::-1]:
+                        if side == peer:
+                            got = run_peer(engine, peer_argv(users), PEER_COUNT[peer])
+                        else:
+                            with core_env(core_of[side]):
+                                got = run_iolab(engine, users, float(args.duration), w, c)
+                        samples.setdefault(users, {s: [] for s in sides})[side].append(got)
+                        extra = (
+                            f", {got['gil']:.1%} GIL, core {got['core']}" if side != peer else ""
                         )
-                        samples.setdefault(users, {IOLAB: [], peer: []})[side].append(got)
                         progress(
                             f"round {round_no} {users} users {side}: {got['nopm']:,.0f} NOPM, "
-                            f"{got['cpu_us_per_tx']:,.0f} us client CPU per transaction"
+                            f"{got['cpu_us_per_tx']:,.0f} us client CPU per transaction{extra}"
                         )
             version = engine.version()
     except IolabError as exc:
@@ -380,21 +416,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load": load,
         "users": {},
     }
-    for users, sides in samples.items():
-        med = {s: statistics.median(r["nopm"] for r in v) for s, v in sides.items()}
-        cpu = {s: statistics.median(r["cpu_us_per_tx"] for r in v) for s, v in sides.items()}
-        pairs = [
-            ratio(a["nopm"], b["nopm"]) for a, b in zip(sides[IOLAB], sides[peer], strict=True)
-        ]
-        paired = statistics.median(pairs)
-        doc["users"][users] = {
-            "median_nopm": med,
-            "client_cpu_us_per_tx": cpu,
-            "ratio": json_number(ratio(med[IOLAB], med[peer])),
-            "pairs": [json_number(p) for p in pairs],
-            "paired_ratio": json_number(paired),
-            "verdict": mark(paired >= RATIO_TARGET),
-        }
+    for users, by_side in samples.items():
+        med = {s: statistics.median(r["nopm"] for r in v) for s, v in by_side.items()}
+        cpu = {s: statistics.median(r["cpu_us_per_tx"] for r in v) for s, v in by_side.items()}
+        entry: dict[str, Any] = {"median_nopm": med, "client_cpu_us_per_tx": cpu}
+        for side in ours:
+            pairs = [
+                ratio(a["nopm"], b["nopm"])
+                for a, b in zip(by_side[side], by_side[peer], strict=True)
+            ]
+            paired = statistics.median(pairs)
+            entry[side] = {
+                "driver_core": sorted({r["core"] for r in by_side[side]}),
+                "gil_held": json_number(median_of([r["gil"] for r in by_side[side]])),
+                "gil_held_rounds": [json_number(r["gil"]) for r in by_side[side]],
+                "ratio": json_number(ratio(med[side], med[peer])),
+                "pairs": [json_number(p) for p in pairs],
+                "paired_ratio": json_number(paired),
+                "verdict": mark(paired >= RATIO_TARGET),
+            }
+        doc["users"][users] = entry
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -405,12 +446,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for users, d in doc["users"].items():
         m, cpu = d["median_nopm"], d["client_cpu_us_per_tx"]
-        print(
-            f"  {users:>3} users: iolab {m[IOLAB]:,.0f} NOPM, {peer} {m[peer]:,.0f} NOPM, "
-            f"of the medians {d['ratio']:.3f}, median of the pairs {d['paired_ratio']:.3f} "
-            f"(target >= {RATIO_TARGET}) {d['verdict']}; client CPU per transaction iolab "
-            f"{cpu[IOLAB]:,.0f} us, {peer} {cpu[peer]:,.0f} us"
-        )
+        for side in ours:
+            s = d[side]
+            gil = "n/a" if s["gil_held"] is None else f"{s['gil_held']:.1%}"
+            print(
+                f"  {users:>3} users: {side} {m[side]:,.0f} NOPM, {peer} {m[peer]:,.0f} NOPM, "
+                f"of the medians {s['ratio']:.3f}, median of the pairs {s['paired_ratio']:.3f} "
+                f"(target >= {RATIO_TARGET}) {s['verdict']}; client CPU per transaction "
+                f"{side} {cpu[side]:,.0f} us, {peer} {cpu[peer]:,.0f} us; interpreter lock "
+                f"held by the driver in the window <= {gil}; driver core "
+                f"{', '.join(s['driver_core'])}"
+            )
+    print(
+        "\ninterpreter lock: CPU time of the threads Python knows over the measured window's "
+        "wall time (bench/driver_core.py); an upper bound on the Python path, whose threads "
+        "also run libpq/the socket calls without the lock"
+    )
     return 0
 
 
