@@ -57,9 +57,19 @@ client / pgbench bound (what sending the payload would cost, for information), a
 average at the end. This is a measurement: it exits 0 whatever the verdict (2 on bad input, 1
 when it could not run).
 
+iolab's in-process sides (client, server) also say which driver core ran (the summary's
+``driver_core``: ``IOLAB_DRIVER_CORE`` from the environment chooses, as for ``iolab
+populate``) and the interpreter lock held by the driver during the load (at most; median over
+the rounds): the CPU time of the threads Python knows over the load's wall time, from the
+loaders' release to the last one's end (bench/driver_core.py says how, and why it bounds the
+lock's time: the compiled core's loaders are not Python threads; on the Python path the figure
+also counts the time its loaders spend in libpq and the kernel without the lock). ``--cores
+python,native`` runs the client side once per core in every round (``iolab client python``,
+``iolab client native``, in the rounds' alternating order), each judged against pgbench.
+
     .venv/bin/python bench/populate_vs_pgbench.py [--engine postgres|mariadb] [--rows 20000]
         [--connections 16,64] [--rounds 3] [--sides client,command,pgbench,bound,server,bare]
-        [--pgbench-threads N] [--json]
+        [--cores python,native] [--pgbench-threads N] [--json]
 """
 
 from __future__ import annotations
@@ -88,6 +98,8 @@ from psycopg import sql
 
 import iolab
 from compare import json_number, mark, median_interval, ratio, spread
+from driver_core import ThreadCpu, core_env, median_of, parse_cores
+from iolab import drivercore
 from iolab.engines.interface import Engine, Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
@@ -151,6 +163,8 @@ class Sample:
     server_cpu_us: float | None = None  # server CPU per row over the whole side (microseconds)
     client_cpu_us: float | None = None  # this process's and its children's CPU per row
     wall_seconds: float | None = None  # the whole process, start to exit (pgbench, iolab command)
+    core: str | None = None  # the driver core that ran (iolab client and server)
+    gil: float | None = None  # the interpreter lock held by the driver in the load, at most
 
 
 # --- CPU time: what a side costs the machine, less swayed by other work than rows/s -----------
@@ -224,12 +238,20 @@ def run_iolab(
     )
     options.validate()
     outcome = RunOutcome(RunStatus.RUNNING)
-    load_and_measure(engine, placement, options, outcome, discard)
+    with ThreadCpu() as threads:
+        load_and_measure(engine, placement, options, outcome, discard)
     summary = outcome.summary
+    elapsed = float(summary["elapsed_seconds"])
+    gil = None
+    if outcome.latency is not None:  # the loaders' release, back on perf_counter's clock
+        t0 = time.perf_counter() - (time.time() - outcome.latency.start_unix)
+        gil = threads.over(t0, t0 + elapsed).gil
     return Sample(
         float(summary["rows_per_second"]),
-        float(summary["elapsed_seconds"]),
+        elapsed,
         pages_per_row=float(summary["pages_per_row"]),
+        core=drivercore.ran(summary) or None,
+        gil=gil,
     )
 
 
@@ -688,6 +710,33 @@ class Comparison:
     command_argv: list[str] = field(default_factory=list)
     samples: dict[str, list[Sample]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
+    def __post_init__(self) -> None:
+        for side in self.sides:  # the client side per driver core (--cores)
+            self.samples.setdefault(side, [])
+
+    @property
+    def clients(self) -> tuple[str, ...]:
+        """iolab's client sides: ``iolab client``, or one per driver core (``--cores``)."""
+        return tuple(s for s in self.sides if s.startswith(CLIENT))
+
+    @property
+    def client(self) -> str:
+        """The client side the other sides are compared with: the first one."""
+        return self.clients[0] if self.clients else CLIENT
+
+    def gil(self, side: str) -> float:
+        """The median share of the load the driver held the interpreter lock, at most."""
+        return median_of([s.gil for s in self.samples[side] if s.gil is not None])
+
+    def cores(self, side: str) -> str:
+        """The driver cores ``side`` ran on, as its summaries said."""
+        return ", ".join(sorted({s.core for s in self.samples[side] if s.core})) or "-"
+
+    def paired_vs_pgbench(self, side: str) -> list[float]:
+        """``side`` / pgbench in rows/s, round by round (each pair ran in the same round)."""
+        pairs = zip(self.samples[side], self.samples[PGBENCH], strict=False)
+        return [ratio(a.rows_per_second, b.rows_per_second) for a, b in pairs]
+
     def cpu_us(self, side: str, which: str = "server") -> float:
         """Median CPU microseconds per row of ``side``: the server's, or this process's."""
         values = [
@@ -741,11 +790,14 @@ class Comparison:
 
     @property
     def client_ratio(self) -> float:
-        return ratio(self.median(CLIENT), self.median(PGBENCH))
+        return ratio(self.median(self.client), self.median(PGBENCH))
+
+    def client_ratio_of(self, side: str) -> float:
+        return ratio(self.median(side), self.median(PGBENCH))
 
     @property
     def client_vs_bound(self) -> float:
-        return ratio(self.median(CLIENT), self.median(BOUND))
+        return ratio(self.median(self.client), self.median(BOUND))
 
     @property
     def server_ratio(self) -> float:
@@ -753,7 +805,7 @@ class Comparison:
 
     @property
     def server_vs_client(self) -> float:
-        return ratio(self.median(SERVER), self.median(CLIENT))
+        return ratio(self.median(SERVER), self.median(self.client))
 
     @property
     def server_vs_bare(self) -> float:
@@ -766,7 +818,8 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        return self.client_ratio >= RATIO_TARGET
+        """Every client side (each driver core's, with ``--cores``) keeps up with pgbench."""
+        return all(self.client_ratio_of(c) >= RATIO_TARGET for c in self.clients)
 
     @property
     def paired_median(self) -> float:
@@ -787,7 +840,7 @@ class Comparison:
 
     def verdicts(self) -> list[bool]:
         found = []
-        if self.has(CLIENT, PGBENCH):
+        if self.has(self.client, PGBENCH):
             found.append(self.passed)
         if self.has(COMMAND, PGBENCH):
             found.append(self.command_passed)
@@ -805,6 +858,15 @@ class Comparison:
             doc[f"{key}_pages_per_row"] = [s.pages_per_row for s in self.samples[side]]
             doc[f"{key}_server_cpu_us_per_row"] = [s.server_cpu_us for s in self.samples[side]]
             doc[f"{key}_client_cpu_us_per_row"] = [s.client_cpu_us for s in self.samples[side]]
+            if side in (*self.clients, SERVER):
+                doc[f"{key}_driver_core"] = [s.core for s in self.samples[side]]
+                doc[f"{key}_gil_held"] = [
+                    None if s.gil is None else json_number(s.gil) for s in self.samples[side]
+                ]
+                if PGBENCH in self.sides:
+                    doc[f"{key}_vs_pgbench_paired_median"] = json_number(
+                        median_of(self.paired_vs_pgbench(side))
+                    )
         for side in (COMMAND, PGBENCH):
             if side in self.sides:
                 key = side.replace(" ", "_")
@@ -816,7 +878,7 @@ class Comparison:
                 doc[f"{key}_tps_median"] = json_number(self.tps(side))
                 doc[f"{key}_tps"] = [s.tps for s in self.samples[side]]
                 doc[f"{key}_connect_ms"] = [s.connect_ms for s in self.samples[side]]
-        if self.has(CLIENT, PGBENCH):
+        if self.has(self.client, PGBENCH):
             doc["client_vs_pgbench"] = json_number(self.client_ratio)
             doc["verdict"] = mark(self.passed)
         if self.has(COMMAND, PGBENCH):
@@ -831,11 +893,11 @@ class Comparison:
                     json_number(v) for v in median_interval(self.paired(kind))
                 ]
             doc["command_verdict"] = mark(self.command_passed)
-        if self.has(CLIENT, BOUND):
+        if self.has(self.client, BOUND):
             doc["client_vs_pgbench_bound"] = json_number(self.client_vs_bound)
         if self.has(SERVER, PGBENCH):
             doc["server_vs_pgbench"] = json_number(self.server_ratio)
-        if self.has(SERVER, CLIENT):
+        if self.has(SERVER, self.client):
             doc["server_vs_client"] = json_number(self.server_vs_client)
         if self.has(SERVER, BARE):
             doc["server_vs_bare"] = json_number(self.server_vs_bare)
@@ -869,20 +931,22 @@ def _pgbench_lines(results: Sequence[Comparison]) -> list[str]:
     row = "{:>4} {:>7} {:>12} {:>9} {:>11} {:>14} {:>12} {:>14} {:>13} {:>7}"
     lines = [row.format(*cols), row.format(*("-" * len(c) for c in cols))]
     for r in results:
-        lines.append(
-            row.format(
-                r.connections,
-                f"{r.rows:,}",
-                f"{r.median(CLIENT):,.0f}",
-                f"{r.median(PGBENCH):,.0f}",
-                f"{r.tps(PGBENCH):,.0f}",
-                f"{r.client_ratio:.3f}",
-                f"{r.median(SERVER):,.0f}",
-                f"{r.server_ratio:.3f}",
-                f"{r.server_vs_client:.3f}",
-                mark(r.passed),
+        for client in r.clients:
+            lines.append(
+                row.format(
+                    r.connections,
+                    f"{r.rows:,}",
+                    f"{r.median(client):,.0f}",
+                    f"{r.median(PGBENCH):,.0f}",
+                    f"{r.tps(PGBENCH):,.0f}",
+                    f"{r.client_ratio_of(client):.3f}",
+                    f"{r.median(SERVER):,.0f}",
+                    f"{r.server_ratio:.3f}",
+                    f"{ratio(r.median(SERVER), r.median(client)):.3f}",
+                    mark(r.client_ratio_of(client) >= RATIO_TARGET),
+                )
+                + ("" if client == CLIENT else f"  {client[len(CLIENT) + 1 :]}")
             )
-        )
     if BOUND in results[0].sides:
         lines += ["", "pgbench with the payload sent as a bound parameter (no verdict):"]
         bound_cols = ("C", "pgbench bound", "its tps", "bound/pgbench", "client/bound")
@@ -899,6 +963,42 @@ def _pgbench_lines(results: Sequence[Comparison]) -> list[str]:
                     f"{r.client_vs_bound:.3f}",
                 )
             )
+    return lines
+
+
+def _core_lines(results: Sequence[Comparison]) -> list[str]:
+    """iolab's in-process sides: the driver core that ran, the interpreter lock held by the
+    driver during the load (at most), client CPU per row, and rows/s against pgbench."""
+    cols = ("C", "side", "rows/s", "vs pgbench", "GIL held", "client us/row", "driver core")
+    row = "{:>4} {:<19} {:>9} {:>10} {:>8} {:>13}  {}"
+    lines = [
+        "driver core and interpreter lock (median over the rounds; vs pgbench: median of the "
+        "rounds' pairs)",
+        row.format(*cols),
+        row.format(*("-" * len(c) for c in cols)),
+    ]
+    for r in results:
+        for side in (*r.clients, SERVER):
+            if side not in r.sides:
+                continue
+            gil = r.gil(side)
+            vs = median_of(r.paired_vs_pgbench(side)) if PGBENCH in r.sides else math.nan
+            lines.append(
+                row.format(
+                    r.connections,
+                    side,
+                    f"{r.median(side):,.0f}",
+                    "-" if math.isnan(vs) else f"{vs:.3f}",
+                    "-" if math.isnan(gil) else f"{gil:.1%}",
+                    f"{r.cpu_us(side, 'client'):.1f}",
+                    r.cores(side),
+                )
+            )
+    lines.append(
+        "GIL held: CPU time of the threads Python knows over the load's wall time "
+        "(bench/driver_core.py); an upper bound on the Python path, whose loaders also run "
+        "libpq and the socket calls without the lock"
+    )
     return lines
 
 
@@ -1001,13 +1101,17 @@ def render_table(
 ) -> str:
     lines = [header, ""]
     sides = results[0].sides if results else ()
-    if CLIENT in sides and PGBENCH in sides:
+    clients = results[0].clients if results else ()
+    if clients and PGBENCH in sides:
         lines += [*_pgbench_lines(results), ""]
     if COMMAND in sides and PGBENCH in sides:
         lines += [*_command_lines(results), ""]
     if SERVER in sides and BARE in sides:
         lines += [*_server_lines(results), ""]
+    if clients or SERVER in sides:
+        lines += [*_core_lines(results), ""]
     lines.append("rows/s per round (spread = (max - min) / median):")
+    width = max([13, *(len(side) for side in sides)])
     for r in results:
         for side in r.sides:
             values = [s.rows_per_second for s in r.samples[side]]
@@ -1015,7 +1119,7 @@ def render_table(
             walls = [s.wall_seconds for s in r.samples[side] if s.wall_seconds is not None]
             mine = [s.client_cpu_us for s in r.samples[side] if s.client_cpu_us is not None]
             lines.append(
-                f"  C={r.connections:<4} {side:<13} "
+                f"  C={r.connections:<4} {side:<{width}} "
                 + " ".join(f"{v:>9,.0f}" for v in values)
                 + f"   spread {spread(values):.0%}"
                 + ("   server us/row " + " ".join(f"{v:.0f}" for v in cpu) if cpu else "")
@@ -1029,7 +1133,7 @@ def render_table(
         "pgbench process; tps: pgbench's own figure without the initial connection time.",
     ]
     failed: list[str] = []
-    if CLIENT in sides and PGBENCH in sides:
+    if clients and PGBENCH in sides:
         lines.append(f"target: iolab client / pgbench >= {RATIO_TARGET:.2f} at every C")
         failed += [f"client C={r.connections}" for r in results if not r.passed]
     if COMMAND in sides and PGBENCH in sides:
@@ -1121,8 +1225,10 @@ def measure(
             return run_bare_postgres(engine, dialect, n, conns, shape)
         if side == COMMAND:
             return run_command(engine, dialect, iolab_argv, n, lock_dir)
-        mode = LoadMode.CLIENT if side == CLIENT else LoadMode.SERVER
-        return run_iolab(engine, placement, layout, n, conns, mode)
+        if side.startswith(CLIENT):
+            with core_env(side[len(CLIENT) + 1 :] or None):  # iolab client <core>
+                return run_iolab(engine, placement, layout, n, conns, LoadMode.CLIENT)
+        return run_iolab(engine, placement, layout, n, conns, LoadMode.SERVER)
 
     for conns in connections:
         n = rows - rows % conns
@@ -1242,6 +1348,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         help="pgbench's worker threads (-j); default one per connection",
     )
+    parser.add_argument(
+        "--cores",
+        help="run the client side once per driver core in each round: python,native "
+        "(default: once, with IOLAB_DRIVER_CORE from the environment)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser.parse_args(argv)
 
@@ -1251,6 +1362,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         connections = parse_connections(args.connections)
         sides = parse_sides(args.sides, args.engine)
+        cores = parse_cores(args.cores)
+        if cores and CLIENT not in sides:
+            raise BadInput("--cores", args.cores, "it runs the client side per core: postgres only")
+        if cores:  # the client side once per core, where the client side was
+            sides = tuple(
+                part
+                for side in sides
+                for part in ([f"{CLIENT} {k}" for k in cores] if side == CLIENT else [side])
+            )
         if args.rounds < 1:
             raise BadInput("--rounds", args.rounds, "give at least 1 round")
         if args.pgbench_threads is not None and args.pgbench_threads < 1:
