@@ -501,7 +501,11 @@ class MariaDBEngine(Provisioned):
             return None
         try:
             return pymysql.connect(
-                unix_socket=str(self.socket), user="root", connect_timeout=5, autocommit=True
+                unix_socket=str(self.socket),
+                user="root",
+                connect_timeout=5,
+                autocommit=True,
+                ssl_disabled=True,  # see connect()
             )
         except pymysql.MySQLError:
             return None
@@ -518,6 +522,10 @@ class MariaDBEngine(Provisioned):
             database=DATABASE,
             autocommit=False,
             local_infile=local_infile,
+            # the private socket carries no TLS; PyMySQL's default (TLS if offered) builds an
+            # SSL context and reads the system's CA bundle for every connection: 60 ms of
+            # client CPU each here (a failed connect, 20 tries), 3 ms without
+            ssl_disabled=True,
         )
 
     def connect_params(self) -> dict[str, str]:
