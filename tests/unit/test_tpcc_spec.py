@@ -18,6 +18,7 @@ import pytest
 from iolab.events import Collect
 from iolab.workloads.tpcc import data, spec
 from iolab.workloads.tpcc.dialect import chunks
+from iolab.workloads.tpcc.postgres import lost_reason
 from iolab.workloads.tpcc.spec import Constants, Random, RunRandom
 from iolab.workloads.tpcc.steps import verdict
 from iolab.workloads.tpcc.transactions import NewOrder, OrderStatus, Payment, draw
@@ -271,3 +272,29 @@ def test_the_plan_estimates_a_run_from_what_was_measured_around_it() -> None:
     assert estimate({**base, "engine": "postgres"}) == 2.5 + 1.5 * 4 + 70
     assert estimate({**base, "engine": "mariadb"}) == 2.0 + 4.0 * 4 + 70
     assert estimate({**base, "engine": "sqlite"}) == 1.0 + 3.0 * 4 + 70
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        # libpq's connection message after pg_terminate_backend: the reason first ...
+        (
+            "FATAL:  terminating connection due to administrator command\n"
+            "server closed the connection unexpectedly\n\tThis probably means the server ...\n",
+            "terminating connection due to administrator command",
+        ),
+        # ... or after the failed write's line (a race): the server's line all the same
+        (
+            "server closed the connection unexpectedly\n\tThis probably means the server ...\n"
+            "FATAL:  terminating connection due to administrator command\n",
+            "terminating connection due to administrator command",
+        ),
+        (
+            "server closed the connection unexpectedly\n\tThis probably means ...\n",
+            "server closed the connection unexpectedly",
+        ),
+        ("", "no error details available"),
+    ],
+)
+def test_a_lost_postgres_connection_is_said_by_the_servers_line(message: str, reason: str) -> None:
+    assert lost_reason(message) == reason

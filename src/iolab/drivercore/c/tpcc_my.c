@@ -14,9 +14,16 @@
 #define ER_LOCK_WAIT_TIMEOUT 1205
 #define ER_LOCK_DEADLOCK 1213
 
+#define CR_SERVER_GONE_ERROR 2006
+#define CR_SERVER_LOST 2013
+
+/* the error as PyMySQL words it: the server's own text; a lost connection in PyMySQL's words
+ * (libmariadb's differ: "Lost connection to server during query", "Server has gone away") */
 static void say(MYSQL *m, db_error *err) {
     const char *msg = mysql_error(m);
     err->code = (int)mysql_errno(m);
+    if (err->code == CR_SERVER_LOST) msg = "Lost connection to MySQL server during query";
+    if (err->code == CR_SERVER_GONE_ERROR) msg = "MySQL server has gone away";
     size_t n = strcspn(msg, "\n");
     if (n >= ERR_TEXT) n = ERR_TEXT - 1;
     memcpy(err->text, msg, n);
@@ -111,9 +118,11 @@ int my_call(void *conn, const tx_input *t, db_error *err) {
         how = CALL_ROLLBACK; /* the unused item: the spec's rollback */
     else if (err->code == ER_LOCK_DEADLOCK || err->code == ER_LOCK_WAIT_TIMEOUT)
         how = CALL_RETRY;
-    /* the refusal leaves the transaction open: rolled back (a failed rollback is the error) */
+    /* the refusal leaves the transaction open: rolled back. A failed rollback stops the run;
+     * after an error that stops it anyway (a lost connection) the statement's error is what
+     * is said, as driver._attempt says it */
     if (mysql_real_query(m, "ROLLBACK", 8) != 0) {
-        say(m, err);
+        if (how != CALL_FAIL) say(m, err);
         return CALL_FAIL;
     }
     return how;

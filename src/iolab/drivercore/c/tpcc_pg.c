@@ -36,6 +36,20 @@ static void say(const char *msg, db_error *err) {
     err->text[n] = '\0';
 }
 
+/* why libpq lost a connection (postgres.lost_reason): the server's line in the connection's
+ * message (FATAL:  terminating connection ...), else its first line. The result's message says
+ * only "server closed the connection unexpectedly", and the connection's puts that first when
+ * the query's write found the server gone before libpq read the server's reason (a race). */
+static const char *lost_reason(const char *msg) {
+    static const char *const severities[] = {"FATAL:  ", "PANIC:  ", "ERROR:  ", NULL};
+    for (const char *line = msg; line != NULL; line = strchr(line, '\n')) {
+        if (*line == '\n') line++;
+        for (int i = 0; severities[i]; i++)
+            if (strncmp(line, severities[i], strlen(severities[i])) == 0) return line;
+    }
+    return msg;
+}
+
 void *pg_open(const db_params *p, db_error *err) {
     const char **keys = calloc((size_t)p->count + 1, sizeof *keys);
     const char **values = calloc((size_t)p->count + 1, sizeof *values);
@@ -136,7 +150,10 @@ int pg_call(void *conn, const tx_input *t, db_error *err) {
     }
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    say(res ? PQresultErrorMessage(res) : PQerrorMessage(conn), err);
+    if (res && PQstatus(conn) != CONNECTION_BAD)
+        say(PQresultErrorMessage(res), err);
+    else
+        say(lost_reason(PQerrorMessage(conn)), err);
     int how = CALL_FAIL;
     if (state && strcmp(state, "P0001") == 0 && primary && strstr(primary, "tpcc:"))
         how = CALL_ROLLBACK; /* the unused item: the spec's rollback */

@@ -321,12 +321,17 @@ class _User:
                 d.rollback(conn)
                 return False, retries
             except Exception as exc:
-                d.rollback(conn)
                 if d.user_rollback(exc):
+                    d.rollback(conn)
                     return False, retries
                 if d.retryable(exc) and retries < MAX_RETRIES:
+                    d.rollback(conn)
                     retries += 1
                     continue
+                # the statement's error stops the run: a rollback that fails after it (on a
+                # connection the server closed) is its consequence, not what to say
+                with contextlib.suppress(Exception):
+                    d.rollback(conn)
                 raise
 
 

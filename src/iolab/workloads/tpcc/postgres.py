@@ -218,9 +218,30 @@ def _int_array(values: tuple[int, ...]) -> bytes:
 
 
 def _check(conn: Any, result: Any) -> None:
-    """Raise the server's error of a libpq call as psycopg raises it (its SQLSTATE kept)."""
+    """Raise the server's error of a libpq call as psycopg raises it (its SQLSTATE kept); on a
+    connection the call found lost, :func:`lost_reason` of the connection's message."""
     if result.status not in _OK:
+        if conn.pgconn.status == pq.ConnStatus.BAD:
+            said = conn.pgconn.error_message.decode(conn.info.encoding, "replace")
+            raise errors.OperationalError(lost_reason(said))
         raise errors.error_from_result(result, conn.info.encoding)
+
+
+_SEVERITIES = ("FATAL:  ", "PANIC:  ", "ERROR:  ")
+
+
+def lost_reason(message: str) -> str:
+    """Why libpq lost a connection: the server's line in its message (``terminating connection
+    due to administrator command``) without its severity, else the first line. The result's
+    message says only "server closed the connection unexpectedly", and the connection's puts
+    that first when its query's write found the server gone before it read the server's
+    reason (a race); the compiled core picks the same line (tpcc_pg.c)."""
+    lines = message.splitlines()
+    for line in lines:
+        for severity in _SEVERITIES:
+            if line.startswith(severity):
+                return line[len(severity) :].rstrip()
+    return lines[0].rstrip() if lines else "no error details available"
 
 
 class PostgresTpcc:
