@@ -7,6 +7,8 @@ import random
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from iolab.probes.data import ProbeData, Series
 from iolab.probes.interface import Checkpoint, Kind, SeriesKey
 from iolab.report import timeline
@@ -22,6 +24,7 @@ from iolab.report.charts import (
     thin,
     tick_label,
 )
+from iolab.report.interactive import STEADY, WARMUP
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -251,3 +254,28 @@ def test_the_steady_part_is_a_dashed_line_at_its_rate_on_the_throughput_panel() 
     assert timeline.steady_span(none) is None
     assert timeline.steady_span({}) is None
     assert len(timeline.plots(data)[0].lines) == 1
+
+
+def test_a_stored_steady_part_that_overlaps_the_warm_up_is_found_again_after_it() -> None:
+    """Issue 47 (run 35: a steady band from 0 s over a 1 s warm-up): a run stored before the
+    steady part left the warm-up out gets its band found again in its rows/s series, with the
+    criterion it recorded, after the warm-up; a stored one after the warm-up is kept."""
+    values = (100.0, 100.0, 200.0, 202.0, 198.0, 200.0, 201.0, 199.0)
+    n = len(values)
+    rows = Series(
+        SeriesKey("workload", "rows_per_s", "rows/s", Kind.RATE), 1.0, 1.0, float(n), n,
+        sum(values), float(n), max(values), values,
+    )  # fmt: skip
+    data = ProbeData(1.0, 0.1, float(n), (rows,), warmup_end_s=2.0)
+    stored = {
+        "steady_rows_per_second": 175.0,
+        "steady_state": {"window": 3, "tolerance_pct": 50.0, "start_s": 0.0, "end_s": 8.0},
+    }
+    assert timeline.steady_span(stored) == (0.0, 8.0, 175.0)  # without the probes: as stored
+    start, end, rate = timeline.steady_span(stored, data) or (0.0, 0.0, 0.0)
+    assert (start, end) == (2.0, 8.0) and rate == pytest.approx(200.0)
+    (panel,) = timeline.plots(data, steady=(start, end, rate))
+    warm, steady = (b for b in panel.bands if b.label in (WARMUP, STEADY))
+    assert warm.x1 is not None and warm.x1 <= steady.x0
+    after = {**stored, "steady_state": {**stored["steady_state"], "start_s": 2.0}}
+    assert timeline.steady_span(after, data) == (2.0, 8.0, 175.0)

@@ -75,3 +75,28 @@ def test_the_criterion_refuses_what_is_out_of_range() -> None:
             SteadyCriterion(tolerance_pct=bad).validate()
         assert tolerance.value.field == "--steady-tolerance"
     SteadyCriterion(window=3, tolerance_pct=100).validate()
+
+
+def test_the_steady_part_starts_after_the_warm_up() -> None:
+    """Issue 47: a run's steady band overlapped the warm-up the results leave out. A load
+    steady from its first sample, with a 3 s warm-up: the steady part begins at 3 s."""
+    values = [1000.0] * 12
+    criterion = SteadyCriterion(window=4, tolerance_pct=5)
+    whole = steady_state(values, ends(12), criterion)
+    assert (whole.start_s, whole.end_s, whole.samples) == (0.0, 12.0, 12)
+    found = steady_state(values, ends(12), criterion, after=3.0)
+    assert (found.start_s, found.end_s, found.samples, found.rate) == (3.0, 12.0, 9, 1000.0)
+    # a warm-up that ends inside a sample's interval leaves that sample out too
+    inside = steady_state(values, ends(12), criterion, after=2.5)
+    assert (inside.start_s, inside.samples) == (3.0, 9)
+    # at 10 Hz the sample grid's float sums land a hair off the warm-up's end: no sample lost
+    tenths = steady_state([1000.0] * 40, ends(40, 0.1), criterion, after=1.0)
+    assert tenths.start_s == pytest.approx(1.0) and tenths.samples == 30
+
+
+def test_a_run_too_short_after_its_warm_up_has_no_steady_part() -> None:
+    found = steady_state([1000.0] * 6, ends(6), SteadyCriterion(window=4), after=3.0)
+    assert found.rate is None and found.start_s is None
+    assert (
+        found.reason == "3 samples after the warm-up's 3 s, fewer than the steady-state window of 4"
+    )

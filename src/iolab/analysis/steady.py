@@ -7,7 +7,9 @@ the run begins where the first steady window begins and ends where the last stea
 what lies between them counts too, dips included, so a checkpoint's dip in the middle of a steady
 load lowers the steady rate rather than hiding from it. The steady rate is the time-weighted mean
 of the samples of the steady part. The ramp-up before it (a log that still grows, a cold cache)
-and the tail after it (loaders finishing one by one) are left out.
+and the tail after it (loaders finishing one by one) are left out, and so is a warm-up the run
+declared (``after``): no window holds a sample whose interval began before the warm-up ended, so
+the steady part never overlaps what the results leave out.
 
 With fewer samples than the window, or no steady window at all, there is no steady rate, and
 the result says why instead of inventing one.
@@ -16,6 +18,7 @@ the result says why instead of inventing one.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -77,28 +80,37 @@ def _steady(window: Sequence[float], tolerance: float) -> bool:
 
 
 def steady_state(
-    values: Sequence[float], ends: Sequence[float], criterion: SteadyCriterion
+    values: Sequence[float],
+    ends: Sequence[float],
+    criterion: SteadyCriterion,
+    after: float | None = None,
 ) -> SteadyState:
     """The steady part of a rate series: ``values[i]`` is the rate over the interval that ends
     at ``ends[i]`` seconds (the first begins at 0), as :meth:`iolab.probes.data.Series.times`
-    gives them."""
+    gives them. ``after``: where the run's warm-up ended; the samples whose interval began
+    before it are left out."""
     w = criterion.window
     n = len(values)
     if n != len(ends):
         raise ValueError("one end time per value")
-    if n < w:
+    # the first sample whose interval begins at or after the warm-up's end: the one after the
+    # first interval to end there (with a tolerance for the float sums of the sample grid)
+    skip = bisect_left(ends, after - 1e-9) + 1 if after is not None and after > 1e-9 else 0
+    warm = f" after the warm-up's {after:.3g} s" if after else ""
+    skip = min(skip, n)
+    if n - skip < w:
         return SteadyState(
             criterion,
             None,
-            reason=f"{n} samples, fewer than the steady-state window of {w}",
+            reason=f"{n - skip} samples{warm}, fewer than the steady-state window of {w}",
         )
     tolerance = criterion.tolerance_pct / 100
-    steady = [i for i in range(n - w + 1) if _steady(values[i : i + w], tolerance)]
+    steady = [i for i in range(skip, n - w + 1) if _steady(values[i : i + w], tolerance)]
     if not steady:
         return SteadyState(
             criterion,
             None,
-            reason=f"no {criterion.describe()} among {n} samples",
+            reason=f"no {criterion.describe()} among {n - skip} samples{warm}",
         )
     first, last = steady[0], steady[-1] + w - 1
     weighted = seconds = 0.0

@@ -45,7 +45,7 @@ def timeline(
         run = store.run(run_id)
         data = store.probes(run.id)
         marks = timeline_report.query_marks(store.query_results(run.id))
-    steady = timeline_report.steady_span(run.summary)
+    steady = timeline_report.steady_span(run.summary, data)
     if data is None or not data.series:
         raise BadInput(
             "RUN",

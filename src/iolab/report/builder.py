@@ -349,7 +349,7 @@ def run_view(store: Store, run: RunId, summary: Mapping[str, Any], label: str) -
     if probes is None:
         return None
     marks = timeline_report.query_marks(store.query_results(run))
-    return RunView(label, run, probes, marks, timeline_report.steady_span(summary))
+    return RunView(label, run, probes, marks, timeline_report.steady_span(summary, probes))
 
 
 def _html_parts(

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from iolab.analysis.steady import SteadyCriterion, steady_state
 from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.report.charts import Band, Line, Mark, Plot, stack
@@ -61,9 +62,14 @@ def query_marks(results: Sequence[QueryResult]) -> list[Mark]:
     return [Mark(r.start_s, f"Q{r.query}") for r in results if r.start_s is not None]
 
 
-def steady_span(summary: Mapping[str, Any]) -> tuple[float, float, float] | None:
-    """(start, end, rows/s) of a populate run's steady part (see iolab.analysis.steady), or
-    None when it has none."""
+def steady_span(
+    summary: Mapping[str, Any], data: ProbeData | None = None
+) -> tuple[float, float, float] | None:
+    """(start, end, rows/s) of a populate run's steady part after its warm-up (see
+    iolab.analysis.steady), or None when it has none. With the run's probes ``data``: a run
+    whose recorded steady part began before its warm-up ended (stored before the steady part
+    left the warm-up out) has it found again in its rows/s series, with the criterion it
+    recorded, after the warm-up: the band never overlaps the warm-up's."""
     rate = summary.get("steady_rows_per_second")
     found = summary.get("steady_state")
     if not isinstance(rate, int | float) or not isinstance(found, dict):
@@ -71,7 +77,18 @@ def steady_span(summary: Mapping[str, Any]) -> tuple[float, float, float] | None
     start, end = found.get("start_s"), found.get("end_s")
     if not isinstance(start, int | float) or not isinstance(end, int | float):
         return None
-    return float(start), float(end), float(rate)
+    warm = data.warmup_end_s if data is not None else None
+    if data is None or warm is None or start >= warm - 1e-9:
+        return float(start), float(end), float(rate)
+    rows = data.find("workload", "rows_per_s")
+    window, tolerance = found.get("window"), found.get("tolerance_pct")
+    if not rows or not isinstance(window, int) or not isinstance(tolerance, int | float):
+        return None
+    criterion = SteadyCriterion(window, float(tolerance))
+    again = steady_state(list(rows[0].values), rows[0].times(), criterion, warm)
+    if again.rate is None or again.start_s is None or again.end_s is None:
+        return None
+    return again.start_s, again.end_s, again.rate
 
 
 def plots(

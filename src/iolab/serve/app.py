@@ -204,10 +204,9 @@ def _run(store: Store, request: Request) -> Response:
     run = store.run(int(request.path_params["id"]))
     environment = store.environment(run.env_id) if run.env_id else {}
     marks = timeline_report.query_marks(store.query_results(run.id))
-    steady = timeline_report.steady_span(run.summary)
-    page = pages.run_page(
-        run, environment, _probes(store, run.id), store.logs(run.id), marks, steady
-    )
+    probes = _probes(store, run.id)
+    steady = timeline_report.steady_span(run.summary, probes)
+    page = pages.run_page(run, environment, probes, store.logs(run.id), marks, steady)
     return _html(page)
 
 

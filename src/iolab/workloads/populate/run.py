@@ -987,7 +987,7 @@ def _variations_summary(
     probes: ProbeData | None,
 ) -> dict[str, Any]:
     """Seed 003's variations in a run's summary: the requested checkpoints, the log's size
-    before the first row, and the steady state of the rows/s series."""
+    before the first row, and the steady state of the rows/s series after the warm-up."""
     out: dict[str, Any] = {}
     if options.checkpoint_every is not None:
         out["checkpoint_every_seconds"] = options.checkpoint_every
@@ -997,7 +997,11 @@ def _variations_summary(
         out["log_bytes_before_load"] = log_presized
     rows = probes.find("workload", "rows_per_s") if probes is not None else []
     series = rows[0] if rows else None
-    found = steady_state(list(series.values), series.times(), options.steady) if series else None
+    found = (
+        steady_state(list(series.values), series.times(), options.steady, probes.warmup_end_s)
+        if series is not None and probes is not None
+        else None
+    )
     out["steady_rows_per_second"] = found.rate if found is not None else None
     out["steady_state"] = (
         found.as_summary()
