@@ -283,7 +283,7 @@ def test_every_chart_name_is_checked_before_one_is_written(
     with open_store(db) as store:
         runner.run(config.load(experiment_file(tmp_path)), store, Collect())
         built = report_lib.build(store, "fake", timelines="median")
-    files = html_report.chart_files(html_report.report_page(built, "now", []), built.timelines)
+    files = html_report.chart_files(html_report.report_page(built, "now", []))
     slides = tmp_path / "slides"
     slides.mkdir()
     assert len(files) >= 2, files

@@ -128,7 +128,7 @@ def report(
     if html is not None:
         write_output(html, page, "--html", results)
     if png is not None:
-        files = html_report.chart_files(page, built.timelines)
+        files = html_report.chart_files(page)
         write_charts(png, files, results)
         out.print(f"[dim]wrote {len(files)} charts (PNG and SVG) to {escape(str(png))}[/]")
     if as_json:

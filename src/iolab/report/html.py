@@ -1,13 +1,15 @@
-"""The HTML report: one self-contained file (inline SVG, CSS and Plotly's JavaScript for the
-interactive timelines, no network).
+"""The HTML report: one self-contained file (inline SVG and CSS, no network).
 
-Sections: the findings (the same sentences as the terminal), the grouped charts of
-:mod:`iolab.report.grouped` (the metric per cell with 95% confidence intervals, one matrix key on
-x and another in colour, and the speed-up against the baseline), the baseline's drift over
-time, the per-cell table, each cell's device write MB/s against the device's sequential write
+Sections, the answer first: a few lines of findings (the best cell, the significant
+comparisons, how many were made), then the charts, filling the page's width: the grouped
+charts of :mod:`iolab.report.grouped` (the metric per cell with 95% confidence intervals, one
+matrix key on x and another in colour, and the speed-up against the baseline) and the
+baseline's drift over time. Then the rest: every finding and the warnings, the Why, the
+per-cell table, each cell's device write MB/s against the device's sequential write
 (efficiency), disk profiles (the CrystalDiskMark grid), a timeline with wait statistics and
-checkpoints for one run of each cell (its median run), and the environment and settings.
-Statistics come from :mod:`iolab.analysis`; nothing is recomputed.
+checkpoints for one run of each cell (its median run; SVG, each series thinned to
+:data:`TIMELINE_POINTS`; interactive in ``iolab serve``'s page), and the environment and
+settings. Statistics come from :mod:`iolab.analysis`; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -50,6 +52,42 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css: str = "cells
     return f"<table class='{css}'><tr>{th}</tr>{trs}</table>"
 
 
+HEADLINE_SHOWN = 3  # significant comparisons in the headline; every one is under Findings
+
+
+def headline_html(f: Findings) -> str:
+    """The page's first block, read before the charts: the best cell, the significant
+    comparisons (the best cell's first, then each matrix key's pairs; at most
+    :data:`HEADLINE_SHOWN`), and one line saying how many comparisons were made and what the
+    rest of the page holds."""
+    items = []
+    if f.best is not None and f.best.summary is not None:
+        s = f.best.summary
+        ci = f" (95% CI {_num(s.ci_low)} - {_num(s.ci_high)})" if s.ci_low is not None else ""
+        items.append(
+            f"<li class='best'><b>best: {_e(f.best.cell.label)}</b>: {_e(f.metric)} "
+            f"{_num(s.mean)}{ci}, n = {s.n}</li>"
+        )
+    ratios = [*f.best_vs, *(r for d in f.dimensions for r in d.pairs)]
+    seen: set[frozenset[str]] = set()
+    significant = []
+    for r in ratios:
+        if r.significant and frozenset((r.a, r.b)) not in seen:
+            seen.add(frozenset((r.a, r.b)))
+            significant.append(r)
+    items += [f"<li>{_e(sentence(r))}</li>" for r in significant[:HEADLINE_SHOWN]]
+    made = sum(x.comparisons for x in f.families) if f.families else len(ratios)
+    kept = sum(x.significant for x in f.families) if f.families else len(significant)
+    rest = [f"{kept} of {made} comparison(s) significant" if made else "no comparison made"]
+    if f.warnings:
+        rest.append(f"{len(f.warnings)} warning(s)")
+    items.append(
+        f"<li class='note'>{_e('; '.join(rest))}: every finding, the warnings and the Why "
+        "follow the charts</li>"
+    )
+    return "<section id='headline'><h2>Findings</h2><ul>" + "".join(items) + "</ul></section>"
+
+
 def findings_html(f: Findings) -> str:
     items = []
     if f.best is not None and f.best.summary is not None:
@@ -73,7 +111,7 @@ def findings_html(f: Findings) -> str:
         items.append(f"<li class='note'>{_e(comparisons_sentence(f))}</li>")
     warnings = "".join(f"<li class='warn'>{_e(w)}</li>" for w in f.warnings)
     return (
-        "<section id='findings'><h2>Findings</h2><ul>"
+        "<section id='findings'><h2>Every finding</h2><ul>"
         + "".join(items)
         + "</ul>"
         + (f"<h3>Warnings</h3><ul>{warnings}</ul>" if warnings else "")
@@ -320,18 +358,38 @@ CHART = re.compile(r'<svg xmlns="http://www.w3.org/2000/svg".*?</svg>', re.S)
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 
 
-def chart_files(html_page: str, timelines: Sequence[RunView] = ()) -> list[tuple[str, str]]:
-    """Every chart of a report page as ``(file stem, SVG)``, numbered in page order: the
-    static charts as drawn in the page, then each timeline as its plain SVG (``iolab report
-    --png DIR``)."""
+def chart_files(html_page: str) -> list[tuple[str, str]]:
+    """Every chart of a report page (a file's: its timelines drawn in the page too) as ``(file
+    stem, SVG)``, numbered in page order (``iolab report --png DIR``)."""
     svgs = CHART.findall(html_page)
-    svgs += [timeline.svg(r.probes, f"{r.cell} · run {r.run_id}", r.marks) for r in timelines]
     out = []
     for i, svg in enumerate(svgs, 1):
         found = _TITLE.search(svg)
         words = re.sub(r"[^A-Za-z0-9]+", "-", html.unescape(found.group(1)) if found else "")
         out.append((f"{i:02d}-{words.strip('-')[:60] or 'chart'}", svg))
     return out
+
+
+TIMELINE_POINTS = interactive.MAX_POINTS  # per series and panel of a report's timeline
+# The charts fill the page's width: a grid of as many columns of at least 520 px as fit, each
+# chart (an SVG scaled to its column by its viewBox) with its caption; a timeline, the width.
+PAGE_STYLE = (
+    "body{max-width:1600px}div.charts{display:grid;gap:8px 20px;"
+    "grid-template-columns:repeat(auto-fit,minmax(520px,1fr))}"
+    "figure.chart{margin:0}figure.chart svg,#runs svg{width:100%;height:auto}"
+)
+_FIGURE = re.compile(
+    r"<svg xmlns=\"http://www.w3.org/2000/svg\".*?</svg>(?:<p(?: class='caption')?>.*?</p>)?", re.S
+)
+
+
+def figures(charts: str) -> str:
+    """Static charts (SVG, each followed by its caption) as a grid that fills the page's width,
+    each chart and its caption one cell."""
+    if not charts:
+        return ""
+    cells = _FIGURE.sub(lambda m: f"<figure class='chart'>{m.group(0)}</figure>", charts)
+    return f"<div class='charts'>{cells}</div>"
 
 
 def page(
@@ -358,19 +416,23 @@ def page(
     script); without it, every script is in the page."""
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{HTML_MARK}",
-        f"<title>{_e(title)}</title><style>{timeline.STYLE}"
+        f"<title>{_e(title)}</title><style>{timeline.STYLE}{PAGE_STYLE}"
         ".best{color:#1a7f37}.warn{color:#9a6700}td.v{text-align:left;font-family:monospace}"
         "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}li.note{color:#555}"
         f"{TILE_STYLE}{SAVE_STYLE}</style><link rel='icon' href='data:,'></head><body>",
         f"<header><h1>{_e(title)}</h1><p>{_e(subtitle)}</p></header><main>",
+        headline_html(findings),
+        "<section id='charts'><h2>Charts</h2>",
+        figures(
+            grouped_charts(
+                findings, unit, matrix_keys([c.cell.values for c in findings.cells]), chart_by
+            )
+            + drift_chart(findings, unit)
+        ),
+        "</section>",
         findings_html(findings),
         why,
-        "<section id='charts'><h2>Charts</h2>",
-        grouped_charts(
-            findings, unit, matrix_keys([c.cell.values for c in findings.cells]), chart_by
-        ),
-        drift_chart(findings, unit),
-        "</section><section id='cells'><h2>Cells</h2>",
+        "<section id='cells'><h2>Cells</h2>",
         cells_table(findings),
         "</section>",
         queries_table(findings),
@@ -385,17 +447,24 @@ def page(
         cells = [r.cell for r in runs]
         which = "every run" if len(set(cells)) < len(cells) else "the median run of each cell"
         parts.append(f"<section id='runs'><h2>Runs underneath ({which})</h2>")
+        if figure_src is None:
+            parts.append(
+                f"<p class='caption'>Each series drawn with at most {TIMELINE_POINTS} points: "
+                f"the run cut into {TIMELINE_POINTS // 2} slices of time, each slice's lowest "
+                "and highest value kept, so a spike stays visible. Every sample, zoom and "
+                "values on hover: <code>iolab timeline RUN -o RUN.html</code> or "
+                "<code>iolab serve</code>.</p>"
+            )
         for r in runs:
-            parts.append(f"<h3>{_e(r.cell)} · run {r.run_id}</h3>")
+            title = f"{r.cell} · run {r.run_id}"
+            parts.append(f"<h3>{_e(title)}</h3>")
             if limits and r.cell in limits:
                 parts.append(f"<p class='caption'>{_e(limits[r.cell])}</p>")
             parts.append(
-                timeline.interactive(
-                    r.probes,
-                    f"{r.cell} · run {r.run_id}",
-                    r.marks,
-                    steady=r.steady,
-                    src=figure_src(r) if figure_src is not None else None,
+                timeline.svg(r.probes, title, r.marks, r.steady, TIMELINE_POINTS)
+                if figure_src is None
+                else timeline.interactive(
+                    r.probes, title, r.marks, steady=r.steady, src=figure_src(r)
                 )
             )
             parts.append(timeline.sections(r.probes, r.run_id))
@@ -408,7 +477,7 @@ def page(
         if cores and cores.get(label):
             parts.append(f"<p class='caption driver-core'>{_e(cores[label])}</p>")
     parts.append("</section></main>")
-    if runs:  # Plotly's JavaScript once, before the script that draws the timelines
+    if runs and figure_src is not None:  # Plotly's once, before the script that draws them
         parts += [interactive.head(scripts_at), interactive.script(scripts_at)]
     parts.append(
         SAVE_SCRIPT if scripts_at is None else f"<script src='{scripts_at}/save.js'></script>"

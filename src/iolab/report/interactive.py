@@ -27,7 +27,7 @@ from importlib import resources
 
 from iolab.report.charts import PALETTE, Band, Plot, thin
 
-MAX_POINTS = 4000  # per series in a report (a 10-hour run at 1 s: one point per ~18 s)
+MAX_POINTS = 600  # per series and panel in a report: each of 300 slices' lowest and highest
 PANEL_HEIGHT = 170  # pixels per panel
 GAP = 0.06  # share of the figure between two panels
 

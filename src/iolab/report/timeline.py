@@ -4,6 +4,7 @@ for a TPC-H power run, a dashed line where each query began."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import itertools
 import math
@@ -13,7 +14,7 @@ from typing import Any
 from iolab.analysis.steady import SteadyCriterion, steady_state
 from iolab.engines import catalog
 from iolab.probes.data import ProbeData, Series, ordered_waits
-from iolab.report.charts import Band, Line, Mark, Plot, stack
+from iolab.report.charts import Band, Line, Mark, Plot, stack, thin
 from iolab.report.interactive import (
     MAX_POINTS,
     SCRIPT,
@@ -187,8 +188,26 @@ def svg(
     title: str,
     marks: Sequence[Mark] = (),
     steady: tuple[float, float, float] | None = None,
+    max_points: int | None = None,
 ) -> str:
-    return stack(plots(data, marks, steady), x_max=data.duration, title=title)
+    """The timeline as one SVG; ``max_points``: each series thinned to that many points
+    (:func:`downsampled`: an experiment report's), else as many as the chart has columns."""
+    panels = plots(data, marks, steady)
+    if max_points is not None:
+        panels = [downsampled(p, max_points) for p in panels]
+    return stack(panels, x_max=data.duration, title=title)
+
+
+def downsampled(plot: Plot, max_points: int) -> Plot:
+    """``plot`` with each series at most ``max_points`` points: the time cut into
+    ``max_points // 2`` equal slices, each slice's lowest and highest value kept
+    (:func:`~iolab.report.charts.thin`), so a spike or a stall of one sample stays visible."""
+    lines = [
+        dataclasses.replace(line, xs=xs, ys=ys)
+        for line in plot.lines
+        for xs, ys in [thin(line.xs, line.ys, max(1, max_points // 2))]
+    ]
+    return dataclasses.replace(plot, lines=lines)
 
 
 def interactive(
