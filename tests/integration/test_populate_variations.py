@@ -167,6 +167,23 @@ def test_the_steady_rate_is_the_mean_of_the_steady_part_of_the_stored_series(
     assert f"steady {doc['steady_rows_per_second']:,.0f} rows/s" in page.read_text()
 
 
+def test_the_steady_part_starts_after_the_warm_up(open_tmp: Path, results_db: Path) -> None:
+    """Issue 47: the steady band overlapped the warm-up the results leave out (run 35: steady
+    0-5 s over a 1 s warm-up). A load steady from its start (any sample within 100 % of its
+    window's mean): its steady part begins after the warm-up ended, on the probes' clock."""
+    (data,) = make_dirs(open_tmp, "data")
+    doc = populate(
+        *["--data-dir", str(data), "--duration", "3s", "--warmup", "1s", "--connections", "1"],
+        *["--sample-interval", "0.1s", "--steady-window", "3", "--steady-tolerance", "100"],
+    )
+    with open_store(results_db, create=False) as store:
+        probes = store.probes(doc["run"])
+    assert probes is not None and probes.warmup_end_s is not None
+    steady = doc["steady_state"]
+    assert doc["steady_rows_per_second"] is not None, steady
+    assert steady["start_s"] >= probes.warmup_end_s - 1e-6, (steady, probes.warmup_end_s)
+
+
 def test_a_load_shorter_than_the_window_has_no_steady_rate(
     open_tmp: Path, results_db: Path
 ) -> None:
