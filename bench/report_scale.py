@@ -33,10 +33,10 @@ command and call, as for the first report after a long experiment. Printed: each
 call's wall times and median, the HTML file's size (PASS under 12 MB; its timelines are SVG,
 each series at most 600 points), the seconds headless Chromium takes to open it until the
 first timeline is on the page (PASS under 3 s; Playwright driving /usr/bin/chromium), and PASS
-when every median is under the target (10 s). The outputs are checked too: the terminal report names the best
-cell, the JSON and the library's report have every cell with all its runs, the HTML (and the
-library's report with timelines) one timeline per cell. It
-exits 0 whatever the verdict (2 on bad input, 1 when it could not run).
+when every median is under the target (10 s). The outputs are checked too: the terminal
+report names the best cell, the JSON and the library's report have every cell with all its
+runs, the HTML (and the library's report with timelines) one timeline per cell. It exits 0
+whatever the verdict (2 on bad input, 1 when it could not run).
 
     .venv/bin/python bench/report_scale.py [--repetitions 20] [--duration 600] [--interval 1]
         [--rounds 3] [--cold] [--keep] [--json]
