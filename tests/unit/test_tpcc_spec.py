@@ -18,7 +18,6 @@ import pytest
 from iolab.events import Collect
 from iolab.workloads.tpcc import data, spec
 from iolab.workloads.tpcc.dialect import chunks
-from iolab.workloads.tpcc.postgres import lost_reason
 from iolab.workloads.tpcc.spec import Constants, Random, RunRandom
 from iolab.workloads.tpcc.steps import verdict
 from iolab.workloads.tpcc.transactions import NewOrder, OrderStatus, Payment, draw
@@ -297,4 +296,7 @@ def test_the_plan_estimates_a_run_from_what_was_measured_around_it() -> None:
     ],
 )
 def test_a_lost_postgres_connection_is_said_by_the_servers_line(message: str, reason: str) -> None:
+    pytest.importorskip("psycopg", reason="PostgreSQL's dialect needs the engines extra")
+    from iolab.workloads.tpcc.postgres import lost_reason
+
     assert lost_reason(message) == reason
