@@ -232,11 +232,10 @@ def test_on_a_saturated_host_waits_on_an_uncapped_device_or_the_client_are_the_c
     d = dx.diagnose(probes(device("vda", "data+wal", util=85), host(50), waits=waits), PG)
     assert d is not None and d.limit == dx.WAL
     # idle a third of the run or more, it had capacity to spare: the sessions waited on its
-    # latency, and it is named as a candidate, not as the limit (an uncapped loop device of the
-    # truth bench, 61 % busy, with 83 % of the session time on the WAL)
+    # latency, not on its capacity (an uncapped loop device of the truth bench, 61 % busy, with
+    # 83 % of the session time on the WAL): the WAL's latency, not the WAL device
     d = dx.diagnose(probes(device("vda", "data+wal", util=61), host(50), waits=waits), PG)
-    assert d is not None and d.limit == dx.NONE
-    assert [c.limit for c in d.candidates] == [dx.WAL, dx.CLIENT]
+    assert d is not None and d.limit == dx.WAL_LATENCY
     # and a device at its cap stays the limit however busy the host
     p = probes(device("loop0", "wal", write_iops=100), host(95), waits=waits)
     facts = dx.RunFacts("postgres", "populate", {}, {}, env_cap("loop0", "wal", 100))
@@ -428,3 +427,180 @@ def test_a_device_at_its_cap_in_bursts_is_the_limit_though_its_mean_is_lower() -
     )
     d = dx.diagnose(means, facts, None, probes(bursts("loop1", "data", at_cap)))
     assert d is not None and d.limit == dx.DATA
+
+
+# -- a device's latency (issue 46 item 2) -------------------------------------------------------
+
+
+def reads(dev: str, role: str, *, util: float, read_iops: float, read_ms: float) -> list[Series]:
+    """A device that mostly reads: ``read_iops`` at ``read_ms`` each, a few writes."""
+    return [
+        series("device", "util_pct", util, dev, role),
+        series("device", "aqu_sz", 0.9, dev, role),
+        series("device", "read_iops", read_iops, dev, role),
+        series("device", "read_mbps", read_iops * 8 / 1000, dev, role),
+        series("device", "read_await_ms", read_ms, dev, role),
+        series("device", "write_iops", 20, dev, role),
+        series("device", "write_await_ms", 0.3, dev, role),
+    ]
+
+
+BEST = "best measured"  # what an iolab disk run's caps are (dx.disk_test_caps)
+
+# the demo's PostgreSQL populate at 8 connections (issue 46): 62 % of the sessions' time on the
+# WAL, the rest on the client and the CPU, its WAL device far from busy
+DEMO_WAITS = {
+    "LWLock:WALWrite": 0.52,
+    "IO:WalSync": 0.10,
+    "Client:ClientRead": 0.25,
+    "CPU:running": 0.13,
+}
+
+
+def test_sessions_mostly_waiting_on_a_wal_device_far_from_its_capacity_read_wal_latency() -> None:
+    p = probes(
+        device("vdb", "wal", util=38, write_iops=1900),
+        device("vda", "data", util=12),
+        host(55),
+        waits=pg_waits(**DEMO_WAITS),
+    )
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.WAL_LATENCY
+    assert d.share is not None and abs(d.share - 0.62) < 1e-9
+    assert d.line == "limited by wal-latency (62% of session time)"
+    names = {e.name: (e.value, e.unit) for e in d.evidence}
+    assert names["wal-device.session_share"] == (62.0, "%")
+    assert names["wal.busy"] == (38.0, "%")
+    assert names["wal.write_ms"] == (0.4, "ms")  # the latency of each flush the sessions waited on
+    assert names["wal.capacity_share"] == (38.0, "%")
+    said = d.sentences()
+    assert said[0] == (
+        "sessions waited on the WAL / redo log 62% of their sampled time "
+        "(LWLock WALWrite 52%, IO WalSync 10%)"
+    )
+    assert said[1] == (
+        "the wal device vdb was busy 38 %, queue 0.5, 1,900 writes/s, 1.00 MB/s, 0.40 ms per write"
+    )
+    assert said[2] == (
+        "the wal device vdb used at most 38% of its capacity (its busy time): the sessions "
+        "waited on how long each write took, not on how many it could do"
+    )
+    doc = d.as_json()
+    assert doc["limit"] == "wal-latency" and doc["share"] == 0.62 and "candidates" not in doc
+    # kept with the run and read back as it was computed
+    assert dx.Diagnosis.from_record(d.record()) == d
+
+
+def test_a_wal_device_far_from_the_best_iops_measured_reads_wal_latency_with_that_share() -> None:
+    caps = {"vdb": dx.Caps(None, 20_000, None, None, "the best test of iolab disk run 3", BEST)}
+    p = probes(
+        device("vdb", "wal", util=38, write_iops=1900), host(55), waits=pg_waits(**DEMO_WAITS)
+    )
+    d = dx.diagnose(p, PG, caps)
+    assert d is not None and d.limit == dx.WAL_LATENCY
+    names = {e.name: e.value for e in d.evidence}
+    assert round(names["wal.cap_share"]) == 10
+    assert names["wal.capacity_share"] == 38.0  # its busy time: the larger of the two
+    # a testbed throttle of 20,000 write IOPS, the device 3 % busy (the throttle holds requests
+    # before the device counts them): its share of the cap is what it used
+    facts = dx.RunFacts(
+        "postgres", "populate", {"connections": 8}, {}, env_cap("vdb", "wal", 20000)
+    )
+    p = probes(
+        device("vdb", "wal", util=3, write_iops=1900), host(55), waits=pg_waits(**DEMO_WAITS)
+    )
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.WAL_LATENCY
+    assert "used at most 10% of its capacity (its share of its write IOPS cap)" in " ".join(
+        d.sentences()
+    )
+
+
+def test_a_wal_device_at_its_iops_cap_still_reads_wal_device() -> None:
+    waits = pg_waits(**DEMO_WAITS)
+    # a testbed throttle of 2,000 write IOPS it did 1,900 of, while 38 % busy
+    facts = dx.RunFacts("postgres", "populate", {"connections": 8}, {}, env_cap("vdb", "wal", 2000))
+    p = probes(device("vdb", "wal", util=38, write_iops=1900), host(55), waits=waits)
+    d = dx.diagnose(p, facts)
+    assert d is not None and d.limit == dx.WAL
+    assert d.line == "limited by wal-device (62% of session time)"
+    # the best an iolab disk run measured of it, 2,000 write IOPS: at it too
+    caps = {"vdb": dx.Caps(None, 2000, None, None, "the best test of iolab disk run 3", BEST)}
+    d = dx.diagnose(p, PG, caps)
+    assert d is not None and d.limit == dx.WAL
+    # busy most of the run (no cap known): its capacity, as before
+    d = dx.diagnose(probes(device("vdb", "wal", util=85), host(55), waits=waits), PG)
+    assert d is not None and d.limit == dx.WAL
+
+
+def test_reads_of_a_data_device_with_spare_time_read_data_latency() -> None:
+    waits = pg_waits(**{"IO:DataFileRead": 0.71, "CPU:running": 0.17, "Client:ClientRead": 0.12})
+    p = probes(reads("vdc", "data", util=45, read_iops=900, read_ms=4.2), host(30), waits=waits)
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.DATA_LATENCY
+    assert d.line == "limited by data-latency (71% of session time)"
+    names = {e.name: (e.value, e.unit) for e in d.evidence}
+    assert names["data.read_ms"] == (4.2, "ms")  # the reads' latency, not the writes'
+    assert names["data.read_iops"] == (900.0, "IO/s")
+    assert "data.write_ms" not in names
+    assert names["data.capacity_share"] == (45.0, "%")
+    assert "waited on how long each read took" in " ".join(d.sentences())
+    # the same device at its read MB/s throttle: its capacity
+    limits = {"read_iops": None, "write_iops": None, "read_bps": 7_500_000, "write_bps": None}
+    env = {
+        "storage": {"data": {"device": {"name": "vdc"}, "testbed": {"name": "t", "limits": limits}}}
+    }
+    d = dx.diagnose(p, dx.RunFacts("postgres", "populate", {"connections": 8}, {}, env))
+    assert d is not None and d.limit == dx.DATA
+    # a data device's latency on writes the sessions make themselves (extensions): writes
+    waits = pg_waits(**{"IO:DataFileExtend": 0.6, "CPU:running": 0.3, "Client:ClientRead": 0.1})
+    p = probes(device("vdc", "data", util=20, write_iops=400), host(30), waits=waits)
+    d = dx.diagnose(p, PG)
+    assert d is not None and d.limit == dx.DATA_LATENCY
+    assert "data.write_ms" in {e.name for e in d.evidence}
+
+
+def test_without_a_dominant_device_wait_the_verdicts_are_unchanged() -> None:
+    idle_wal = device("vdb", "wal", util=38, write_iops=1900)
+    # the WAL leads with 45 %, not most of the time: none, between the WAL and the client
+    waits = pg_waits(**{"IO:WalSync": 0.45, "Client:ClientRead": 0.28, "CPU:running": 0.27})
+    d = dx.diagnose(probes(idle_wal, host(55), waits=waits), PG)
+    assert d is not None and d.limit == dx.NONE
+    assert [c.limit for c in d.candidates] == [dx.WAL, dx.CLIENT]
+    # most of the time on the WAL, but the client close behind (1.3x): none
+    waits = pg_waits(**{"IO:WalSync": 0.52, "Client:ClientRead": 0.40, "CPU:running": 0.08})
+    d = dx.diagnose(probes(idle_wal, host(55), waits=waits), PG)
+    assert d is not None and d.limit == dx.NONE
+    # the demo's waits on a saturated host: the CPU's (the flusher waits for a CPU)
+    d = dx.diagnose(probes(idle_wal, host(95), waits=pg_waits(**DEMO_WAITS)), PG)
+    assert d is not None and d.limit == dx.CPU
+    # the temp device has no latency verdict: an idle one that sessions wait on stays none
+    waits = pg_waits(**{"IO:BuffileRead": 0.7, "CPU:running": 0.3})
+    d = dx.diagnose(probes(device("vde", "temp", util=10), host(55), waits=waits), PG)
+    assert d is not None and d.limit == dx.NONE
+    # no device recorded (a --dsn server elsewhere): its waits alone, as before
+    remote = dx.RunFacts("postgres", "populate", {"dsn": "postgresql://x@h/db", "connections": 8})
+    d = dx.diagnose(probes(idle_wal, host(55), waits=pg_waits(**DEMO_WAITS)), remote)
+    assert d is not None and d.limit == dx.WAL
+    # locks lead: contention, whatever the devices
+    waits = pg_waits(**{"Lock:tuple": 0.7, "IO:WalSync": 0.2, "CPU:running": 0.1})
+    d = dx.diagnose(probes(idle_wal, host(55), waits=waits), PG)
+    assert d is not None and d.limit == dx.CONTENTION
+
+
+def test_findings_between_latency_bound_cells() -> None:
+    lat = dx.Diagnosis(dx.WAL_LATENCY, 0.62, ())
+    a = dx.cell_verdict("wal on nvme", [lat, lat])
+    b = dx.cell_verdict("wal on ssd", [lat])
+    # moving the WAL, both held by its latency: consistent
+    why = dx.finding_why(a, b, times="1.40x faster", significant=True, key="wal_dir")
+    assert not why.flagged
+    assert why.text.startswith(
+        "wal on nvme 1.40x faster than wal on ssd: both cells were limited by wal-latency"
+    )
+    # more data files, both held by the WAL's latency, yet significant: flagged
+    why = dx.finding_why(a, b, times="1.40x faster", significant=True, key="files")
+    assert why.flagged and "files does not move the wal device" in why.text
+    cap = dx.cell_verdict("wal on hdd", [dx.Diagnosis(dx.WAL, 0.9, ())])
+    moved = dx.finding_why(a, cap, times="3.00x faster", significant=True)
+    assert "moved from wal-device (wal on hdd) to wal-latency (wal on nvme)" in moved.text

@@ -295,3 +295,28 @@ def test_where_a_dsn_names_its_server() -> None:
     remote = (REMOTE_DSN, "postgresql:///x", "postgresql://u@localhost/x?host=/tmp,db.example.net")
     for dsn in remote:
         assert not dsn_is_local(parse_dsn(dsn)), dsn
+
+
+def test_a_wal_latency_bound_run_reads_back_as_results_show_prints_it(store: Store) -> None:
+    """Issue 46 item 2: the demo's PostgreSQL populate at 8 connections, 62 % of its sessions'
+    time on the WAL (LWLock WALWrite 52 %, IO WalSync 10 %), its WAL device 35 % busy, read
+    `none singled out (candidates: wal-device or client)`; it reads the WAL's latency."""
+    waits = pg_waits(
+        **{
+            "LWLock:WALWrite": 0.52,
+            "IO:WalSync": 0.10,
+            "Client:ClientRead": 0.26,
+            "CPU:running": 0.12,
+        }
+    )
+    p = probes(device("vda", "data+wal", 35), host(45), waits=waits)
+    params = {"engine": "postgres", "connections": 8}
+    d = stored(store, "populate", params, {"rows_per_second": 2400.0}, p)
+    assert d.limit == dx.WAL_LATENCY
+    lines = show_lines(d)
+    assert lines[0] == "[bold]limited by wal-latency (62% of session time)[/]"
+    assert lines[2] == (
+        "  the wal device vda was busy 35 %, queue 0.4, 300 writes/s, 4.00 MB/s, 0.90 ms per write"
+    )
+    assert lines[3].startswith("  the wal device vda used at most 35% of its capacity")
+    assert d.as_json()["numbers"][-1] == {"name": "wal.capacity_share", "value": 35.0, "unit": "%"}

@@ -18,7 +18,10 @@ and its evidence as numbers with names and units, each rendered as a sentence. T
    leading resource when it explains enough of the time and clearly more than the next
    (:data:`LEAD_SHARE`, :data:`LEAD_RATIO`); a device or CPU lead must not be contradicted by
    the device's or the host's own counters. On a saturated host (:data:`CPU_BUSY`) a lead on a
-   device short of its limit, or on the client, is the CPU's.
+   device short of its limit, or on the client, is the CPU's. A WAL or data device lead that
+   its device's counters deny (far from its capacity) is that device's latency when the
+   sessions spent most of their time on it (:data:`LATENCY_SHARE`): ``wal-latency``,
+   ``data-latency``.
 4. The host's CPU busy on its own, where the waits say little (MariaDB, which times no CPU).
 5. Otherwise ``none``, with the two leading candidates and their evidence.
 
@@ -42,13 +45,19 @@ from iolab.probes.interface import WaitStat
 from iolab.units import format_rate
 
 WAL, DATA, TEMP = "wal-device", "data-device", "temp-device"
+# a device far from its capacity that the sessions spent most of their time on: the time each
+# of its I/Os takes (commits' log flushes, reads) held them, not what the device can do
+WAL_LATENCY, DATA_LATENCY = "wal-latency", "data-latency"
 CPU, CONTENTION, CLIENT, RATE, NONE = "cpu", "contention", "client", "rate", "none"
 DEVICE = "device"  # a disk profile: the device under test is what it measures
-LIMITS = (WAL, DATA, TEMP, CPU, CONTENTION, CLIENT, RATE, NONE)
+LIMITS = (WAL, WAL_LATENCY, DATA, DATA_LATENCY, TEMP, CPU, CONTENTION, CLIENT, RATE, NONE)
 RESOURCES = (WAL, DATA, TEMP, CPU, CONTENTION, CLIENT)
 VARIES = "varies"
 
 ROLE_OF = {WAL: "wal", DATA: "data", TEMP: "temp"}
+LATENCY_OF = {WAL: WAL_LATENCY, DATA: DATA_LATENCY}  # a device resource -> its latency's limit
+# the device role a verdict names (a finding whose key moves another role is flagged)
+ROLE_OF_LIMIT = {**ROLE_OF, WAL_LATENCY: "wal", DATA_LATENCY: "data"}
 # the (probe, series) a verdict reads: a store need not read the others
 CAP_SERIES = tuple(("device", n) for n in ("read_iops", "write_iops", "read_mbps", "write_mbps"))
 SERIES = tuple(
@@ -70,7 +79,9 @@ SERIES = tuple(
 )  # every series diagnose() reads: a report reads only these (tests/unit/test_diagnosis.py)
 WORDS = {
     WAL: "the WAL / redo log device",
+    WAL_LATENCY: "the WAL / redo log device's latency (each commit's flush), not its capacity",
     DATA: "the data device",
+    DATA_LATENCY: "the data device's latency (each read), not its capacity",
     TEMP: "the temp device",
     CPU: "CPU",
     CONTENTION: "locks and latches between sessions",
@@ -92,6 +103,10 @@ DEVICE_IDLE = 0.30  # a device lead is contradicted below this saturation (busy 
 # spare, so the sessions waited on its latency, not on its capacity (a faster device helps,
 # but it was not at its limit)
 DEVICE_SPARE = 0.70
+# ... and such a lead on a WAL or data device is its latency when the sessions spent at least
+# this share of their time on it: most of it (a capacity lead needs less, LEAD_SHARE, since the
+# device's own counters confirm it; a latency lead has only the waits to speak for it)
+LATENCY_SHARE = 0.50
 CPU_BUSY = 0.85  # host CPU busy (user + system + steal) that makes the CPU the limit alone
 CPU_IDLE = 0.50  # a CPU lead is contradicted below this host CPU busy
 MIN_SAMPLES = 20  # session-samples below which sampled waits are not weighed (2 s of one session)
@@ -606,7 +621,9 @@ def _wait_evidence(resource: str, st: SessionTime) -> list[Evidence]:
     return [Evidence(f"{resource}.session_share", share * 100, "%", text)]
 
 
-def _device_evidence(d: DeviceUse, role: str) -> list[Evidence]:
+def _device_evidence(d: DeviceUse, role: str, rw: str | None = None) -> list[Evidence]:
+    """Busy, queue, IOPS, MB/s, ms per I/O and the share of a known cap: the I/Os of ``rw``
+    ("read", "write"), else of the cap the device came closest to, else of its larger side."""
     label = f"{role} device {d.device}"
     g = f"device {d.device}"
     out: list[Evidence] = []
@@ -622,6 +639,8 @@ def _device_evidence(d: DeviceUse, role: str) -> list[Evidence]:
     )
     if cap is not None:  # the direction of the cap it came closest to
         writes = cap[1].startswith("write")
+    if rw is not None:
+        writes = rw == "write"
     iops, mbps, ms, rw = (
         (d.write_iops, d.write_mbps, d.write_ms, "write")
         if writes
@@ -656,6 +675,42 @@ def _device_evidence(d: DeviceUse, role: str) -> list[Evidence]:
                 )
             )
     return out
+
+
+# PostgreSQL's data file waits that are writes (DataFileWrite, DataFileExtend, DataFileSync,
+# DataFileFlush, DataFileTruncate); the others (DataFileRead, DataFilePrefetch, BufferIO, AIO
+# completions, MariaDB's file waits, which do not say) count as reads
+WRITE_EVENTS = ("write", "extend", "sync", "flush", "truncate")
+
+
+def _latency_direction(resource: str, st: SessionTime) -> str:
+    """The I/O whose latency held the sessions: the WAL's writes (a commit waits for its log
+    flush); the data device's reads, unless its leading wait events are writes."""
+    if resource == WAL:
+        return "write"
+    top = st.events.get(resource, ())
+    writes = sum(s for name, s in top if any(w in name.lower() for w in WRITE_EVENTS))
+    return "write" if writes > sum(s for _, s in top) - writes else "read"
+
+
+def _capacity_evidence(d: DeviceUse, role: str, rw: str) -> Evidence:
+    """How little of its capacity a latency-bound device used: its busy time, or its share of
+    a known cap when that is larger (:attr:`DeviceUse.saturation`)."""
+    used, cap = d.saturation, d.cap_share()
+    measure = "its busy time"
+    if cap is not None and d.caps is not None and cap[0] >= used:
+        measure = (
+            f"its share of its {cap[1]} cap"
+            if d.caps.word == "cap"
+            else f"its share of the best {cap[1]} measured"
+        )
+    return Evidence(
+        f"{role}.capacity_share",
+        used * 100,
+        "%",
+        f"the {role} device {d.device} used at most {used:.0%} of its capacity ({measure}): "
+        f"the sessions waited on how long each {rw} took, not on how many it could do",
+    )
 
 
 def _host_evidence(busy: float) -> list[Evidence]:
@@ -826,6 +881,15 @@ def diagnose(
     def verdict(r: str, share: float | None) -> Diagnosis:
         return Diagnosis(r, share, tuple(resource_evidence(r)), notes=tuple(notes))
 
+    def latency_verdict(r: str, d: DeviceUse, share: float) -> Diagnosis:
+        assert st is not None
+        role, rw = ROLE_OF[r], _latency_direction(r, st)
+        ev = _wait_evidence(r, st) + _device_evidence(d, role, rw)
+        ev.append(_capacity_evidence(d, role, rw))
+        if r == DATA:
+            ev += extra
+        return Diagnosis(LATENCY_OF[r], share, tuple(ev), notes=tuple(notes))
+
     # 1. an open-loop load that got its rate
     kept = held_offered_rate(facts)
     if kept is not None:
@@ -905,10 +969,16 @@ def diagnose(
     if st is not None and ranked:
         lead, r = ranked[0]
         second = ranked[1][0] if len(ranked) > 1 else 0.0
-        if lead >= LEAD_SHARE and lead >= LEAD_RATIO * second and not _contradicted(r, devs, busy):
-            if saturated and (r == CLIENT or (r in ROLE_OF and not _device_full(r, devs))):
-                return cpu_verdict()
-            return verdict(r, lead)
+        if lead >= LEAD_SHARE and lead >= LEAD_RATIO * second:
+            if not _contradicted(r, devs, busy):
+                if saturated and (r == CLIENT or (r in ROLE_OF and not _device_full(r, devs))):
+                    return cpu_verdict()
+                return verdict(r, lead)
+            # 3b. a WAL or data device far from its capacity that the sessions spent most of
+            # their time on: its latency (on a saturated host, the CPU's: step 4)
+            spare = _far_from_capacity(r, devs) if r in LATENCY_OF else None
+            if spare is not None and lead >= LATENCY_SHARE and not saturated:
+                return latency_verdict(r, spare, lead)
 
     # 4. the host's CPU alone
     if saturated and not (ranked and ranked[0][1] == CONTENTION and ranked[0][0] >= LEAD_SHARE):
@@ -940,6 +1010,15 @@ def _device_full(resource: str, devs: Sequence[DeviceUse]) -> bool:
     """The role's device at a known cap or busy nearly all the time."""
     d = _device_for(resource, devs)
     return d is not None and (d.saturation >= AT_CAP or d.at_cap)
+
+
+def _far_from_capacity(resource: str, devs: Sequence[DeviceUse]) -> DeviceUse | None:
+    """The role's device when its own counters deny that it was at its capacity (as
+    :func:`_contradicted` reads them, and at no known cap), else None (no device recorded)."""
+    d = _device_for(resource, devs)
+    if d is None or d.at_cap or not _contradicted(resource, devs, math.nan):
+        return None
+    return d
 
 
 def _contradicted(resource: str, devs: Sequence[DeviceUse], busy: float) -> bool:
@@ -1021,9 +1100,9 @@ def finding_why(
     words, :func:`iolab.analysis.findings.in_words`): did the limit move between them?
 
     Flagged: a significant difference between two cells both held by their offered rate
-    (neither could go faster), or between two cells both limited by one device role while
-    ``key`` (the matrix key that differs, when known) changes another role's place (the change
-    did not touch what limited both)."""
+    (neither could go faster), or between two cells both limited by one device role (its
+    capacity or its latency) while ``key`` (the matrix key that differs, when known) changes
+    another role's place (the change did not touch what limited both)."""
     what = f"{a.label} {times} than {b.label}" + ("" if significant else " (not significant)")
     flagged = False
     if a.limit == b.limit and a.limit not in (VARIES, NONE):
@@ -1034,10 +1113,10 @@ def finding_why(
         if significant and a.limit == RATE:
             flagged = True
             text += "; both were held by their offered rate, so the difference cannot be speed"
-        touched = _roles_of_key(key)
-        if significant and a.limit in ROLE_OF and touched and ROLE_OF[a.limit] not in touched:
+        touched, role = _roles_of_key(key), ROLE_OF_LIMIT.get(a.limit)
+        if significant and role and touched and role not in touched:
             flagged = True
-            text += f"; yet {key} does not move the {ROLE_OF[a.limit]} device"
+            text += f"; yet {key} does not move the {role} device"
     elif a.limit == b.limit:  # none or varies on both sides: nothing to say moved
         said = "no single limit" if a.limit == NONE else "limits that varied between runs"
         text = f"{what}: both cells had {said}, so the evidence does not say why"
