@@ -621,9 +621,10 @@ def _wait_evidence(resource: str, st: SessionTime) -> list[Evidence]:
     return [Evidence(f"{resource}.session_share", share * 100, "%", text)]
 
 
-def _device_evidence(d: DeviceUse, role: str, rw: str | None = None) -> list[Evidence]:
-    """Busy, queue, IOPS, MB/s, ms per I/O and the share of a known cap: the I/Os of ``rw``
-    ("read", "write"), else of the cap the device came closest to, else of its larger side."""
+def _device_evidence(d: DeviceUse, role: str, direction: str | None = None) -> list[Evidence]:
+    """Busy, queue, IOPS, MB/s, ms per I/O and the share of a known cap: the I/Os of
+    ``direction`` ("read", "write"), else of the cap the device came closest to, else of its
+    larger side."""
     label = f"{role} device {d.device}"
     g = f"device {d.device}"
     out: list[Evidence] = []
@@ -639,8 +640,8 @@ def _device_evidence(d: DeviceUse, role: str, rw: str | None = None) -> list[Evi
     )
     if cap is not None:  # the direction of the cap it came closest to
         writes = cap[1].startswith("write")
-    if rw is not None:
-        writes = rw == "write"
+    if direction is not None:
+        writes = direction == "write"
     iops, mbps, ms, rw = (
         (d.write_iops, d.write_mbps, d.write_ms, "write")
         if writes
@@ -881,11 +882,13 @@ def diagnose(
     def verdict(r: str, share: float | None) -> Diagnosis:
         return Diagnosis(r, share, tuple(resource_evidence(r)), notes=tuple(notes))
 
-    def latency_verdict(r: str, d: DeviceUse, share: float) -> Diagnosis:
-        assert st is not None
+    def latency_verdict(r: str, d: DeviceUse, share: float, st: SessionTime) -> Diagnosis:
         role, rw = ROLE_OF[r], _latency_direction(r, st)
-        ev = _wait_evidence(r, st) + _device_evidence(d, role, rw)
-        ev.append(_capacity_evidence(d, role, rw))
+        ev = [
+            *_wait_evidence(r, st),
+            *_device_evidence(d, role, rw),
+            _capacity_evidence(d, role, rw),
+        ]
         if r == DATA:
             ev += extra
         return Diagnosis(LATENCY_OF[r], share, tuple(ev), notes=tuple(notes))
@@ -978,7 +981,7 @@ def diagnose(
             # their time on: its latency (on a saturated host, the CPU's: step 4)
             spare = _far_from_capacity(r, devs) if r in LATENCY_OF else None
             if spare is not None and lead >= LATENCY_SHARE and not saturated:
-                return latency_verdict(r, spare, lead)
+                return latency_verdict(r, spare, lead, st)
 
     # 4. the host's CPU alone
     if saturated and not (ranked and ranked[0][1] == CONTENTION and ranked[0][0] >= LEAD_SHARE):
