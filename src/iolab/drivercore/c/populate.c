@@ -19,7 +19,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -32,8 +35,18 @@
 enum { ENGINE_PG = 0, ENGINE_MY = 1 };
 enum { KEY_SEQUENTIAL = 0, KEY_RANDOM = 1, KEY_ORDERED = 2 };
 enum { W_OPENING = 0, W_READY = 1, W_DONE = 2 };
+enum { MX_IDLE = 0, MX_SENT, MX_QUEUED, MX_WAITOUT, MX_DONE };
+enum { OP_BEGIN = 0, OP_INSERT, OP_COMMIT };
 
 struct populate;
+
+/* A thread: one MariaDB loader (blocking libmariadb), or several PostgreSQL loaders whose
+ * connections it multiplexes with epoll, loaders first .. last - 1. */
+typedef struct driver {
+    struct populate *p;
+    int first, last, started;
+    pthread_t thread;
+} driver;
 
 /* One loader: its connection, clock, counters and error; padded so that the counter the main
  * thread reads sits on a cache line of its own. */
@@ -43,9 +56,14 @@ typedef struct {
     char pad[64 - sizeof(int64_t) - sizeof(int)];
     struct populate *p;
     pthread_mutex_t conn_lock; /* between closing the connection and another thread's cancel */
-    int index, thread_started;
+    int index, thread_started; /* thread_started: its driver thread runs (join() waits) */
     int64_t count;
-    pthread_t thread;
+    /* the multiplexed driver's view of the loop in load() (PostgreSQL): */
+    int mx_state;                   /* MX_IDLE, MX_SENT, MX_QUEUED, MX_WAITOUT, MX_DONE */
+    int mx_op;                      /* the statement in flight: OP_BEGIN, OP_INSERT, OP_COMMIT */
+    int mx_stoppable;               /* a queued row may be dropped by stop() (no open transaction) */
+    int64_t mx_done, mx_pending, mx_started, mx_commit_at, mx_due;
+    PGresult *mx_result;            /* the statement's first result, until its NULL */
     loader_clock clock;
     int clock_ready;
     PGconn *pg;
@@ -76,6 +94,8 @@ typedef struct populate {
     clock_config cfg;
     int n;
     worker *w;
+    int ndrivers;
+    struct driver *drivers;
     pthread_mutex_t lock; /* guards gate and the workers' state changes (with changed) */
     pthread_cond_t changed;
     int gate; /* 0 closed, 1 go, 2 abort */
@@ -344,10 +364,237 @@ failed:
     atomic_store(&p->stop, 1); /* the others stop at their next commit, as on the Python path */
 }
 
-static void *worker_main(void *arg) {
-    worker *w = arg;
+/* ---- PostgreSQL: many loaders per thread, as pgbench's threads drive their clients -------- */
+
+/* load()'s loop as a state machine per loader: one driver thread sends each loader's next
+ * statement (PQsendQueryPrepared), and one epoll over the loaders' sockets hands it the results
+ * that are ready. A thread a loader cost the machine a wake-up and a context switch per row;
+ * here a wake-up collects every result that came meanwhile. Each loader keeps its own clock,
+ * counters and rate schedule; statements not due yet under --rate wait on a timerfd. */
+
+static void mx_fail(worker *w, PGresult *r) {
+    set_error(w, 0, r ? PQresultErrorMessage(r) : PQerrorMessage(w->pg));
+    PQclear(r);
+    while ((r = PQgetResult(w->pg))) PQclear(r); /* the connection back to idle, if it can */
+    if (w->p->commit_every > 1) db_rollback(w);  /* as load()'s failure path on PostgreSQL */
+    atomic_store(&w->p->stop, 1); /* the others stop at their next commit */
+    w->mx_state = MX_DONE;
+}
+
+static void mx_send(worker *w, int op) {
+    int ok;
+    w->mx_op = op;
+    if (op == OP_INSERT) {
+        const char *values[1] = {w->key_hex};
+        int params = w->p->key_kind != KEY_SEQUENTIAL;
+        if (params) make_key(w);
+        ok = PQsendQueryPrepared(w->pg, STATEMENT, params, values, NULL, NULL, 0);
+    } else {
+        ok = PQsendQuery(w->pg, op == OP_BEGIN ? "BEGIN" : "COMMIT");
+    }
+    if (ok) w->mx_state = MX_SENT;
+    else mx_fail(w, NULL);
+}
+
+/* The top of load()'s loop: the loader's next row, sent now, queued until it is due, or its end */
+static void mx_next(worker *w, int64_t now) {
     Populate *p = w->p;
-    int ok = (p->engine == ENGINE_PG ? pg_open(w) : my_open(w)) == 0;
+    loader_clock *c = &w->clock;
+    if (w->mx_done >= w->count) {
+        w->elapsed = (double)(now - p->t0) / 1e9;
+        w->mx_state = MX_DONE;
+        return;
+    }
+    if (!w->mx_pending && atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+        w->mx_state = MX_DONE;
+        return;
+    }
+    if (!clock_next(c, now, 1, w->mx_pending == 0, &w->mx_started)) {
+        if (clock_paced(c) && c->deadline != CLOCK_NEVER && now < c->deadline) {
+            w->mx_state = MX_WAITOUT; /* LoaderClock.wait_out */
+            w->mx_due = c->deadline;
+            return;
+        }
+        w->elapsed = (double)(now - p->t0) / 1e9;
+        w->mx_state = MX_DONE;
+        return;
+    }
+    if (clock_paced(c) && w->mx_started > now) {
+        w->mx_state = MX_QUEUED;
+        w->mx_due = w->mx_started;
+        w->mx_stoppable = w->mx_pending == 0;
+        return;
+    }
+    mx_send(w, p->commit_every > 1 && !w->mx_pending ? OP_BEGIN : OP_INSERT);
+}
+
+/* A statement of ``w`` completed with ``r`` (its first result) at ``now`` */
+static void mx_completed(worker *w, PGresult *r, int64_t now) {
+    Populate *p = w->p;
+    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        mx_fail(w, r);
+        return;
+    }
+    PQclear(r);
+    int explicit = p->commit_every > 1;
+    switch (w->mx_op) {
+    case OP_BEGIN:
+        mx_send(w, OP_INSERT); /* the row's latency runs from its start, BEGIN included */
+        return;
+    case OP_INSERT:
+        clock_record(&w->clock, explicit ? KIND_STATEMENT : KIND_TRANSACTION, w->mx_started, now);
+        w->mx_done++, w->mx_pending++;
+        if (!explicit) {
+            w->mx_pending = 0;
+            committed(w, 1);
+        } else if (w->mx_pending >= p->commit_every || w->mx_done == w->count) {
+            w->mx_commit_at = now;
+            mx_send(w, OP_COMMIT);
+            return;
+        }
+        break;
+    default: /* OP_COMMIT */
+        clock_record(&w->clock, KIND_COMMIT, w->mx_commit_at, now);
+        committed(w, w->mx_pending);
+        w->mx_pending = 0;
+        break;
+    }
+    mx_next(w, now);
+}
+
+/* The results that are ready on ``w``'s connection */
+static void mx_readable(worker *w) {
+    if (!PQconsumeInput(w->pg)) { /* the server went away: libpq's result says so, if any */
+        PGresult *r = PQgetResult(w->pg);
+        if (w->mx_result) PQclear(w->mx_result), w->mx_result = NULL;
+        mx_fail(w, r);
+        return;
+    }
+    while (w->mx_state == MX_SENT && !PQisBusy(w->pg)) {
+        PGresult *r = PQgetResult(w->pg);
+        if (r) { /* the statement's result; its end is the NULL that follows */
+            if (w->mx_result) PQclear(r);
+            else w->mx_result = r;
+            continue;
+        }
+        r = w->mx_result;
+        w->mx_result = NULL;
+        mx_completed(w, r, clock_now());
+    }
+}
+
+/* Arm ``tfd`` for the earliest due time among the queued loaders, after those due now went */
+static void mx_timers(driver *d, int tfd, int64_t now) {
+    Populate *p = d->p;
+    int64_t first = CLOCK_NEVER;
+    int stop = atomic_load_explicit(&p->stop, memory_order_relaxed);
+    for (int i = d->first; i < d->last; i++) {
+        worker *w = &p->w[i];
+        if (w->mx_state == MX_QUEUED) {
+            if (stop && w->mx_stoppable) w->mx_state = MX_DONE; /* sleep_until's -1: no elapsed */
+            else if (w->mx_due <= now)
+                mx_send(w, p->commit_every > 1 && !w->mx_pending ? OP_BEGIN : OP_INSERT);
+        } else if (w->mx_state == MX_WAITOUT && (stop || w->mx_due <= now)) {
+            w->elapsed = (double)(now - p->t0) / 1e9;
+            w->mx_state = MX_DONE;
+        }
+        if ((w->mx_state == MX_QUEUED || w->mx_state == MX_WAITOUT) && w->mx_due < first)
+            first = w->mx_due;
+    }
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    if (first != CLOCK_NEVER) {
+        its.it_value.tv_sec = first / 1000000000LL;
+        its.it_value.tv_nsec = first % 1000000000LL;
+        if (!its.it_value.tv_sec && !its.it_value.tv_nsec) its.it_value.tv_nsec = 1;
+    }
+    timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Drive loaders first .. last - 1 until each has ended */
+static void mx_load(driver *d, int ep, int tfd) {
+    Populate *p = d->p;
+    int paced = p->cfg.rate > 0;
+    struct epoll_event events[64];
+    int64_t now = clock_now();
+    for (int i = d->first; i < d->last; i++) mx_next(&p->w[i], now);
+    for (;;) {
+        if (paced) mx_timers(d, tfd, clock_now());
+        int live = 0;
+        for (int i = d->first; i < d->last; i++) live += p->w[i].mx_state != MX_DONE;
+        if (!live) return;
+        int got = epoll_wait(ep, events, 64, (int)(POLL_NS / 1000000));
+        if (got < 0 && errno != EINTR) {
+            for (int i = d->first; i < d->last; i++)
+                if (p->w[i].mx_state != MX_DONE) {
+                    PQclear(p->w[i].mx_result);
+                    p->w[i].mx_result = NULL;
+                    set_error(&p->w[i], 0, strerror(errno));
+                    p->w[i].mx_state = MX_DONE;
+                }
+            atomic_store(&p->stop, 1);
+            return;
+        }
+        for (int e = 0; e < got; e++) {
+            if (events[e].data.u32 == UINT32_MAX) { /* the timer: read it off, mx_timers acts */
+                uint64_t ticks;
+                if (read(tfd, &ticks, sizeof ticks) < 0) continue;
+                continue;
+            }
+            worker *w = &p->w[events[e].data.u32];
+            if (w->mx_state == MX_SENT) mx_readable(w);
+        }
+    }
+}
+
+/* A driver thread on PostgreSQL: connect and prepare its loaders one after another, wait at
+ * the gate, drive them all, close them */
+static void pg_driver(driver *d) {
+    Populate *p = d->p;
+    int ok = 1, ep = -1, tfd = -1;
+    for (int i = d->first; i < d->last; i++) {
+        worker *w = &p->w[i];
+        if (ok && (pg_open(w) < 0 || rng_seed(w->rng) < 0)) {
+            if (!w->failed) set_error(w, 0, "getrandom failed");
+            ok = 0;
+        }
+        pthread_mutex_lock(&p->lock);
+        atomic_store(&w->state, ok ? W_READY : W_DONE);
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+    }
+    if (ok) {
+        ep = epoll_create1(EPOLL_CLOEXEC);
+        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = UINT32_MAX};
+        ok = ep >= 0 && tfd >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) == 0;
+        for (int i = d->first; ok && i < d->last; i++) {
+            ev.data.u32 = (uint32_t)i;
+            ok = epoll_ctl(ep, EPOLL_CTL_ADD, PQsocket(p->w[i].pg), &ev) == 0;
+        }
+        if (!ok) set_error(&p->w[d->first], 0, strerror(errno));
+    }
+    pthread_mutex_lock(&p->lock);
+    if (!ok) atomic_store(&p->w[d->first].state, W_DONE);
+    pthread_cond_broadcast(&p->changed);
+    while (ok && p->gate == 0) pthread_cond_wait(&p->changed, &p->lock);
+    int go = ok && p->gate == 1;
+    pthread_mutex_unlock(&p->lock);
+    if (go) mx_load(d, ep, tfd);
+    if (ep >= 0) close(ep);
+    if (tfd >= 0) close(tfd);
+    for (int i = d->first; i < d->last; i++) {
+        db_close(&p->w[i]);
+        atomic_store(&p->w[i].state, W_DONE);
+    }
+    notify(p);
+}
+
+/* A MariaDB loader's thread: connect, prepare, wait at the gate, load(), close */
+static void my_driver(driver *d) {
+    worker *w = &d->p->w[d->first];
+    Populate *p = w->p;
+    int ok = my_open(w) == 0;
     if (ok && rng_seed(w->rng) < 0) {
         set_error(w, 0, "getrandom failed");
         ok = 0;
@@ -362,6 +609,12 @@ static void *worker_main(void *arg) {
     db_close(w);
     atomic_store(&w->state, W_DONE);
     notify(p);
+}
+
+static void *driver_main(void *arg) {
+    driver *d = arg;
+    if (d->p->engine == ENGINE_PG) pg_driver(d);
+    else my_driver(d);
     return NULL;
 }
 
@@ -426,9 +679,11 @@ static void shutdown_all(Populate *p) {
         Py_BEGIN_ALLOW_THREADS cancel_all(p);
         Py_END_ALLOW_THREADS
     }
-    Py_BEGIN_ALLOW_THREADS for (int i = 0; i < p->n; i++) {
-        if (p->w[i].thread_started) pthread_join(p->w[i].thread, NULL);
-        p->w[i].thread_started = 0;
+    Py_BEGIN_ALLOW_THREADS for (int t = 0; t < p->ndrivers; t++) {
+        driver *d = &p->drivers[t];
+        if (d->started) pthread_join(d->thread, NULL);
+        d->started = 0;
+        for (int i = d->first; i < d->last; i++) p->w[i].thread_started = 0;
     }
     Py_END_ALLOW_THREADS
 }
@@ -464,6 +719,7 @@ static void Populate_dealloc(Populate *p) {
         }
         free(p->w);
     }
+    free(p->drivers);
     free_config(p);
     free(p->sql);
     pthread_mutex_destroy(&p->lock);
@@ -570,13 +826,24 @@ static PyObject *Populate_open(Populate *p, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "a Populate opens once");
         return NULL;
     }
-    for (int i = 0; i < p->n; i++) {
-        if (pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]) != 0) {
+    /* MariaDB: a thread a loader; PostgreSQL: a thread a CPU, each driving its share */
+    int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int t = p->engine == ENGINE_PG ? (cpus < 1 ? 1 : cpus < p->n ? cpus : p->n) : p->n;
+    p->drivers = calloc((size_t)t, sizeof(driver));
+    if (!p->drivers) return PyErr_NoMemory();
+    p->ndrivers = t;
+    for (int i = 0; i < t; i++) {
+        driver *d = &p->drivers[i];
+        *d = (driver){.p = p, .first = (int)((int64_t)p->n * i / t),
+                      .last = (int)((int64_t)p->n * (i + 1) / t)};
+        for (int j = d->first; j < d->last; j++) p->w[j].thread_started = 1;
+        if (pthread_create(&d->thread, NULL, driver_main, d) != 0) {
+            for (int j = d->first; j < d->last; j++) p->w[j].thread_started = 0;
             shutdown_all(p);
             PyErr_SetString(PyExc_OSError, "cannot start a loader thread");
             return NULL;
         }
-        p->w[i].thread_started = 1;
+        d->started = 1;
     }
     while (!wait_state(p, W_READY, POLL_NS)) {
         if (PyErr_CheckSignals() < 0) {
