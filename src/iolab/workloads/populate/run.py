@@ -380,7 +380,6 @@ class _Loader:
     conn: Connection | None  # None: the compiled core's loader (it holds the connection)
     elapsed: float | None = None
     error: BaseException | None = None
-    done_rows: int = 0
 
 
 @dataclass
@@ -393,10 +392,16 @@ class _Shared:
     warm_end_ns: int | None = None  # when a warm-up counted in rows ended
     warm_rows: int = 0  # the rows committed then
     warmed: threading.Event = field(default_factory=threading.Event)
+    # the rows committed this instant (the compiled core's count: ``committed`` lags it by up
+    # to a poll); None: ``committed`` is exact (the Python loaders count each commit)
+    source: Callable[[], int] | None = None
 
-    def count(self, loader: _Loader, n: int) -> None:
-        """``loader`` committed ``n`` rows; raises LoadCancelled once the load must stop."""
-        loader.done_rows += n
+    def rows_now(self) -> int:
+        """The rows committed so far, exact now (the probes' samples, a time warm-up's end)."""
+        return self.source() if self.source is not None else self.committed
+
+    def count(self, n: int) -> None:
+        """A loader committed ``n`` rows; raises LoadCancelled once the load must stop."""
         with self.lock:
             self.committed += n
             if (
@@ -427,7 +432,7 @@ def _run_loader(
     start: threading.Barrier,
 ) -> None:
     def progress(n: int) -> None:
-        shared.count(loader, n)
+        shared.count(n)
 
     try:
         start.wait()
@@ -453,7 +458,7 @@ def _run_multiplexed(
     """Every loader's connection driven from this one thread (see MultiplexedLoad)."""
 
     def progress(i: int, n: int) -> None:
-        shared.count(loaders[i], n)
+        shared.count(n)
 
     try:
         start.wait()
@@ -486,10 +491,11 @@ def _run_native(
     start: threading.Barrier,
 ) -> None:
     """The compiled core's loaders, released at t0 and read every POLL_S from this thread:
-    the rows each committed (to ``shared``, as the loaders' progress callbacks do), the end of
-    a warm-up of rows, the intervals closed; then each loader's seconds and error."""
+    the rows they committed (to ``shared``, as the loaders' progress callbacks do), the end of
+    a warm-up of rows, the intervals closed; then each loader's seconds and error. What must be
+    exact at a given time reads the core itself (:meth:`_Shared.rows_now`)."""
     latency = shared.latency
-    seen = [0] * len(loaders)
+    seen = 0
     try:
         start.wait()
         load.start(latency.t0_ns)
@@ -501,10 +507,9 @@ def _run_native(
             rows, warm = load.progress()
             if warm is not None:
                 shared.warm_ended(*warm)
-            for ld, n in zip(loaders, rows, strict=True):
-                if n != seen[ld.index]:
-                    shared.count(ld, n - seen[ld.index])
-                    seen[ld.index] = n
+            if rows != seen:
+                shared.count(rows - seen)
+                seen = rows
             load.collect(latency)
         for ld, (seconds, error) in zip(loaders, load.join(), strict=True):
             ld.elapsed, ld.error = seconds, error
@@ -689,7 +694,11 @@ def _load(
         log_presized = _presize(options, dialect, admin, placement, events)
         schedule = _schedule(options, dialect, engine, extra)
         # the core ends a warm-up of rows itself, at the commit that reaches it
-        shared = _Shared(latency, options.warmup_rows if native is None else None)
+        shared = _Shared(
+            latency,
+            options.warmup_rows if native is None else None,
+            source=native.committed if native is not None else None,
+        )
         if native is not None:
             barrier = threading.Barrier(2)  # one thread reads the core's loaders
             workers = [Worker(_run_native, (native, loaders, shared, barrier), "loaders")]
@@ -711,7 +720,7 @@ def _load(
                 engine,
                 placement,
                 [ld.conn for ld in loaders if ld.conn is not None],
-                lambda: shared.committed,
+                shared.rows_now,
                 options.sample_interval,
                 events,
                 sessions=native.sessions() if native is not None else None,
@@ -1035,7 +1044,7 @@ def _warm_mark(
     if due is not None:
         if time.perf_counter_ns() < due:
             return None
-        rows = shared.committed
+        rows = shared.rows_now()
         return _Mark((due - t0_ns) / 1e9, rows, diskstats.read(), dialect.log_bytes(admin))
     if shared.warm_end_ns is None:
         return None
