@@ -3,13 +3,16 @@
  *
  * Python (workloads/populate/native.py) configures a Populate under the GIL: the engine, the
  * connection parameters, the INSERT it prepares, the key kind, commit_every, each loader's
- * rows and the clocks' grid. open() starts one pthread per loader, which connects, sets its
- * session as the Python path does (autocommit on), prepares the INSERT and waits at a gate;
- * start(t0) opens the gate. Python then polls progress() (rows committed per loader, the end
- * of a warm-up counted in rows) and collect() (closed intervals), and join() gives each
- * loader's seconds and error. The threads touch no Python object: all conversion is in the
- * methods below, under the GIL, from the workers' own counters (atomics) and the clocks'
- * mutex-guarded lists. Each worker closes its own connection before it ends. */
+ * rows and the clocks' grid. open() starts the driver threads: on MariaDB one a loader
+ * (blocking libmariadb), on PostgreSQL one per 32 loaders, at most one a CPU, each driving its
+ * loaders' connections with epoll (as pgbench's threads drive their clients). A thread
+ * connects its loaders, sets their sessions as the Python path does (autocommit on), prepares
+ * the INSERT and waits at a gate; start(t0) opens the gate. Python then polls progress() (rows
+ * committed, the end of a warm-up counted in rows), committed() and collect() (closed
+ * intervals), and join() gives each loader's seconds and error. The threads touch no Python
+ * object: all conversion is in the methods below, under the GIL, from the loaders' own
+ * counters (atomics) and the clocks' mutex-guarded lists. Each thread closes its loaders'
+ * connections before it ends. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
