@@ -60,14 +60,7 @@ def headline_html(f: Findings) -> str:
     comparisons (the best cell's first, then each matrix key's pairs; at most
     :data:`HEADLINE_SHOWN`), and one line saying how many comparisons were made and what the
     rest of the page holds."""
-    items = []
-    if f.best is not None and f.best.summary is not None:
-        s = f.best.summary
-        ci = f" (95% CI {_num(s.ci_low)} - {_num(s.ci_high)})" if s.ci_low is not None else ""
-        items.append(
-            f"<li class='best'><b>best: {_e(f.best.cell.label)}</b>: {_e(f.metric)} "
-            f"{_num(s.mean)}{ci}, n = {s.n}</li>"
-        )
+    items = _best_item(f)
     ratios = [*f.best_vs, *(r for d in f.dimensions for r in d.pairs)]
     seen: set[frozenset[str]] = set()
     significant = []
@@ -88,15 +81,20 @@ def headline_html(f: Findings) -> str:
     return "<section id='headline'><h2>Findings</h2><ul>" + "".join(items) + "</ul></section>"
 
 
+def _best_item(f: Findings) -> list[str]:
+    """The best cell's line (its mean and interval), as both findings blocks open with it."""
+    if f.best is None or f.best.summary is None:
+        return []
+    s = f.best.summary
+    ci = f" (95% CI {_num(s.ci_low)} - {_num(s.ci_high)})" if s.ci_low is not None else ""
+    return [
+        f"<li class='best'><b>best: {_e(f.best.cell.label)}</b>: {_e(f.metric)} "
+        f"{_num(s.mean)}{ci}, n = {s.n}</li>"
+    ]
+
+
 def findings_html(f: Findings) -> str:
-    items = []
-    if f.best is not None and f.best.summary is not None:
-        s = f.best.summary
-        ci = f" (95% CI {_num(s.ci_low)} - {_num(s.ci_high)})" if s.ci_low is not None else ""
-        items.append(
-            f"<li class='best'><b>best: {_e(f.best.cell.label)}</b>: {_e(f.metric)} "
-            f"{_num(s.mean)}{ci}, n = {s.n}</li>"
-        )
+    items = _best_item(f)
     items += [f"<li>{_e(sentence(r))}</li>" for r in f.best_vs]
     for d in f.dimensions:
         pairs = "".join(f"<li>{_e(sentence(r))}</li>" for r in d.pairs)
