@@ -107,6 +107,7 @@ typedef struct populate {
     pthread_mutex_t lock; /* guards gate and the workers' state changes (with changed) */
     pthread_cond_t changed;
     int gate; /* 0 closed, 1 go, 2 abort */
+    int releasing; /* close(): the loaders may close their connections (guarded by lock) */
     int64_t t0;
     atomic_int stop, opened;
     _Atomic int64_t all_committed; /* only while a warm-up of rows is open */
@@ -566,6 +567,16 @@ static void mx_load(driver *d, int ep, int tfd) {
     }
 }
 
+/* A driver whose loaders have ended keeps their connections open until close(): the probes'
+ * last sample reads the sessions' own counters (MariaDB's performance_schema drops a thread's
+ * wait summaries when its connection closes), as the Python path's connections stay open
+ * until the recording has ended */
+static void hold_until_close(Populate *p) {
+    pthread_mutex_lock(&p->lock);
+    while (!p->releasing) pthread_cond_wait(&p->changed, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+}
+
 /* A driver thread on PostgreSQL: connect and prepare its loaders one after another, wait at
  * the gate, drive them all, close them */
 static void pg_driver(driver *d) {
@@ -603,11 +614,10 @@ static void pg_driver(driver *d) {
     if (go) mx_load(d, ep, tfd);
     if (ep >= 0) close(ep);
     if (tfd >= 0) close(tfd);
-    for (int i = d->first; i < d->last; i++) {
-        db_close(&p->w[i]);
-        atomic_store(&p->w[i].state, W_DONE);
-    }
+    for (int i = d->first; i < d->last; i++) atomic_store(&p->w[i].state, W_DONE);
     notify(p);
+    if (go) hold_until_close(p);
+    for (int i = d->first; i < d->last; i++) db_close(&p->w[i]);
 }
 
 /* A MariaDB loader's thread: connect, prepare, wait at the gate, load(), close */
@@ -626,9 +636,10 @@ static void my_driver(driver *d) {
     int go = ok && p->gate == 1;
     pthread_mutex_unlock(&p->lock);
     if (go) load(w);
-    db_close(w);
     atomic_store(&w->state, W_DONE);
     notify(p);
+    if (go) hold_until_close(p);
+    db_close(w);
 }
 
 static void *driver_main(void *arg) {
@@ -693,6 +704,7 @@ static void shutdown_all(Populate *p) {
     atomic_store(&p->stop, 1);
     pthread_mutex_lock(&p->lock);
     if (p->gate == 0) p->gate = 2;
+    p->releasing = 1;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
     if (!wait_state(p, W_DONE, STOP_NS)) { /* not at a transaction boundary yet: cancel */
@@ -988,10 +1000,10 @@ static PyObject *Populate_stop(Populate *p, PyObject *arg) {
 }
 
 /* join(): each loader's (seconds or None, (code, message) or None), once all have ended;
- * interruptible (the exception propagates, the loaders run on until close()) */
+ * interruptible (the exception propagates, the loaders run on until close()). Their threads
+ * and connections stay until close() (hold_until_close), the loads themselves have ended. */
 static PyObject *Populate_join(Populate *p, PyObject *unused) {
     if (wait_done(p) < 0) return NULL;
-    shutdown_all(p);
     PyObject *out = PyList_New(p->n);
     for (int i = 0; out && i < p->n; i++) {
         worker *w = &p->w[i];
@@ -1010,7 +1022,8 @@ static PyObject *Populate_finish(Populate *p, PyObject *arg) {
     long long end = PyLong_AsLongLong(arg);
     if (end == -1 && PyErr_Occurred()) return NULL;
     for (int i = 0; i < p->n; i++) {
-        if (p->w[i].thread_started) {
+        /* a loader's thread touches its clock no more once it is done (join() waited) */
+        if (p->w[i].thread_started && atomic_load(&p->w[i].state) != W_DONE) {
             PyErr_SetString(PyExc_RuntimeError, "finish() follows join()");
             return NULL;
         }

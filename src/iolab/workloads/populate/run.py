@@ -521,8 +521,8 @@ def _run_native(
         loaders[0].error = exc
         shared.stop.set()
         load.stop(cancel=True)
-    finally:
-        load.close()  # every loader thread joined, its connection closed
+    # the loaders' connections stay open until _load closes the core, after the probes' last
+    # sample: MariaDB's performance_schema drops a session's waits when it disconnects
 
 
 def _stop_loaders(
