@@ -226,11 +226,12 @@ class NbdReader:
 @requires_stack
 def test_an_ssd_model_keeps_its_latency_after_a_burst(bed: Path) -> None:
     """After parallel I/O (QD 16) the plugin's sleeps wake late; each request still ends no
-    earlier than the model's time: at QD 1 the default SSD (100 us a read) reads 100 us
-    slower than the zero-cost model (the median of the differences), within 10 %. The reads
-    go straight to nbdkit's sockets (the model plugin's own timing, without nbdfuse, the loop
-    device and the filesystem), one to the SSD and one to null in turn, so that both see the
-    same load."""
+    earlier than the model's time: at QD 1 every read of the default SSD (100 us a read) takes
+    at least that. The reads go straight to nbdkit's socket (the model plugin's own timing,
+    without nbdfuse, the loop device and the filesystem). How much later than its time a read
+    ends is the scheduler's, not the model's, and on a shared machine no bound on it holds
+    (a median 89.5 us over null's in one CI run, 3.7 us in a run at load 10, where the null
+    reads waited longer than the SSD's): the test asserts the model's floor alone."""
     from iolab.testbed import models
 
     model = models.build(models.check({"model": "ssd"}), 128 << 20)
@@ -242,26 +243,18 @@ def test_an_ssd_model_keeps_its_latency_after_a_burst(bed: Path) -> None:
          "--time_based"],
         capture_output=True, check=True, timeout=120,
     )  # fmt: skip
-    ssd, null = NbdReader(sock), NbdReader(nbd.socket_path(bed, "null"))
+    ssd = NbdReader(sock)
     rng = random.Random(5)
-    took: dict[str, list[float]] = {"ssd": [], "null": []}
+    took: list[float] = []
     try:
-        for _ in range(8000):
-            offset = rng.randrange((64 << 20) // 4096) * 4096
-            took["ssd"].append(ssd.read_us(offset))
-            took["null"].append(null.read_us(offset))
+        for _ in range(4000):
+            took.append(ssd.read_us(rng.randrange((64 << 20) // 4096) * 4096))
     finally:
         ssd.close()
-        null.close()
     # before, the estimate of how late a sleep wakes stayed at its cap (0.5 ms) after the
     # burst, every request under it skipped its sleep, and the SSD read as fast as null
-    assert min(took["ssd"]) >= cost_us  # never before the model's time
-    # each SSD read minus the null read after it: what the load adds to both cancels out
-    added = statistics.median(a - b for a, b in zip(took["ssd"], took["null"], strict=True))
-    # no less than the model's time (within 10 %); more only by how late a busy machine wakes
-    # a sleeping thread, which the null read does not pay (115 us for 100 in a CI run beside
-    # other work, 2026-11-26): the model charges its time, the scheduler adds to it
-    assert 0.9 * cost_us <= added <= 1.5 * cost_us, (added, cost_us, min(took["ssd"]))
+    assert cost_us > 50
+    assert min(took) >= cost_us, (min(took), cost_us)  # never before the model's time
 
 
 @requires_stack
