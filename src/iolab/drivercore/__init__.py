@@ -39,13 +39,18 @@ class Core:
         return {"driver_core": self.name, "driver_core_reason": self.reason}
 
 
-def native() -> ModuleType | None:
-    """The compiled module, or None when it was not built (or does not load)."""
+def _load() -> tuple[ModuleType | None, str]:
+    """The compiled module, or None and the import's own error."""
     try:
         from iolab.drivercore import _native
-    except ImportError:
-        return None
-    return _native
+    except ImportError as exc:
+        return None, str(exc)
+    return _native, ""
+
+
+def native() -> ModuleType | None:
+    """The compiled module, or None when it was not built (or does not load)."""
+    return _load()[0]
 
 
 def built() -> bool:
@@ -73,14 +78,13 @@ def shown(summary: Mapping[str, Any]) -> str:
 
 def missing() -> str:
     """Why the compiled core is not there (the import's own error)."""
-    try:
-        from iolab.drivercore import _native  # noqa: F401
-    except ImportError as exc:
-        return (
-            f"not built ({exc}); scripts/setup.sh installs gcc, python3-dev, libpq-dev and "
-            "libmariadb-dev, then reinstalls"
-        )
-    return ""
+    module, error = _load()
+    if module is not None:
+        return ""
+    return (
+        f"not built ({error}); scripts/setup.sh installs gcc, python3-dev, libpq-dev and "
+        "libmariadb-dev, then reinstalls"
+    )
 
 
 def wanted() -> str:
