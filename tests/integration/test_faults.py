@@ -48,12 +48,19 @@ connections = [2, 4]
 """
 
 
-def statuses(db: Path) -> list[str]:
+def runs(db: Path) -> list[tuple[int, str]]:
+    """Each run's id and status, in order."""
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            return [str(s) for (s,) in conn.execute("SELECT status FROM runs ORDER BY id")]
+            return [
+                (int(i), str(s)) for i, s in conn.execute("SELECT id, status FROM runs ORDER BY id")
+            ]
     except sqlite3.OperationalError:
         return []
+
+
+def statuses(db: Path) -> list[str]:
+    return [status for _, status in runs(db)]
 
 
 def owned(directory: Path) -> list[Path]:
@@ -96,28 +103,33 @@ def test_sigkill_at_each_phase_then_resume_runs_each_run_once(
     exp = open_tmp / "exp.toml"
     exp.write_text(EXPERIMENT)
 
-    running_before = 0
+    # Each phase waits for a run claimed by the process it is about to kill: a run the previous
+    # kill left "running" (reaped only once the next process gets to it), or the previous run's
+    # leftovers in the layout, must not make the kill land before that process claims its own.
+    last_id = 0
+    left_over: set[Path] = set()
+
+    def claimed() -> bool:
+        return any(i > last_id and status == "running" for i, status in runs(results_db))
 
     def launching() -> bool:  # a program started by iolab, not yet tied to it by its launcher,
         # for a claimed run (the plan's checks before the claim launch the engine's binary too)
-        return statuses(results_db).count("running") > running_before and any(
+        return claimed() and any(
             "launch.py" in args and str(open_tmp) in args for args in commands()
         )
 
     def provisioning() -> bool:
-        return bool(owned(data)) and not servers_of(open_tmp)
+        return claimed() and bool(set(owned(data)) - left_over) and not servers_of(open_tmp)
 
     def loading() -> bool:
-        return "running" in statuses(results_db) and bool(servers_of(open_tmp))
-
-    done_before = 0
+        return claimed() and bool(servers_of(open_tmp))
 
     def recorded() -> bool:
-        return statuses(results_db).count("done") > done_before
+        return any(i > last_id and status == "done" for i, status in runs(results_db))
 
     for phase in (launching, provisioning, loading, recorded):
-        done_before = statuses(results_db).count("done")
-        running_before = statuses(results_db).count("running")
+        last_id = max((i for i, _ in runs(results_db)), default=0)
+        left_over = set(owned(data))
         kill_when(exp, phase)
         assert no_server_under(open_tmp), f"a server outlived iolab killed while {phase.__name__}"
         assert "running" in statuses(results_db) or phase is recorded
