@@ -167,23 +167,36 @@ def test_a_battery_backed_cache_takes_sync_writes_until_it_fills(bed: Path) -> N
         os.close(fd)
         path.unlink()
     fits = 2_000_000 // 8192  # the 2 MB cache holds 244 such writes
-    assert statistics.median(took[: fits // 2]) < 0.001  # sub-millisecond while it has room
-    # then each waits for a random write to the platter (about 12.7 ms)
-    assert statistics.median(took[fits + 50 :]) > 0.005
+    cached, full = statistics.median(took[: fits // 2]), statistics.median(took[fits + 50 :])
+    # once full, each waits for a random write to the platter (about 12.7 ms); while it has
+    # room, only the stack's own time (0.2-0.5 ms idle, 1.8 ms at load 13 in CI): at least 4x
+    # less, whatever the load adds to both
+    assert full > 0.005
+    assert cached * 4 < full, (cached, full)
 
 
 @requires_stack
 def test_ssd_read_latency_is_its_parameter(bed: Path, tmp_path: Path) -> None:
     ssd = disk(bed, tmp_path, "ssd", "4k", 1, "randread", "64MiB")
     null = disk(bed, tmp_path, "null", "4k", 1, "randread", "64MiB")
-    assert ssd["lat"]["p50"] >= 1000  # us: never faster than the model
-    # what the stack costs a request is what the zero-cost model shows; the model's sleep
-    # also waits for the scheduler to wake it, which the zero-cost model never does: the
-    # plugin wakes early by what its last sleeps overran, leaving 1-3 % over at load 6-8
-    # on a 2-core VM (2026-11-24, 4-6 % and up to 11 % before). Nearly idle (load 1), the
-    # other hops sleep too while the request waits, and waking them costs more: 6.5-13.7 %
-    # over in 11 runs (2026-11-24, commit 5687afb), so within 20 %
-    assert 900 <= ssd["lat"]["p50"] - null["lat"]["p50"] <= 1200
+    from iolab.testbed import models
+
+    spec = {k: v for k, v in DEVICES["ssd"].items() if k != "size"}
+    model = models.build(models.check(spec), 128 << 20)
+    cost_us = (model.submit("read", 0, 4096, 1000.0) - 1000.0) * 1e6  # what the model charges
+    assert cost_us == pytest.approx(1000, abs=1)  # the parameter
+    assert ssd["lat"]["p50"] >= cost_us  # us: never faster than the model
+    assert null["lat"]["p50"] < ssd["lat"]["p50"]
+    # how much later than its 1 ms a read ends is the scheduler's on a busy machine (up to 30 %
+    # over at load 13 in CI, 2026-11-27), so no bound on the median holds; the fastest of many
+    # reads straight to nbdkit's socket is the model's time plus a prompt wake-up
+    reader = NbdReader(nbd.socket_path(bed, "ssd"))
+    rng = random.Random(3)
+    try:
+        took = [reader.read_us(rng.randrange((64 << 20) // 4096) * 4096) for _ in range(500)]
+    finally:
+        reader.close()
+    assert cost_us <= min(took) <= 1.2 * cost_us, (min(took), cost_us)
 
 
 class NbdReader:
