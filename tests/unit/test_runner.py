@@ -550,3 +550,12 @@ def test_plan_command_gives_the_fleet_estimate(fake: FakeWorkload, tmp_path: Pat
     text = iolab("plan", str(path), "--results", str(tmp_path / "r.db")).stdout
     assert "4 runs to do" in text
     assert "on 2 hosts" in text
+
+
+def test_a_timed_populate_is_estimated_by_its_duration_and_warm_up() -> None:
+    from iolab.workloads.populate.workload import WORKLOAD
+
+    assert WORKLOAD.estimate({"rows": 30_000}) == pytest.approx(15.0)
+    assert WORKLOAD.estimate({"duration": 15.0}) == pytest.approx(20.0)
+    assert WORKLOAD.estimate({"duration": "1min", "warmup": "10s"}) == pytest.approx(75.0)
+    assert WORKLOAD.estimate({"duration": 15.0, "warmup": 5000}) == pytest.approx(20.0)

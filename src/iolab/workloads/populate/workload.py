@@ -155,8 +155,17 @@ def _seconds(value: str | float) -> str:
 
 
 def _populate_estimate(params: Mapping[str, Any]) -> float:
+    """A server start, and the load: its duration, and its warm-up when that is a time; or
+    its rows at a slow disk's rows/s."""
+    if params.get("duration") is not None:
+        warmup = params.get("warmup")
+        try:
+            warm = seconds(warmup) if isinstance(warmup, str) else 0.0
+        except ValueError:  # rows: their time is unknown before a run
+            warm = 0.0
+        return 5.0 + seconds(params["duration"]) + warm
     rows = params.get("rows") or 10_000
-    return 5.0 + float(rows) / 3000.0  # a server start, and a slow disk's rows/s
+    return 5.0 + float(rows) / 3000.0
 
 
 WORKLOAD = Workload(
