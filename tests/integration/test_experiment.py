@@ -114,7 +114,7 @@ order = "sequential"
 [workload]
 kind = "populate"
 engine = "sqlite"
-rows = 40_000
+rows = 20_000
 connections = 2
 [layouts.a]
 data_dirs = ["a"]
