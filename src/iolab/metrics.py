@@ -71,13 +71,14 @@ T, R, L, S, C, Q = (
 )
 # What every workload's latency module records (latency.KIND.FIELD): declared once here.
 COMMON: tuple[Metric, ...] = (
-    _m("mean_us", "us", L, True, "mean latency of an operation"),
-    _m("p50_us", "us", L, True, "median latency of an operation"),
-    _m("p90_us", "us", L, True, "90th percentile latency of an operation"),
-    _m("p99_us", "us", L, True, "99th percentile latency of an operation"),
-    _m("p999_us", "us", L, True, "99.9th percentile latency of an operation"),
-    _m("p9999_us", "us", L, True, "99.99th percentile latency of an operation"),
-    _m("max_us", "us", L, True, "longest operation"),
+    _m("mean_us", "µs", L, True, "mean latency of an operation"),
+    _m("p50_us", "µs", L, True, "median latency of an operation"),
+    _m("p90_us", "µs", L, True, "90th percentile latency of an operation"),
+    _m("p95_us", "µs", L, True, "95th percentile latency of an operation"),
+    _m("p99_us", "µs", L, True, "99th percentile latency of an operation"),
+    _m("p999_us", "µs", L, True, "99.9th percentile latency of an operation"),
+    _m("p9999_us", "µs", L, True, "99.99th percentile latency of an operation"),
+    _m("max_us", "µs", L, True, "longest operation"),
 )
 
 

@@ -106,7 +106,7 @@ def format_micros(us: float) -> str:
     if math.isnan(us):
         return "-"
     if us < 1000:
-        return f"{us:,.0f} us"
+        return f"{us:,.0f} µs"
     if us < 1_000_000:
         return f"{us / 1000:,.3g} ms" if us < 100_000 else f"{us / 1000:,.0f} ms"
     return f"{us / 1e6:,.3g} s"

@@ -209,7 +209,7 @@ TPCC = [
     (["tpcc", "--dsn", "postgresql://u@h/db", "--memory", "1GiB"], "--memory"),
     (["tpcc", "--mix", "50,50,1,0,0"], "--mix"),
     (["tpcc", "--engine", "sqlite", "--mode", "server"], "--mode"),
-    (["tpcc", "--rampup", "soon"], "--rampup"),
+    (["tpcc", "--warmup", "soon"], "--warmup"),
     (["tpcc", "--duration", "never"], "--duration"),
 ]
 DRIVERS = [

@@ -240,7 +240,7 @@ CASES: list[tuple[str, str, str]] = [
     ("tpcc-warehouses", exp('kind = "tpcc"\nwarehouses = 0'), "workload.warehouses"),
     ("tpcc-memory", exp('kind = "tpcc"\nmemory = "lots"'), "workload.memory: 'lots'"),
     ("tpcc-mix", exp('kind = "tpcc"\nmix = "50,50,1,0,0"'), "workload.mix"),
-    ("tpcc-rampup", exp('kind = "tpcc"\nrampup = "soon"'), "workload.rampup"),
+    ("tpcc-warmup", exp('kind = "tpcc"\nwarmup = "soon"'), "workload.warmup"),
     # [layouts]
     ("no-layouts", '[experiment]\nname = "bad"\n[workload]\nkind = "disk"\n', "layouts"),
     ("data-dirs-empty", exp(layout="data_dirs = []"), "layouts.a.data_dirs"),

@@ -153,7 +153,7 @@ def test_a_capped_tpcc_run_holds_the_server_and_records_the_group(
     (data,) = make_dirs(open_tmp, "data")
     done = iolab(
         *["tpcc", "--engine", "postgres", "--data-dir", str(data), "--warehouses", "1"],
-        *["--connections", "2", "--rampup", "1s", "--duration", "3s"],
+        *["--connections", "2", "--warmup", "1s", "--duration", "3s"],
         *["--memory", "384MiB", "--cpus", "1", "--json"],
     )
     assert done.returncode == 0, done.stderr
@@ -198,7 +198,7 @@ def test_a_server_the_oom_killer_ends_at_the_cap_is_said_so(
     (data,) = make_dirs(open_tmp, "data")
     done = iolab(
         *["tpcc", "--engine", "mariadb", "--data-dir", str(data), "--warehouses", "1"],
-        *["--connections", "2", "--rampup", "1s", "--duration", "2s", "--memory", "256MiB"],
+        *["--connections", "2", "--warmup", "1s", "--duration", "2s", "--memory", "256MiB"],
     )
     assert done.returncode == 1, done.stderr
     said = "the kernel's OOM killer ended a process of the run at its memory cap (--memory 256MiB)"

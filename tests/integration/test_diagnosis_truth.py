@@ -118,7 +118,7 @@ def test_tpcc_at_a_rate_on_a_server_of_yours_on_this_machine(
     with running(server):
         dsn = f"postgresql://{server.user.name}@/iolab?host={server.socket_dir}&port={PORT}"
         done = iolab(
-            "tpcc", "--dsn", dsn, "--rate", "10", "--connections", "2", "--rampup", "1s",
+            "tpcc", "--dsn", dsn, "--rate", "10", "--connections", "2", "--warmup", "1s",
             "--duration", "8s", "--json", env=dict(os.environ),
         )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -30,7 +30,7 @@ from tests.integration.conftest import iolab
 pytestmark = pytest.mark.integration
 
 POPULATE = ["populate", "--rows", "200", "--connections", "2"]
-TPCC = ["tpcc", "--connections", "2", "--rampup", "1s", "--duration", "2s"]
+TPCC = ["tpcc", "--connections", "2", "--warmup", "1s", "--duration", "2s"]
 PG_CHECKPOINT = (
     "warning: --dsn: user owner may not run CHECKPOINT (a superuser may, or GRANT pg_checkpoint "
     "TO owner): no checkpoint settles the load before the measured part, so the server's own "

@@ -110,7 +110,7 @@ kind = "tpcc"
 engine = "sqlite"
 warehouses = 1
 connections = 2
-rampup = "1s"
+warmup = "1s"
 duration = "4s"
 [layouts.a]
 data_dirs = ["a"]

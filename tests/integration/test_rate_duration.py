@@ -107,7 +107,7 @@ def test_tpcc_at_a_rate_is_judged_on_the_transactions_it_did(tmp_path: Path) -> 
     data.mkdir()
     done = subprocess.run(
         [*IOLAB, "tpcc", "--engine", "sqlite", "--data-dir", str(data), "--warehouses", "1",
-         "--connections", "1", "--rampup", "1s", "--duration", "3s", "--rate", "0.5",
+         "--connections", "1", "--warmup", "1s", "--duration", "3s", "--rate", "0.5",
          "--json", "--results", str(tmp_path / "r.db")],
         capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path,
     )  # fmt: skip

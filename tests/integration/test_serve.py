@@ -614,7 +614,7 @@ def test_a_running_tpcc_runs_nopm_and_tpm_show_live_and_its_page_names_nopm(
         [
             *IOLAB,
             *["tpcc", "--engine", "sqlite", "--data-dir", str(data), "--warehouses", "1"],
-            *["--connections", "2", "--rampup", "2s", "--duration", "8s", "--json"],
+            *["--connections", "2", "--warmup", "2s", "--duration", "8s", "--json"],
         ],
         stdout=subprocess.PIPE,
         stderr=err,

@@ -149,7 +149,7 @@ def test_mariadb_through_the_command_and_results_show(
     monkeypatch.setenv(drivercore.ENV, core)
     (a,) = make_dirs(open_tmp, "a")
     argv = ["tpcc", "--engine", "mariadb", "--data-dir", str(a), "--connections", str(USERS)]
-    done = iolab(*argv, "--rampup", "1s", "--duration", "2s", "--json")
+    done = iolab(*argv, "--warmup", "1s", "--duration", "2s", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert (doc["status"], doc["mode"], doc["warehouses"], doc["connections"]) == (
@@ -158,7 +158,7 @@ def test_mariadb_through_the_command_and_results_show(
         1,
         USERS,
     )
-    assert (doc["rampup_seconds"], doc["duration_seconds"]) == (1.0, 2.0)
+    assert (doc["warmup_seconds"], doc["duration_seconds"]) == (1.0, 2.0)
     assert doc["nopm"] > 0 and doc["nopm"] == doc["nopm_client"] == doc["nopm_orders"]
     assert doc["driver_core"] == core
     assert doc["tpm_source"] == "database"
@@ -192,7 +192,7 @@ repetitions = 1
 kind = "tpcc"
 engine = "sqlite"
 connections = 2
-rampup = "1s"
+warmup = "1s"
 duration = "2s"
 [layouts.two]
 data_dirs = ["a", "b"]
@@ -243,7 +243,7 @@ def test_a_mariadb_server_of_yours_counts_only_the_users_transactions(
         thread.start()
         try:
             dsn = f"mysql://root@localhost/iolab?unix_socket={server.socket}"
-            argv = ["tpcc", "--dsn", dsn, "--connections", str(USERS), "--rampup", "1s"]
+            argv = ["tpcc", "--dsn", dsn, "--connections", str(USERS), "--warmup", "1s"]
             done = iolab(*argv, "--duration", "3s", "--json")
         finally:
             stop.set()
@@ -276,7 +276,7 @@ def test_a_mariadb_server_without_per_session_transactions_gives_the_clients_tpm
     server = MariaDBEngine(Layout(data_dirs=(d,), settings=settings))
     with running(server):
         dsn = f"mysql://root@localhost/iolab?unix_socket={server.socket}"
-        argv = ["tpcc", "--dsn", dsn, "--connections", str(USERS), "--rampup", "1s"]
+        argv = ["tpcc", "--dsn", dsn, "--connections", str(USERS), "--warmup", "1s"]
         done = iolab(*argv, "--duration", "2s", "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
@@ -293,7 +293,7 @@ def test_a_postgres_server_of_yours_through_a_dsn_kept_and_never_dropped(
         dsn = (
             f"postgresql://{server.user.name}:{SECRET}@/iolab?host={server.socket_dir}&port={PORT}"
         )
-        argv = ["tpcc", "--dsn", dsn, "--connections", "2", "--rampup", "1s", "--duration", "2s"]
+        argv = ["tpcc", "--dsn", dsn, "--connections", "2", "--warmup", "1s", "--duration", "2s"]
         done = iolab(*argv, "--keep", "--json")
         assert done.returncode == 0, done.stderr
         doc = json.loads(done.stdout)
@@ -417,7 +417,7 @@ def test_an_edited_csv_is_removed_and_generated_again_before_the_load(
     text = customer.read_text()
     customer.write_text(text.replace(",GC,", ",BC,"))
     assert customer.stat().st_size == len(text)
-    argv = ["tpcc", "--engine", "sqlite", "--connections", "2", "--rampup", "0s"]
+    argv = ["tpcc", "--engine", "sqlite", "--connections", "2", "--warmup", "0s"]
     done = iolab(*argv, "--duration", "1s", "--json", env={"IOLAB_CACHE": str(root)})
     assert done.returncode == 0, done.stderr
     assert (
@@ -475,7 +475,7 @@ def test_a_disk_full_during_the_load_names_the_load_and_its_first_error(
     (a,) = make_dirs(open_tmp, "a")
     with small_tmpfs(open_tmp / "full", size) as full:
         argv = [f.format(a=a, full=full) for f in flags]
-        done = iolab("tpcc", "--engine", "postgres", *argv, "--rampup", "0s", "--duration", "1s")
+        done = iolab("tpcc", "--engine", "postgres", *argv, "--warmup", "0s", "--duration", "1s")
     assert done.returncode == 1, done.stderr
     assert "error ignored" not in done.stderr and "Traceback" not in done.stderr
     errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error")]
@@ -502,7 +502,7 @@ def test_a_server_with_too_few_connections_for_the_users_is_one_line(
     server = PostgresEngine(Layout(data_dirs=(d,), settings={"max_connections": "6"}))
     with running(server):
         dsn = f"postgresql://{server.user.name}@/iolab?host={server.socket_dir}&port={PORT}"
-        argv = ["tpcc", "--dsn", dsn, "--connections", "6", "--loaders", "2", "--rampup", "0s"]
+        argv = ["tpcc", "--dsn", dsn, "--connections", "6", "--loaders", "2", "--warmup", "0s"]
         done = iolab(*argv, "--duration", "1s")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr

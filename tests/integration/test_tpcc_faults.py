@@ -206,7 +206,7 @@ def test_mariadb_statement_errors_are_one_line_on_both_cores(
     )
 
 
-TPCC = ["tpcc", "--connections", str(USERS), "--rampup", "1s", "--duration", "120s"]
+TPCC = ["tpcc", "--connections", str(USERS), "--warmup", "1s", "--duration", "120s"]
 
 
 def test_ctrl_c_in_the_window_aborts_and_leaves_no_server(

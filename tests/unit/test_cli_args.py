@@ -576,8 +576,8 @@ TPCC: list[tuple[list[str], str]] = [
         "--duration: '1000000000h' {} give at most 7 days (604,800 s), e.g. 8h",
     ),
     (
-        ["tpcc", "--rampup", "200h"],
-        "--rampup: '200h' {} give at most 7 days (604,800 s), e.g. 8h",
+        ["tpcc", "--warmup", "200h"],
+        "--warmup: '200h' {} give at most 7 days (604,800 s), e.g. 8h",
     ),
     (
         ["tpcc", "--think", "--rate", "10"],
@@ -606,7 +606,7 @@ TPCC: list[tuple[list[str], str]] = [
         "routines)",
     ),
     (["tpcc", "--mode", "fast"], "--mode: 'fast' {} choose one of: server, client, default"),
-    (["tpcc", "--rampup", "soon"], f"--rampup: 'soon' {{}} {DURATION}"),
+    (["tpcc", "--warmup", "soon"], f"--warmup: 'soon' {{}} {DURATION}"),
     (["tpcc", "--duration", "0"], "--duration: '0' {} give more than 0 s"),
     (["tpcc", "--rate", "0"], "--rate: 0.0 {} give a positive number of transactions a second"),
     (["tpcc", "--memory", "lots"], f"--memory: 'lots' {{}} {MEMORY_HELP}"),
@@ -708,8 +708,8 @@ PARSER: list[tuple[list[str], str]] = [
         "iolab populate: '--warm-up' {} no such option; did you mean --warmup?",
     ),
     (
-        ["tpcc", "--warmup", "5s"],
-        "iolab tpcc: '--warmup' {} no such option; did you mean --rampup?",
+        ["tpcc", "--ramp-up", "5s"],
+        "iolab tpcc: '--ramp-up' {} no such option; did you mean --warmup?",
     ),
     (
         ["disk", T, "--thread", "4"],

@@ -123,6 +123,7 @@ def test_importing_the_command_line_loads_typer_and_nothing_of_iolabs_library(
         "iolab.redaction",
         "iolab.system",
         "iolab.system.open_files",  # the open-file limit raised to the hard one
+        "iolab.vocabulary",  # a former flag's name (--rampup) read as its new one
     ]
     assert "typer" in modules
     # rich draws tables and errors; the version comes from the package's metadata: both on use

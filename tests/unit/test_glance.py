@@ -151,7 +151,7 @@ SHOWN = [
     ("", "vda", "1,234 MB/s SEQ1M Q8T1 read"),
     ("postgres", "1 dir", "457 tx/s"),
     ("mariadb", "1 dir", "88 tx/s"),
-    ("sqlite", "1 dir", "850 us p99 tx"),
+    ("sqlite", "1 dir", "850 µs p99 tx"),
     ("postgres", "--dsn server", "3,000 rows/s"),
     ("mariadb", "1 dir", None),
     ("sqlite", "1 dir", None),
@@ -214,7 +214,7 @@ def test_results_list_prints_each_runs_row(stored: Path) -> None:
     assert "12.3 s for 22 queries" in rows[3]
     assert "1,234 MB/s SEQ1M Q8T1 read" in rows[4]
     assert "457 tx/s" in rows[5] and "88 tx/s" in rows[6]
-    assert "850 us p99 tx" in rows[7] and "--dsn server" in rows[8]
+    assert "850 µs p99 tx" in rows[7] and "--dsn server" in rows[8]
     # a failed or aborted run: its status (and why), no number
     assert "failed: mariadbd exited" in rows[9] and "999" not in rows[9]
     assert re.search(r"\baborted\b", rows[10])
@@ -247,7 +247,7 @@ def test_the_table_keeps_to_100_columns(stored: Path) -> None:
     console.print(runs_table(list(_by_id(stored).values())))
     text = console.export_text()
     assert max(len(line.rstrip()) for line in text.splitlines()) == 100
-    for result in ("12,346 rows/s", "1,234 NOPM", "457 tx/s", "850 us p99 tx", "wal apart"):
+    for result in ("12,346 rows/s", "1,234 NOPM", "457 tx/s", "850 µs p99 tx", "wal apart"):
         assert result in text
     # a long name folds within its column, every character kept (not cut at the edge)
     assert "postgresql://bench@/iolab?host=/tmp/pg&port=5433" in "".join(text.split())

@@ -267,7 +267,7 @@ def test_the_plan_estimates_a_run_from_what_was_measured_around_it() -> None:
     from iolab.workloads.registry import WORKLOADS
 
     estimate = WORKLOADS["tpcc"].estimate
-    base = {"kind": "tpcc", "warehouses": 4, "rampup": 10.0, "duration": 60.0}  # as expanded
+    base = {"kind": "tpcc", "warehouses": 4, "warmup": 10.0, "duration": 60.0}  # as expanded
     assert estimate({**base, "engine": "postgres"}) == 2.5 + 1.5 * 4 + 70
     assert estimate({**base, "engine": "mariadb"}) == 2.0 + 4.0 * 4 + 70
     assert estimate({**base, "engine": "sqlite"}) == 1.0 + 3.0 * 4 + 70

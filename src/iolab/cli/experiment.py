@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from iolab.cli.console import stdout as out
-from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.options import JsonOption, ReadResultsOption, ResultsOption
 
 if TYPE_CHECKING:
     from iolab.analysis.stats import Summary
@@ -37,7 +37,9 @@ def _clock(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
 
-def plan(file: FileArgument, results: ResultsOption = None, as_json: JsonOption = False) -> None:
+def plan(
+    file: FileArgument, results: ReadResultsOption = None, as_json: JsonOption = False
+) -> None:
     """Print the cells of an experiment file, how many runs are left and how long they should
     take; nothing runs. Runs already in the results database count (resume). On a fleet
     whose hosts the file names (`host` in the matrix, `[fleet] hosts`), the estimate is the

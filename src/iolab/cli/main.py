@@ -7,19 +7,21 @@ import signal
 import sys
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import typer
 from typer import _click as click
 from typer import main as typer_main
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup, TyperOption
 from typer.models import CommandInfo, TyperInfo
 
 from iolab.cli.streams import fit_streams, guarded, open_missing
 from iolab.errors import IolabError
 from iolab.redaction import redact
 from iolab.system.open_files import raise_to_hard
+from iolab.vocabulary import has_old_flag, rewrite_argv
 
 # Each command as MODULE:ATTRIBUTE, imported and made into a click command only when it runs
 # or --help lists it: starting one command imports its own module alone, and typer reads one
@@ -64,16 +66,20 @@ class LazyCommands(MutableMapping[str, click.Command]):
         made = getattr(importlib.import_module(module), attribute)
         s = self._settings
         if isinstance(made, typer.Typer):
-            return typer_main.get_group_from_info(
-                TyperInfo(made, name=name),
+            return in_words(
+                typer_main.get_group_from_info(
+                    TyperInfo(made, name=name),
+                    pretty_exceptions_short=s.pretty_exceptions_short,
+                    suggest_commands=s.suggest_commands,
+                    rich_markup_mode=s.rich_markup_mode,
+                )
+            )
+        return in_words(
+            typer_main.get_command_from_info(
+                CommandInfo(name=name, callback=made),
                 pretty_exceptions_short=s.pretty_exceptions_short,
-                suggest_commands=s.suggest_commands,
                 rich_markup_mode=s.rich_markup_mode,
             )
-        return typer_main.get_command_from_info(
-            CommandInfo(name=name, callback=made),
-            pretty_exceptions_short=s.pretty_exceptions_short,
-            rich_markup_mode=s.rich_markup_mode,
         )
 
     def __setitem__(self, name: str, command: click.Command) -> None:
@@ -90,6 +96,61 @@ class LazyCommands(MutableMapping[str, click.Command]):
 
     def __contains__(self, name: object) -> bool:
         return name in COMMANDS or name in self._made
+
+
+# What an option's value is, in the help's words (typer would write the Python type:
+# <list[Path]>, <int>, <str>): by the option's name, else by its type.
+WORDS_BY_NAME = {
+    **dict.fromkeys(("duration", "warmup", "interval", "interval_s", "timeout"), "DURATION"),
+    "checkpoint_every": "DURATION",
+    **dict.fromkeys(("size", "bytes", "memory", "presize_wal"), "SIZE"),
+    **dict.fromkeys(("pg_bin", "png", "data_dir", "wal_dir", "temp_dir", "directory"), "DIR"),
+    "engine": "ENGINE",
+    "dsn": "DSN",
+    "setting": "NAME=VALUE",
+}
+WORDS_BY_TYPE = {int: "N", float: "NUMBER", str: "TEXT", Path: "FILE"}
+
+
+def in_words(command: click.Command) -> click.Command:
+    """``command`` (and a group's commands) with its help's value column in words: ``DIR``,
+    ``N``, ``DURATION``, nothing after a flag; an argument's name says what it takes."""
+    for param in command.params:
+        if isinstance(param, TyperOption) and param.metavar is None:
+            if param.is_flag:
+                param.metavar = ""
+            else:
+                param.metavar = _word(param)
+        elif isinstance(param, TyperArgument):
+            param.display_type_rich = _no_type  # type: ignore[method-assign]
+    made = command.get_help_option
+
+    def help_option(ctx: click.Context) -> Any:
+        option = made(ctx)
+        if option is not None:
+            option.metavar = ""  # a flag: no value to name
+        return option
+
+    command.get_help_option = help_option  # type: ignore[method-assign]
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            in_words(sub)
+    return command
+
+
+def _no_type(ctx: click.Context) -> None:
+    return None
+
+
+def _word(param: TyperOption) -> str:
+    annotation: Any = param.type_descriptor.annotation
+    while get_origin(annotation) is list:
+        annotation = get_args(annotation)[0]
+    if param.name in WORDS_BY_NAME:
+        return WORDS_BY_NAME[param.name]
+    if isinstance(annotation, type) and issubclass(annotation, Path):
+        annotation = Path
+    return WORDS_BY_TYPE.get(annotation, "TEXT")
 
 
 class Commands(TyperGroup):
@@ -115,6 +176,8 @@ class Commands(TyperGroup):
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             click.echo(ctx.get_help(), color=ctx.color)
             ctx.exit(2)
+        if has_old_flag(args):  # --rampup: iolab's former name of --warmup, with a note
+            args = _current_flags(self, args)
         ctx.meta[ARGV] = list(args)  # for a refusal of the parser's below (see :meth:`invoke`)
         with self._one_line(args):
             return super().parse_args(ctx, args)
@@ -139,6 +202,18 @@ class Commands(TyperGroup):
 
 
 ARGV = "iolab.argv"  # the arguments after `iolab`, in the contexts' shared meta
+
+
+def _current_flags(root: click.Command, args: list[str]) -> list[str]:
+    """``args`` with each old flag (:mod:`iolab.vocabulary`) of the command they name under its
+    new name, where the command has it and not the old one."""
+    command = root
+    rest = [a for a in args if not a.startswith("-")]
+    while isinstance(command, TyperGroup) and rest and rest[0] in command.commands:
+        command = command.commands[rest.pop(0)]
+    options = [o for p in command.params for o in (*p.opts, *p.secondary_opts)]
+    return rewrite_argv(args, options)
+
 
 app = typer.Typer(
     name="iolab",

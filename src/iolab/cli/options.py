@@ -20,6 +20,16 @@ ResultsOption = Annotated[
         show_default=False,
     ),
 ]
+ReadResultsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--results",
+        envvar="IOLAB_RESULTS",
+        help="Results database file (SQLite) to read: one of iolab's, left as it is. Default: "
+        "./iolab.db.",
+        show_default=False,
+    ),
+]
 JsonOption = Annotated[
     bool,
     typer.Option("--json", help="Print machine-readable JSON on stdout instead of tables."),

@@ -80,8 +80,9 @@ def populate(
     warmup: Annotated[
         str | None,
         typer.Option(
+            metavar="ROWS|DURATION",
             help="Leave the start out of rows/s, latencies and bytes per row: rows (10000) or "
-            "a duration with its unit (30s). Shaded on the timeline."
+            "a duration with its unit (30s). Shaded on the timeline.",
         ),
     ] = None,
     rate: Annotated[

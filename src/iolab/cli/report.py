@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 
 from iolab.cli.console import stdout as out
-from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.options import JsonOption, ReadResultsOption
 from iolab.cli.output import check_id, check_output, write_output
 from iolab.errors import BadInput
 
@@ -44,7 +44,7 @@ TargetArgument = Annotated[
 
 def report(
     target: TargetArgument,
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
     as_json: JsonOption = False,
     html: Annotated[
         Path | None,
@@ -150,7 +150,7 @@ def compare(
     ],
     b: Annotated[str, typer.Argument(help="The same, to compare against.")],
     metric: MetricOption = None,
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Two sets of runs side by side: means, the ratio in words with its 95% interval and
@@ -203,7 +203,7 @@ def export(
             "run-ID-TEST-fdatasync.hlog), into this directory.",
         ),
     ] = None,
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
 ) -> None:
     """Every run of an experiment, one row each (cell values, status, summary numbers), for
     notebooks; or with --histograms, every run's latency histograms as interval logs."""

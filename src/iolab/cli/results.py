@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from iolab.cli.console import stdout as out
-from iolab.cli.options import JsonOption, ResultsOption
+from iolab.cli.options import JsonOption, ReadResultsOption
 from iolab.cli.output import check_id
 from iolab.errors import BadInput, IolabError
 
@@ -39,10 +39,10 @@ def _run_json(r: RunRecord) -> dict[str, Any]:
 
 @app.command("list")
 def list_runs(
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
     as_json: JsonOption = False,
     limit: int = typer.Option(
-        50, "--limit", min=1, help="Show at most this many runs, newest first."
+        50, "--limit", help="Show at most this many runs (1 or more), newest first."
     ),
 ) -> None:
     """List stored runs, newest first: each run's workload, engine, layout (data directories and
@@ -53,6 +53,8 @@ def list_runs(
     from iolab.report.glance import glances, runs_table
     from iolab.store import open_store
 
+    if limit < 1:
+        raise BadInput("--limit", str(limit), "give 1 or more")
     with open_store(results, create=False) as store:
         runs = glances(store, limit)
     if as_json:
@@ -64,7 +66,7 @@ def list_runs(
 @app.command("show")
 def show(
     run_id: int = typer.Argument(..., metavar="RUN", help="Run id from `iolab results list`."),
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
     as_json: JsonOption = False,
     with_disk: Annotated[
         list[int] | None,
@@ -221,7 +223,7 @@ def log(
         "RUN` lists them). Default: the server's log, or the run's only one.",
         show_default=False,
     ),
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
 ) -> None:
     """Print a log kept with a run: the server's log of a PostgreSQL or MariaDB iolab ran,
     pgbench's or sysbench's output. SQLite and DuckDB run inside iolab, with no server log."""

@@ -10,14 +10,14 @@ import typer
 from rich.markup import escape
 
 from iolab.cli.console import stdout as out
-from iolab.cli.options import ResultsOption
+from iolab.cli.options import ReadResultsOption
 from iolab.errors import BadInput, MissingTool
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 def serve(
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
     port: Annotated[
         int, typer.Option(help="TCP port to listen on (0: any free port, printed at start).")
     ] = 8080,

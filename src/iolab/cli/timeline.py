@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from iolab.cli.console import stdout as out
-from iolab.cli.options import ResultsOption
+from iolab.cli.options import ReadResultsOption
 from iolab.cli.output import check_id, check_output, write_output
 from iolab.errors import BadInput
 
@@ -29,7 +29,7 @@ def timeline(
             "never the results database or another file.",
         ),
     ],
-    results: ResultsOption = None,
+    results: ReadResultsOption = None,
 ) -> None:
     """Draw a run's timeline: rows/s, pages allocated/s, device MB/s, I/O latency and queue
     depth per role, and CPU, on one time axis with checkpoints shaded.

@@ -36,7 +36,7 @@ TIMEOUT_HELP = "Per-query timeout: seconds or 90s, 5m. Default: 300 s."
 def tpch(
     engine: Annotated[str | None, typer.Option(help=ENGINE_HELP, show_default=False)] = None,
     sf: Annotated[
-        str, typer.Option("--sf", help="Scale factor: 1 is about 1 GB of CSV (0.01, 0.1, 1, 10).")
+        str, typer.Option("--sf", help="Scale factor: 1 is about 1 GiB of CSV (0.01, 0.1, 1, 10).")
     ] = "1",
     data_dir: Annotated[
         list[Path] | None,

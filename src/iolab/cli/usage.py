@@ -22,6 +22,7 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from iolab.config.fields import plainly
 from iolab.errors import BadInput, did_you_mean
+from iolab.vocabulary import same_idea
 
 EXTRA = re.compile(r"^Got unexpected extra argument\S* \((?P<given>.*)\)$", re.S)
 # a count written with a decimal multiple (10k, 1.5M): a count takes no unit (k is 1024 in a
@@ -38,7 +39,7 @@ def one_line(exc: click.ClickException, root: click.Command, argv: Sequence[str]
         command, words = ctx.command, _words(ctx)
     name = " ".join(words)
     if isinstance(exc, refused.NoSuchOption):
-        close = _same_idea(exc.option_name, _options(command)) or did_you_mean(
+        close = same_idea(exc.option_name, _options(command)) or did_you_mean(
             exc.option_name, _options(command)
         )
         return BadInput(name, exc.option_name, f"no such option; {close or f'see `{name} --help`'}")
@@ -76,26 +77,6 @@ def one_line(exc: click.ClickException, root: click.Command, argv: Sequence[str]
             name, extra["given"], f"extra argument{many}; {takes} (see `{name} --help`)"
         )
     return BadInput(name, " ".join(argv), exc.format_message())
-
-
-# One idea, the names other commands and tools give it: an option misspelled as another's
-# word for the same thing is pointed at this command's (`iolab populate --threads 4`: its
-# loaders are --connections).
-SAME_IDEA = (
-    ("--connections", "--threads", "--clients", "--users", "--jobs", "--workers"),
-    ("--warmup", "--rampup", "--ramp-up", "--warm-up"),
-)
-
-
-def _same_idea(given: str, options: Sequence[str]) -> str:
-    """``did you mean --connections?`` for ``--threads`` where the command has no --threads
-    but has another name of the same idea; "" otherwise."""
-    for names in SAME_IDEA:
-        if given in names:
-            here = [o for o in names if o in options]
-            if here:
-                return f"did you mean {' or '.join(here)}?"
-    return ""
 
 
 def _leaf(root: click.Command, argv: list[str]) -> tuple[click.Command, list[str], list[str]]:

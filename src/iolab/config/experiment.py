@@ -168,6 +168,7 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
             "this is a testbed file ([devices] and no [experiment]): bring its devices up with "
             f"`iolab testbed up {source}`, or give an experiment file",
         )
+    raw = _current_names(raw)
     try:
         spec = ExperimentFile.model_validate(raw)
     except ValidationError as exc:
@@ -193,6 +194,29 @@ def parse(raw: Mapping[str, Any], source: Path) -> Experiment:
     cells = expand(spec, base, model, source.parent)
     baseline = _baseline(spec, cells)
     return Experiment(source, spec, tuple(cells), baseline)
+
+
+def _current_names(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` with the workload's, the matrix's and the baseline's old keys (``rampup``) under
+    their names now (``warmup``), each said once (:mod:`iolab.vocabulary`)."""
+    from iolab.vocabulary import renamed
+
+    out = dict(raw)
+    workload = raw.get("workload")
+    if not isinstance(workload, Mapping):
+        return out
+    model = MODELS.get(str(workload.get("kind")))
+    if model is None:
+        return out
+    known = model.model_fields
+    out["workload"] = renamed(workload, known, "workload.")
+    if isinstance(raw.get("matrix"), Mapping):
+        out["matrix"] = renamed(raw["matrix"], known, "matrix.")
+    experiment = raw.get("experiment")
+    if isinstance(experiment, Mapping) and isinstance(experiment.get("baseline"), Mapping):
+        baseline = renamed(experiment["baseline"], known, "experiment.baseline.")
+        out["experiment"] = {**experiment, "baseline": baseline}
+    return out
 
 
 def _check_matrix(spec: ExperimentFile, model: type[Section]) -> None:

@@ -240,7 +240,7 @@ def cells_table(f: Findings) -> str:
 def disk_section(title: str, summaries: Sequence[DiskTestSummary]) -> str:
     """The CrystalDiskMark-like table: MB/s (median and best), IOPS, latency per test."""
     table = _table(
-        ("test", "MB/s median", "MB/s best", "IOPS", "lat mean us", "p99 us", "spread"),
+        ("test", "MB/s median", "MB/s best", "IOPS", "lat mean µs", "p99 µs", "spread"),
         (
             (
                 _e(s.test),

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from iolab.probes.data import ProbeData, Series, ordered_waits
 from iolab.probes.interface import Kind
+from iolab.units import format_bytes
 
 WAITS_SHOWN = 15
 CHECKPOINTS_SHOWN = 20
@@ -77,7 +78,7 @@ def device_table(data: ProbeData) -> Table | None:
         written = found.get("write_mbps")
         means = [number(found[n].mean) if n in found else "-" for _, n in DEVICE_COLUMNS]
         peaks = [number(found[n].peak) if n in found else "-" for _, n in DEVICE_COLUMNS]
-        total = f"{number(written.total)} MB" if written is not None else "-"
+        total = format_bytes(written.total * 1e6) if written is not None else "-"
         table.add_row(role, f"{r.device} ({kind})", "mean", *means, total)
         table.add_row("", "", "peak", *peaks, "", end_section=True)
     return table

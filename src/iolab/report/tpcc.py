@@ -9,6 +9,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from iolab.units import format_bytes
+
 TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
 
 
@@ -31,20 +33,28 @@ def summary_table(s: dict[str, Any]) -> Table:
         ("NOPM (count of orders)", f"{s['nopm_orders']:,.0f}"),
         ("TPM (database)", f"{s['tpm']:,.0f}"),
         ("TPM (client)", f"{s['tpm_client']:,.0f}"),
-        ("measured", f"{s['measured_seconds']:.1f} s after {s['rampup_seconds']:g} s rampup"),
+        (
+            "measured",
+            f"{s['measured_seconds']:.1f} s after a {_warmup(s):g} s warm-up",
+        ),
         (
             "load",
-            f"{s['data_bytes'] / 1e6:,.1f} MB in {s['load_seconds']:.1f} s "
+            f"{format_bytes(s['data_bytes'])} in {s['load_seconds']:.1f} s "
             f"({s['load_mb_per_second']:,.1f} MB/s), keys {s['index_seconds']:.1f} s",
         ),
     ]
     if s.get("on_disk_bytes") is not None:
-        rows.append(("on disk", f"{s['on_disk_bytes'] / 1e6:,.1f} MB"))
+        rows.append(("on disk", format_bytes(s["on_disk_bytes"])))
     for label, value in rows:
         if label == "TPM (database)" and s.get("tpm_source") != "database":
             continue  # the engine keeps no count of its own (SQLite)
         table.add_row(label, value)
     return table
+
+
+def _warmup(s: dict[str, Any]) -> float:
+    """The warm-up's seconds (runs stored before it was named so: rampup_seconds)."""
+    return float(s.get("warmup_seconds", s.get("rampup_seconds", 0.0)))
 
 
 def _ms(us: float | None) -> str:
@@ -53,7 +63,7 @@ def _ms(us: float | None) -> str:
 
 def transactions_table(s: dict[str, Any]) -> Table:
     table = Table(title="transactions in the measured window (latency in ms)")
-    for col in ("type", "count", "rollbacks", "retries", "p50", "p95", "p99", "max"):
+    for col in ("type", "count", "rollbacks", "retries", "p50", "p95", "p99", "p99.9", "max"):
         table.add_column(col, justify="left" if col == "type" else "right")
     for kind in TYPES:
         t = s["transactions"][kind]
@@ -62,7 +72,7 @@ def transactions_table(s: dict[str, Any]) -> Table:
             f"{t['count']:,}",
             f"{t['rollbacks']:,}",
             f"{t['retries']:,}",
-            *(_ms(t[k]) for k in ("p50_us", "p95_us", "p99_us", "max_us")),
+            *(_ms(t.get(k)) for k in ("p50_us", "p95_us", "p99_us", "p999_us", "max_us")),
         )
     return table
 

@@ -30,6 +30,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from iolab.config.fields import flag_of, plainly
@@ -100,6 +101,17 @@ class Section(BaseModel):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         HINTS.update(cls.hints)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        """A key stored under an old name (a cell's ``rampup``) read as its name now
+        (``warmup``); a file's or a flag's is said where it is read (:mod:`iolab.vocabulary`)."""
+        if not isinstance(data, Mapping):
+            return data
+        from iolab.vocabulary import renamed
+
+        return renamed(data, cls.model_fields, say=False)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -422,7 +434,11 @@ def model_of(model: type[S], params: Mapping[str, Any]) -> S:
     """The workload's options model of a cell's parameters. They were validated when the cell
     was made (from the file or the flags), so they are not checked again here: a plan of many
     cells reads no limit from /proc once per cell."""
-    return model.model_construct(**{k: v for k, v in params.items() if k in model.model_fields})
+    from iolab.vocabulary import renamed
+
+    known = model.model_fields
+    current = renamed(params, known, say=False)  # a cell stored under an old key (rampup)
+    return model.model_construct(**{k: v for k, v in current.items() if k in known})
 
 
 def command_layout(

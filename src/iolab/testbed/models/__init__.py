@@ -528,7 +528,7 @@ def describe(params: Mapping[str, Any]) -> str:
         )
     elif model == "ssd":
         text = (
-            f"ssd read {params['read_us']:g} us, write {params['write_us']:g} us, "
+            f"ssd read {params['read_us']:g} µs, write {params['write_us']:g} µs, "
             f"{params['channels']} channels, {params['mb_s']:g} MB/s, sustained write "
             f"{params['sustained_write_mb_s']:g} MB/s, {params['over_provisioning']:.0%} spare"
         )

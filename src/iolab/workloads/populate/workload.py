@@ -131,7 +131,7 @@ def _populate_judge(params: Mapping[str, Any]) -> Judged:
         insert = params.get("method", "insert") == "insert"
         per_statement = 1 if insert else params.get("batch", 100)
         commits = "transaction" if params.get("commit_every", 1) <= per_statement else "commit"
-        return Judged(f"latency.{commits}.p99_us", f"{commits} p99 us", held)
+        return Judged(f"latency.{commits}.p99_us", f"{commits} p99 µs", held)
     if duration is not None:
         return Judged("rows_per_second", "rows/s", held)
     return Judged("elapsed_seconds", "elapsed s", held)

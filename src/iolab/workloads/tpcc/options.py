@@ -20,7 +20,7 @@ MIX_HELP = (
 )
 DEFAULT_MIX = ",".join(str(spec.DEFAULT_MIX[k]) for k in spec.TRANSACTIONS)
 MAX_WAREHOUSES = 100_000
-# the longest rampup or measured window: a week (a longer one overflowed the clock's timeout
+# the longest warm-up or measured window: a week (a longer one overflowed the clock's timeout
 # after the whole load: 1000000000h)
 MAX_SECONDS = 7 * 86_400
 THINK_AND_RATE = (
@@ -69,7 +69,7 @@ class TpccWorkload(Section, Caps):
     mode: Annotated[str, AfterValidator(_mode)] = "default"  # default: the engine's
     mix: Annotated[str, BeforeValidator(_mix)] = DEFAULT_MIX
     all_warehouses: bool = False
-    rampup: Annotated[
+    warmup: Annotated[
         float, BeforeValidator(duration_check(0.0, strict=False)), AfterValidator(_at_most_a_week)
     ] = 10.0
     duration: Annotated[

@@ -64,7 +64,7 @@ class TpccOptions:
     mode: str | None = None
     mix: Mapping[str, int] = field(default_factory=lambda: dict(spec.DEFAULT_MIX))
     all_warehouses: bool = False
-    rampup: float = 10.0
+    warmup: float = 10.0
     duration: float = 60.0
     rate: float | None = None
     think: bool = False
@@ -129,9 +129,9 @@ class TpccOptions:
             )
         if sum(self.mix.values()) != 100 or any(v < 0 for v in self.mix.values()):
             raise BadInput("--mix", mix_text(self.mix), "give shares that sum to 100")
-        if not (math.isfinite(self.rampup) and 0 <= self.rampup <= MAX_SECONDS):
+        if not (math.isfinite(self.warmup) and 0 <= self.warmup <= MAX_SECONDS):
             raise BadInput(
-                "--rampup", self.rampup, f"give 0 to {MAX_SECONDS:,} seconds, e.g. 10s or 1m"
+                "--warmup", self.warmup, f"give 0 to {MAX_SECONDS:,} seconds, e.g. 10s or 1m"
             )
         if not (math.isfinite(self.duration) and 1 <= self.duration <= MAX_SECONDS):
             raise BadInput(
@@ -174,7 +174,7 @@ class TpccOptions:
             mode=self.run_mode,
             mix=dict(self.mix),
             all_warehouses=self.all_warehouses,
-            rampup=self.rampup,
+            rampup=self.warmup,  # the driver's word: TPC-C's ramp-up
             duration=self.duration,
             rate=self.rate,
             think=self.think,
@@ -196,7 +196,7 @@ class TpccOptions:
             "mode": self.run_mode,
             "mix": mix_text(self.mix),
             "all_warehouses": self.all_warehouses,
-            "rampup": self.rampup,
+            "warmup": self.warmup,
             "duration": self.duration,
             "rate": self.rate,
             "think": self.think,
@@ -224,7 +224,7 @@ def preflight(options: TpccOptions) -> list[str]:
 
 
 def run_tpcc(options: TpccOptions, outcome: RunOutcome, events: EventSink) -> None:
-    """Data, engine on the layout, load, rampup and measured window, consistency; the numbers
+    """Data, engine on the layout, load, warm-up and measured window, consistency; the numbers
     into ``outcome.summary``. A broken condition or NOPM counts apart fail the run."""
     files = data.ensure(options.warehouses, events)
     if options.dsn is not None:
@@ -396,7 +396,7 @@ def _measured(
             "mode": options.run_mode,
             "mix": dict(options.mix),
             "all_warehouses": options.all_warehouses,
-            "rampup_seconds": options.rampup,
+            "warmup_seconds": options.warmup,
             "duration_seconds": options.duration,
             "rate": options.rate,
             "think": options.think,
@@ -411,14 +411,14 @@ def _measured(
     events(
         Measured(
             "load",
-            f"{loaded.csv_bytes / 1e6:,.1f} MB in {loaded.seconds:.1f} s "
+            f"{format_bytes(loaded.csv_bytes)} in {loaded.seconds:.1f} s "
             f"({summary['load_mb_per_second']:,.1f} MB/s), keys {loaded.index_seconds:.1f} s",
         )
     )
     constants = files.constants().for_run(random.Random(f"{options.seed}:run"))
 
     def on_phase(phase: str, seconds: float) -> None:
-        what = "measuring" if phase == MEASURED else "rampup"
+        what = "measuring" if phase == MEASURED else "warm-up"
         events(Phase(f"{what}: {options.connections} users for {seconds:g} s"))
 
     probe_t0: list[float] = []

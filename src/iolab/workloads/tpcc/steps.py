@@ -11,6 +11,7 @@ from typing import Any
 
 from iolab.errors import RunFailed
 from iolab.events import EventSink, Phase
+from iolab.units import format_bytes
 from iolab.workloads.tpcc import consistency, spec
 from iolab.workloads.tpcc.data import TpccFiles
 from iolab.workloads.tpcc.dialect import Connect, TpccDialect
@@ -40,7 +41,7 @@ def load(
     finally:
         conn.close()
     total = files.total_bytes
-    events(Phase(f"loading {total / 1e6:,.1f} MB of CSV ({files.warehouses} warehouses)"))
+    events(Phase(f"loading {format_bytes(total)} of CSV ({files.warehouses} warehouses)"))
     t0 = time.perf_counter()
     dialect.load(connect, files.directory, lambda n: None)
     loaded = time.perf_counter() - t0

@@ -48,7 +48,7 @@ def tpcc_options(params: Mapping[str, Any], layout: Layout) -> TpccOptions:
         mode=None if w.mode == "default" else w.mode,
         mix=parse_mix(w.mix),
         all_warehouses=w.all_warehouses,
-        rampup=w.rampup,
+        warmup=w.warmup,
         duration=w.duration,
         rate=w.rate,
         think=w.think,
@@ -128,7 +128,7 @@ OVERHEAD_SECONDS = {"postgres": (2.5, 1.5), "mariadb": (2.0, 4.0), "sqlite": (1.
 def _estimate(params: Mapping[str, Any]) -> float:
     w = model_of(TpccWorkload, params)
     fixed, per_warehouse = OVERHEAD_SECONDS.get(w.engine, (2.0, 4.0))
-    return fixed + per_warehouse * w.warehouses + w.rampup + w.duration
+    return fixed + per_warehouse * w.warehouses + w.warmup + w.duration
 
 
 def _headline(params: Mapping[str, Any], summary: Mapping[str, Any]) -> Headline:

@@ -33,6 +33,7 @@ from iolab.probes.recorder import recording
 from iolab.probes.standard import device_deltas, role_devices, tpch_recorder
 from iolab.results import QueryResult, RunOutcome
 from iolab.system import diskstats
+from iolab.units import format_bytes
 from iolab.workloads.tpch import answers as tpch_answers
 from iolab.workloads.tpch import data as tpch_data
 from iolab.workloads.tpch import dialects
@@ -243,7 +244,7 @@ def load(
             label = f"loading MB of CSV, {rate / 1e6:,.1f} MB/s"
             events(Step(label, min(total_mb, max(1, mb)), total_mb, left))
 
-    events(Phase(f"loading {total / 1e6:,.1f} MB of CSV"))
+    events(Phase(f"loading {format_bytes(total)} of CSV"))
     dialect.load(engine.connect, files, progress)
     load_seconds = time.perf_counter() - t0
     events(Phase("building keys and indexes, gathering statistics"))
