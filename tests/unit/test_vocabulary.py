@@ -8,6 +8,7 @@ a flag added later is held to the same rules without a change here."""
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 import typer
 from rich.console import Console
 from typer import _click as click
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from iolab import vocabulary
 from iolab.cli import main
@@ -73,6 +74,37 @@ def test_a_value_is_named_by_what_it_is() -> None:
         "NAME=VALUE",
     )
     assert rows["--json"] == "Print"  # a flag: no value, its help follows
+
+
+def test_a_flag_shared_as_the_same_idea_has_one_help_text() -> None:
+    helps: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for name, command in COMMANDS:
+        for param in command.params:
+            if isinstance(param, TyperOption):
+                for flag in (o for o in param.opts if o.startswith("--")):
+                    helps[flag][param.help or ""].append(name)
+    shared = {flag: texts for flag, texts in helps.items() if sum(map(len, texts.values())) > 1}
+    differ = {
+        flag: dict(texts)
+        for flag, texts in shared.items()
+        if len(texts) > 1 and flag not in vocabulary.PER_COMMAND
+    }
+    assert differ == {}, "the same flag with two help texts: one text, or PER_COMMAND's why"
+    # the exceptions are flags two commands have, and say why
+    assert set(vocabulary.PER_COMMAND) <= set(shared)
+    assert len(helps["--results"]) == 2  # read, or written
+    for flag in ("--data-dir", "--files", "--wal-dir", "--temp-dir", "--set", "--pg-bin"):
+        assert len(helps[flag]) == 1, flag  # declared once, in cli/options.py
+        assert {c for cs in helps[flag].values() for c in cs} >= {"populate", "tpcc", "tpch"}
+
+
+def test_no_command_imports_anothers_private_names() -> None:
+    """Commands share options through cli/options.py, not one another's _private names."""
+    cli = Path(main.__file__).parent
+    private = re.compile(r"^\s*from iolab\.cli\.\w+ import .*\b_\w+", re.M)
+    found = {p.name: private.findall(p.read_text()) for p in cli.glob("*.py")}
+    assert {name: f for name, f in found.items() if f} == {}
+    assert "InnoDB" not in _text("pgbench", "--help")
 
 
 def test_the_one_map_names_each_idea_once() -> None:

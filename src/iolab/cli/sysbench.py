@@ -7,20 +7,18 @@ from typing import Annotated
 
 import typer
 
-from iolab.cli.drivers import (
+from iolab.cli.drivers import NoInitOption
+from iolab.cli.options import (
     DataDirOption,
     FilesOption,
-    NoInitOption,
+    JsonOption,
+    NoProbesOption,
     PgBinOption,
+    ResultsOption,
+    SampleIntervalOption,
     SetOption,
     TempDirOption,
     WalDirOption,
-)
-from iolab.cli.options import (
-    JsonOption,
-    NoProbesOption,
-    ResultsOption,
-    SampleIntervalOption,
     sample_interval,
 )
 
@@ -69,7 +67,7 @@ def sysbench(
     histogram, the script (text and SHA-256). See docs/drivers.md.
     """
     from iolab.cli.drivers import layout_params, run
-    from iolab.cli.populate import scratch_dir
+    from iolab.cli.options import scratch_dir
     from iolab.engines.external import parse_dsn
     from iolab.errors import BadInput
     from iolab.runner.single import command_name

