@@ -100,13 +100,15 @@ def counters_table(data: ProbeData) -> Table | None:
         table.add_column(col, justify="right" if col in ("mean", "peak", "total") else "left")
     for s in wanted:
         total = number(s.total) if s.key.kind is Kind.RATE else ""
+        # a size recorded in MB (10^6 bytes: memory, a file, a checkpoint's age) shown in MiB
+        scale, unit = (1e6 / 2**20, "MiB") if s.key.unit == "MB" else (1.0, s.key.unit)
         table.add_row(
             s.key.probe,
             s.key.name,
             s.key.subject,
-            s.key.unit,
-            number(s.mean),
-            number(s.peak),
+            unit,
+            number(s.mean * scale),
+            number(s.peak * scale),
             total,
         )
     return table
