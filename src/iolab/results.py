@@ -42,8 +42,11 @@ def content_hash(value: Any, length: int = 16) -> str:
 
 
 def cell_id(params: dict[str, Any]) -> CellId:
-    """A cell is named by a hash of its resolved configuration."""
-    return CellId(content_hash(params, 12))
+    """A cell is named by a hash of its resolved configuration, each renamed key under the
+    name it was first stored under (:func:`iolab.vocabulary.first_named`)."""
+    from iolab.vocabulary import first_named
+
+    return CellId(content_hash(first_named(params), 12))
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ class Idea:
     meaning: str
     old: tuple[str, ...] = ()  # iolab's former names: accepted, with a note
     elsewhere: tuple[str, ...] = ()  # other tools' words: pointed at, not accepted
+    # the workloads whose key was old[0] when cells were first stored: their cells' ids are
+    # computed under that name, so a stored experiment keeps its cells (:func:`first_named`)
+    first_in: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
@@ -52,6 +55,7 @@ IDEAS: tuple[Idea, ...] = (
         "(populate: rows or a duration; TPC-C: a duration, the specification's ramp-up)",
         old=("rampup",),
         elsewhere=("ramp-up", "warm-up", "ramp_up", "warm_up"),
+        first_in=("tpcc",),
     ),
     Idea(
         "duration",
@@ -132,6 +136,18 @@ def renamed(
             note(f"{where}{key}", f"{where}{new}")
         if new not in values:
             out[new] = value
+    return out
+
+
+def first_named(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A cell's parameters with each key renamed since cells were first stored under its first
+    name (a TPC-C cell's ``warmup`` as ``rampup``): what its id is a hash of, so that an
+    experiment stored before the rename resumes its cells instead of running them again."""
+    kind = params.get("kind", params.get("workload"))
+    out = dict(params)
+    for idea in IDEAS:
+        if kind in idea.first_in and idea.name in out and idea.old[0] not in out:
+            out[idea.old[0]] = out.pop(idea.name)
     return out
 
 

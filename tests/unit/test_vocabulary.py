@@ -11,6 +11,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -152,6 +153,25 @@ def test_an_old_experiment_key_still_works_and_says_so(
         "note: experiment.baseline.rampup is now experiment.baseline.warmup (the old name still "
         "works; docs/vocabulary.md)",
     ]
+
+
+def test_a_tpcc_cell_keeps_the_id_it_was_stored_under_before_the_rename(tmp_path: Path) -> None:
+    from iolab.results import content_hash
+
+    def cells(key: str, kind: str = "tpcc") -> list[Any]:
+        raw = {
+            "experiment": {"name": "ids"},
+            "workload": {"kind": kind, "engine": "sqlite", key: "3s", "duration": "5s"},
+            "layouts": {"here": {"data_dirs": ["."]}},
+        }
+        return list(parse(raw, tmp_path / "ids.toml").cells)
+
+    (old,), (new,) = cells("rampup"), cells("warmup")
+    assert old.id == new.id
+    stored = {("rampup" if k == "warmup" else k): v for k, v in new.params.items()}
+    assert new.id == content_hash(stored, 12)  # the id its cell had when it was stored
+    (populate,) = cells("warmup", "populate")  # populate's key was always warmup
+    assert populate.id == content_hash(populate.params, 12)
 
 
 def test_a_cell_stored_under_the_old_key_reads_as_the_new() -> None:

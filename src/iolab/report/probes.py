@@ -107,8 +107,8 @@ def counters_table(data: ProbeData) -> Table | None:
             s.key.name,
             s.key.subject,
             unit,
-            number(s.mean * scale),
-            number(s.peak * scale),
+            number(None if s.mean is None else s.mean * scale),
+            number(None if s.peak is None else s.peak * scale),
             total,
         )
     return table
