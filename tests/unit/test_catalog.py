@@ -71,6 +71,7 @@ def test_no_any_in_the_engine_seams() -> None:
     registry, are typed: no ``Any`` in any of their signatures."""
     import typing
 
+    from iolab import drivercore
     from iolab.engines import connection, interface
     from iolab.workloads.populate import loading
     from iolab.workloads.tpch import dialect as tpch
@@ -79,9 +80,11 @@ def test_no_any_in_the_engine_seams() -> None:
         interface.Engine,
         connection.Connection,
         loading.PopulateDialect,
+        loading.CoreInsert,
         tpch.TpchDialect,
+        drivercore.Target,
     ]
-    namespace = vars(interface) | vars(loading) | vars(tpch) | vars(connection)
+    namespace = vars(interface) | vars(loading) | vars(tpch) | vars(connection) | vars(drivercore)
     for seam in seams:
         for name, member in vars(seam).items():
             if callable(member) and not name.startswith("_"):

@@ -17,7 +17,10 @@ from iolab.latency import recording as rec
 from iolab.latency.histogram import Histogram
 from iolab.latency.recording import KIND_ORDER, LoaderClock, OpKind, Pacing
 from iolab.workloads.populate.loading import KeyKind, LoadMethod, LoadMode, LoadSpec
-from iolab.workloads.populate.native import clock_config, insert_sql, supported
+from iolab.workloads.populate.mariadb import MariaDBPopulate
+from iolab.workloads.populate.native import clock_config, supported
+from iolab.workloads.populate.postgres import PostgresPopulate
+from iolab.workloads.populate.sqlite import SQLitePopulate
 
 native = drivercore.native()
 pytestmark = pytest.mark.skipif(native is None, reason="the compiled core is not built")
@@ -192,19 +195,18 @@ def test_what_the_core_runs() -> None:
     """Client-mode INSERTs of one row on PostgreSQL and MariaDB, the statements the Python
     path prepares; multirow, COPY, server mode and SQLite stay Python."""
     spec = LoadSpec(KeyKind.RANDOM, LoadMethod.INSERT, LoadMode.CLIENT, 1, 4045)
-    assert supported("postgres", spec) and supported("mariadb", spec)
-    assert not supported("sqlite", spec)
+    pg, my = PostgresPopulate(["pg_default"], 170000), MariaDBPopulate([], 16384)
+    assert supported(pg, spec) and supported(my, spec)
+    assert not supported(SQLitePopulate(["main"], 4096), spec)
     for method in (LoadMethod.MULTIROW, LoadMethod.COPY):
-        assert not supported("postgres", LoadSpec(spec.key, method, LoadMode.CLIENT, 1, 4045))
-    assert not supported("postgres", LoadSpec(spec.key, spec.method, LoadMode.SERVER, 1, 4045))
-    assert insert_sql("postgres", KeyKind.RANDOM) == "INSERT INTO iolab_populate (id) VALUES ($1)"
-    assert insert_sql("postgres", KeyKind.SEQUENTIAL) == (
+        assert not supported(pg, LoadSpec(spec.key, method, LoadMode.CLIENT, 1, 4045))
+    assert not supported(pg, LoadSpec(spec.key, spec.method, LoadMode.SERVER, 1, 4045))
+    assert pg.core_insert(KeyKind.RANDOM) == "INSERT INTO iolab_populate (id) VALUES ($1)"
+    assert pg.core_insert(KeyKind.SEQUENTIAL) == (
         "INSERT INTO iolab_populate (payload) VALUES (DEFAULT)"
     )
-    assert insert_sql("mariadb", KeyKind.ORDERED_UUID) == (
-        "INSERT INTO iolab_populate (id) VALUES (?)"
-    )
-    assert insert_sql("mariadb", KeyKind.SEQUENTIAL) == "INSERT INTO iolab_populate () VALUES ()"
+    assert my.core_insert(KeyKind.ORDERED_UUID) == "INSERT INTO iolab_populate (id) VALUES (?)"
+    assert my.core_insert(KeyKind.SEQUENTIAL) == "INSERT INTO iolab_populate () VALUES ()"
 
 
 def test_a_server_that_is_not_there_is_one_line_per_loader() -> None:

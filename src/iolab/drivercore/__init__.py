@@ -9,6 +9,11 @@ as the fallback and the reference the core is tested against (docs/architecture.
 runs the workload, else Python), ``native`` (the compiled core or a clear error) or ``python``.
 Each run records the core that ran (:class:`Core`), which ``results show``, ``report`` and
 ``serve`` show: pip hides a skipped build, so a user would not know otherwise.
+
+What a workload hands the core of an engine is one :class:`Target`, which the engine gives
+(``Engine.core_target()``): the client library that speaks to its server, the parameters the
+core's connections are opened with, and a failed statement's message as the Python path's
+driver words it. Populate and TPC-C reach the engine through it alone.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from iolab.errors import BadInput
 
@@ -37,6 +42,27 @@ class Core:
     def record(self) -> dict[str, Any]:
         """What the run's environment keeps of it."""
         return {"driver_core": self.name, "driver_core_reason": self.reason}
+
+
+class Target(Protocol):
+    """A server as the compiled core reaches it: what an engine gives the core (its
+    ``core_target()``; None for an engine the core does not drive)."""
+
+    @property
+    def library(self) -> str:
+        """The core's client library for it: ``postgres`` (libpq) or ``mariadb`` (libmariadb)."""
+        ...
+
+    def params(self) -> dict[str, str]:
+        """What the core's connections are opened with, as the engine's own connections are (a
+        password among them, kept in memory only, never shown)."""
+        ...
+
+    def error(self, code: int | None, message: str) -> str:
+        """A statement's failure in the core (the client library's error number, None where it
+        gives none, and its message) worded as the Python path's driver words it, so that a
+        run's error line does not depend on the core."""
+        ...
 
 
 def _load() -> tuple[ModuleType | None, str]:

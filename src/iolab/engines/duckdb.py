@@ -235,6 +235,10 @@ class DuckDBEngine(Provisioned):
             self._cursors.append(cursor)
             return cursor
 
+    def core_target(self) -> None:
+        """None: the compiled driver core drives servers, not an embedded engine."""
+        return None
+
     def spaces(self) -> list[str]:
         """The catalogs (attached database files) a workload's tables go to."""
         return self.catalogs

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
+from iolab.engines.core_target import LibpqTarget, MariaDBTarget
 from iolab.engines.interface import Layout, Placement
 from iolab.errors import BadInput, IolabError, MissingTool
 from iolab.redaction import is_secret_key, redact
@@ -259,17 +260,19 @@ class ExternalPostgres(_Unmanaged):
         except psycopg.Error as exc:
             raise IolabError(f"cannot connect to {t.redacted}: {_first_line(exc)}") from None
 
-    def connect_params(self) -> dict[str, str]:
+    def core_target(self) -> LibpqTarget:
         """libpq's keywords for a connection as :meth:`connect` makes, for the compiled driver
         core (iolab.drivercore): the DSN without its password, the passwords apart (kept in
         memory only, never shown)."""
         t = self.target
         secrets = {"password": t.password, "sslpassword": t.ssl_password}
-        return {
-            "dbname": t.redacted,
-            "connect_timeout": "10",
-            **{k: v for k, v in secrets.items() if v is not None},
-        }
+        return LibpqTarget(
+            {
+                "dbname": t.redacted,
+                "connect_timeout": "10",
+                **{k: v for k, v in secrets.items() if v is not None},
+            }
+        )
 
     def provision(self) -> Placement:
         """Check that the server takes us and holds none of iolab's objects; create nothing."""
@@ -370,7 +373,7 @@ class ExternalMariaDB(_Unmanaged):
         except pymysql.MySQLError as exc:
             raise IolabError(f"cannot connect to {t.redacted}: {_first_line(exc)}") from None
 
-    def connect_params(self) -> dict[str, str]:
+    def core_target(self) -> MariaDBTarget:
         """What the compiled driver core (iolab.drivercore) connects with, as :meth:`connect`
         does (the password kept in memory only, never shown)."""
         t = self.target
@@ -388,7 +391,7 @@ class ExternalMariaDB(_Unmanaged):
         else:
             out["host"] = t.host or "localhost"
             out["port"] = str(t.port or 3306)
-        return out
+        return MariaDBTarget(out)
 
     def load_connect(self) -> Any:
         """A connection that may send the client's files (``LOAD DATA LOCAL INFILE``)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from iolab.drivercore import Target
 from iolab.engines.connection import Connection
 from iolab.errors import BadInput, IolabError, RunFailed
 from iolab.ownership import can_write, owned_name, reap, remove
@@ -103,6 +104,12 @@ class Engine(Protocol):
     def load_connect(self) -> Connection:
         """A connection for a bulk load: on MariaDB one that may send the client's files
         (``LOAD DATA LOCAL INFILE``); elsewhere the same as :meth:`connect`."""
+        ...
+
+    def core_target(self) -> Target | None:
+        """The server as the compiled driver core reaches it (its client library, connection
+        parameters and error wording: drivercore.Target); None for an engine it does not
+        drive (the embedded ones)."""
         ...
 
     def spaces(self) -> list[str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from iolab import ownership
+from iolab.engines.core_target import MariaDBTarget
 from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs
 from iolab.engines.server_process import (
     ServerUser,
@@ -528,10 +529,12 @@ class MariaDBEngine(Provisioned):
             ssl_disabled=True,
         )
 
-    def connect_params(self) -> dict[str, str]:
+    def core_target(self) -> MariaDBTarget:
         """What the compiled driver core (iolab.drivercore) connects with, as :meth:`connect`
         does: the private socket, root, no password."""
-        return {"unix_socket": str(self.socket), "user": "root", "database": DATABASE}
+        return MariaDBTarget(
+            {"unix_socket": str(self.socket), "user": "root", "database": DATABASE}
+        )
 
     def load_connect(self) -> Any:
         """A connection that may send the client's files (``LOAD DATA LOCAL INFILE``)."""

@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from iolab.engines.core_target import LibpqTarget
 from iolab.engines.interface import Layout, Placement, Provisioned, check_dirs
 from iolab.engines.server_process import (
     ServerUser,
@@ -662,13 +663,13 @@ class PostgresEngine(Provisioned):
         """A new connection to the ``iolab`` database (autocommit is the caller's choice)."""
         return self._connect(DATABASE)
 
-    def connect_params(self) -> dict[str, str]:
+    def core_target(self) -> LibpqTarget:
         """libpq's keywords for a connection as :meth:`connect` makes, for the compiled driver
         core (iolab.drivercore), which opens its own: the private socket, no password."""
         if self._run_dir is None:
             raise IolabError("the PostgreSQL engine is not provisioned")
-        return {"host": str(self._run_dir), "port": str(PORT), "dbname": DATABASE,
-                "user": self.user.name, "connect_timeout": "10"}  # fmt: skip
+        return LibpqTarget({"host": str(self._run_dir), "port": str(PORT), "dbname": DATABASE,
+                            "user": self.user.name, "connect_timeout": "10"})  # fmt: skip
 
     def spaces(self) -> list[str]:
         """The tablespaces a workload's tables go to, one per data directory."""

@@ -509,6 +509,10 @@ class SQLiteEngine(Provisioned):
                         f"SQLite would not use journal_mode {value} on {schema} (it uses {got})"
                     )
 
+    def core_target(self) -> None:
+        """None: the compiled driver core drives servers, not an embedded engine."""
+        return None
+
     def spaces(self) -> list[str]:
         """The schemas (attached database files) a workload's tables go to."""
         return self.schemas

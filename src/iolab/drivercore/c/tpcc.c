@@ -448,11 +448,10 @@ static PyObject *tpcc_connect(Tpcc *t, PyObject *unused) {
             return NULL;
         }
     }
-    if (bad >= 0) {
+    if (bad >= 0) { /* worded in Python, by the engine's target, as Populate.open()'s */
         disconnect(t);
-        if (t->engine == ENGINE_MARIADB)
-            return PyErr_Format(PyExc_ConnectionError, "(%d, '%s')", err.code, err.text);
-        return PyErr_Format(PyExc_ConnectionError, "%s", err.text);
+        if (t->engine == ENGINE_MARIADB) return Py_BuildValue("(iis)", bad, err.code, err.text);
+        return Py_BuildValue("(izs)", bad, NULL, err.text);
     }
     t->connected = 1;
     Py_RETURN_NONE;
@@ -599,7 +598,7 @@ static PyObject *tpcc_error(Tpcc *t, PyObject *unused) {
     for (int i = 0; i < t->users; i++) {
         worker *w = &t->workers[i];
         if (!w->failed) continue;
-        if (w->oom) return Py_BuildValue("(isi)", i, NULL, "out of memory for latencies");
+        if (w->oom) return Py_BuildValue("(izs)", i, NULL, "out of memory for latencies");
         if (t->engine == ENGINE_MARIADB)
             return Py_BuildValue("(iis)", i, w->error.code, w->error.text);
         return Py_BuildValue("(izs)", i, NULL, w->error.text);
@@ -657,7 +656,8 @@ static PyObject *tpcc_intervals(Tpcc *t, PyObject *unused) {
 
 static PyMethodDef tpcc_methods[] = {
     {"connect", (PyCFunction)tpcc_connect, METH_NOARGS,
-     "Open and prepare every user's connection (ConnectionError with the server's message)."},
+     "Open and prepare every user's connection: None, or the first refused user's (index, "
+     "MariaDB error number or None, message)."},
     {"sessions", (PyCFunction)tpcc_sessions, METH_NOARGS,
      "The users' server-side ids: PostgreSQL backend pids, MariaDB thread ids."},
     {"start", (PyCFunction)tpcc_start, METH_O, "Start the users; t0: perf_counter_ns()."},

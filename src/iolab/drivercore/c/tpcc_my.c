@@ -46,6 +46,11 @@ void *my_open(const db_params *p, db_error *err) {
     unsigned int timeout = 10;
     mysql_options(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
     mysql_options(m, MYSQL_SET_CHARSET_NAME, param(p, "charset") ? param(p, "charset") : "utf8mb4");
+    const char *cnf = param(p, "read_default_file");
+    if (cnf) { /* its [client] section fills in what the DSN leaves out, as PyMySQL's (populate.c) */
+        mysql_options(m, MYSQL_READ_DEFAULT_FILE, cnf);
+        mysql_options(m, MYSQL_READ_DEFAULT_GROUP, "client");
+    }
     const char *socket = param(p, "unix_socket"), *port = param(p, "port");
     if (!mysql_real_connect(m, socket ? NULL : param(p, "host"), param(p, "user"),
                             param(p, "password"), param(p, "database"),

@@ -70,7 +70,9 @@ void *pg_open(const db_params *p, db_error *err) {
                 break;
             }
     PQconninfoFree(known);
-    PGconn *conn = PQconnectdbParams(keys, values, 0);
+    /* expand_dbname: a server of the user's gives its whole DSN as dbname (the engine's
+     * core_target(), as populate.c takes it) */
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
     free(keys);
     free(values);
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from iolab.engines.external import Objects
     from iolab.engines.interface import Engine
-    from iolab.workloads.populate.loading import KeyKind, PopulateDialect
+    from iolab.workloads.populate.loading import PopulateDialect
 
 
 @dataclass(frozen=True)
@@ -43,27 +43,6 @@ def _module(name: str) -> Any:
 def dialect(engine: Engine) -> PopulateDialect:
     """The population workload's SQL for a running engine (its spaces, page size, version)."""
     found: PopulateDialect = _module(engine.name).dialect(engine)
-    return found
-
-
-class CorePart(Protocol):
-    """What an engine's part gives the compiled driver core (drivercore): the INSERT of one row
-    it prepares, in its client library's placeholders, and a failed statement's message as the
-    Python path words it."""
-
-    def core_insert(self, key: KeyKind) -> str: ...
-
-    def core_error(self, code: int, message: str) -> str: ...
-
-
-def core(name: str) -> CorePart | None:
-    """Engine ``name``'s part for the compiled core; None where the core does not load it."""
-    if name not in ENGINES:
-        return None
-    module = _module(name)
-    if not hasattr(module, "core_insert"):
-        return None
-    found: CorePart = module
     return found
 
 

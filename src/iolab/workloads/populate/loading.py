@@ -162,6 +162,15 @@ class MultiplexedLoad(Protocol):
         ...
 
 
+@runtime_checkable
+class CoreInsert(Protocol):
+    """A dialect whose client-mode INSERTs of one row the compiled driver core runs (on its
+    engine's ``core_target()``): the statement it prepares, in its client library's
+    placeholders."""
+
+    def core_insert(self, key: KeyKind) -> str: ...
+
+
 def uuid7() -> bytes:
     """A version-7 UUID (RFC 9562): 48-bit Unix milliseconds, then random bits."""
     ms = time.time_ns() // 1_000_000

@@ -117,6 +117,11 @@ class MariaDBPopulate:
         self.partition_dirs = list(partition_dirs)
         self.page_size = page_size
 
+    def core_insert(self, key: KeyKind) -> str:
+        """The INSERT of one row the compiled driver core prepares (libmariadb's ``?``
+        placeholders): the Python path's statement for one row."""
+        return _insert_sql(key, 1).replace("%s", "?")
+
     # --- the table -------------------------------------------------------------------------
 
     def payload_bytes(self) -> int:
@@ -459,14 +464,3 @@ def dialect(engine: Engine) -> MariaDBPopulate:
     finally:
         conn.close()
     return MariaDBPopulate([Path(d) for d in engine.spaces()], page_size)
-
-
-def core_insert(key: KeyKind) -> str:
-    """The INSERT of one row the compiled driver core prepares (libmariadb's ``?``
-    placeholders): the Python path's statement for one row."""
-    return _insert_sql(key, 1).replace("%s", "?")
-
-
-def core_error(code: int, message: str) -> str:
-    """A statement's failure in the core, as PyMySQL words it: ``(code, 'message')``."""
-    return str((code, message))

@@ -4,8 +4,9 @@ What the core runs: one row per INSERT (``--method insert``, ``--mode client``) 
 and MariaDB, any ``--commit-every``, every key kind, paced, stopped and timed by a C port of
 :class:`~iolab.latency.recording.LoaderClock` (``c/clock.c``). Every other spec stays Python.
 
-What crosses the boundary: in, the connection parameters the engine gives
-(``connect_params()``), the INSERT the Python path prepares, the key kind, commit_every, each
+What crosses the boundary: in, the connection parameters the engine gives (its
+``core_target()``, a :class:`~iolab.drivercore.Target`, as TPC-C's core takes them), the INSERT
+the Python path prepares (the dialect's ``core_insert``), the key kind, commit_every, each
 loader's rows and the clocks' grid, deadline, warm-up and rate (:func:`clock_config`); out,
 rows committed per loader, where a warm-up of rows ended, each loader's closed intervals as
 bucketed histograms, its seconds and its error. The core opens its own connections (one per
@@ -20,12 +21,19 @@ from __future__ import annotations
 from typing import Any
 
 from iolab import drivercore
+from iolab.drivercore import Target
 from iolab.engines.interface import Engine
 from iolab.errors import RunFailed
 from iolab.latency.histogram import Histogram
 from iolab.latency.recording import KIND_ORDER, LatencyRecording, Pacing, _grid_ns
-from iolab.workloads.populate import dialects
-from iolab.workloads.populate.loading import KeyKind, LoadMethod, LoadMode, LoadSpec
+from iolab.workloads.populate.loading import (
+    CoreInsert,
+    KeyKind,
+    LoadMethod,
+    LoadMode,
+    LoadSpec,
+    PopulateDialect,
+)
 
 KEYS = {KeyKind.SEQUENTIAL: 0, KeyKind.RANDOM: 1, KeyKind.ORDERED_UUID: 2}  # populate.c's
 # How often the driver thread reads the core's counters and intervals: each read costs the
@@ -33,11 +41,12 @@ KEYS = {KeyKind.SEQUENTIAL: 0, KeyKind.RANDOM: 1, KeyKind.ORDERED_UUID: 2}  # po
 POLL_S = 0.1
 
 
-def supported(engine: str, spec: LoadSpec) -> bool:
+def supported(dialect: PopulateDialect, spec: LoadSpec) -> bool:
     """Whether the core runs this load: client-mode INSERTs of one row, on an engine whose part
-    of the workload gives the core its statement (dialects.core: PostgreSQL, MariaDB)."""
+    of the workload gives the core its statement (a :class:`CoreInsert`: PostgreSQL, MariaDB;
+    their engines give the core a target)."""
     return (
-        dialects.core(engine) is not None
+        isinstance(dialect, CoreInsert)
         and spec.mode is LoadMode.CLIENT
         and spec.method is LoadMethod.INSERT
     )
@@ -57,21 +66,12 @@ def clock_config(pacing: Pacing, loaders: int, timed: bool) -> ClockConfig:
     return (step, fine_steps, ratio, deadline, warm, bool(pacing.warmup_rows), rate, loaders, timed)
 
 
-def insert_sql(engine: str, key: KeyKind) -> str:
-    """The INSERT of one row the Python path prepares, in the client library's placeholders."""
-    part = dialects.core(engine)
-    if part is None:
-        raise RunFailed(f"the compiled driver core does not load {engine}")
-    return part.core_insert(key)
-
-
 class CoreError(Exception):
     """A loader's statement failed in the core: the message the Python path's driver gives
-    (PyMySQL's ``(code, 'message')``, psycopg's message), as the engine's part words it."""
+    (PyMySQL's ``(code, 'message')``, psycopg's message), as the engine's target words it."""
 
-    def __init__(self, engine: str, code: int, message: str) -> None:
-        part = dialects.core(engine)
-        super().__init__(message if part is None else part.core_error(code, message))
+    def __init__(self, target: Target, code: int, message: str) -> None:
+        super().__init__(target.error(code, message))
 
 
 class NativeLoad:
@@ -79,17 +79,19 @@ class NativeLoad:
     driver thread polls :meth:`progress` and :meth:`collect` until :meth:`wait` says all ended;
     :meth:`join` gives each loader's seconds and error; :meth:`close` always."""
 
-    def __init__(self, engine: Engine, spec: LoadSpec, counts: list[int], latency: LatencyRecording,
-                 warmup_rows: int | None) -> None:  # fmt: skip
+    def __init__(self, engine: Engine, dialect: PopulateDialect, spec: LoadSpec, counts: list[int],
+                 latency: LatencyRecording, warmup_rows: int | None) -> None:  # fmt: skip
         module = drivercore.native()
         if module is None:
             raise RunFailed(f"the compiled driver core is {drivercore.missing()}")
-        self.engine = engine.name
-        params: dict[str, str] = engine.connect_params()  # type: ignore[attr-defined]
+        target = engine.core_target()
+        if target is None or not isinstance(dialect, CoreInsert):
+            raise RunFailed(f"the compiled driver core does not load {engine.title}")
+        self.target = target
         self.core: Any = module.Populate(
-            engine.name,
-            params,
-            insert_sql(engine.name, spec.key),
+            target.library,
+            target.params(),
+            dialect.core_insert(spec.key),
             KEYS[spec.key],
             spec.commit_every,
             list(counts),
@@ -102,7 +104,7 @@ class NativeLoad:
         failed = self.core.open()
         if failed is not None:
             index, code, message = failed
-            error = CoreError(self.engine, code, message)
+            error = CoreError(self.target, code, message)
             raise RunFailed(f"loader {index} could not connect: {error}")
 
     def sessions(self) -> list[int]:
@@ -150,7 +152,7 @@ class NativeLoad:
     def join(self) -> list[tuple[float | None, CoreError | None]]:
         """Each loader's seconds from t0 to its last row (None: stopped) and its error."""
         return [
-            (seconds, None if error is None else CoreError(self.engine, *error))
+            (seconds, None if error is None else CoreError(self.target, *error))
             for seconds, error in self.core.join()
         ]
 

@@ -265,6 +265,11 @@ class PostgresPopulate:
     def payload_bytes(self) -> int:
         return payload_width(self.page_size)
 
+    def core_insert(self, key: KeyKind) -> str:
+        """The INSERT of one row the compiled driver core prepares (libpq's ``$n`` placeholders):
+        the statement :meth:`load_multiplexed` prepares for one row."""
+        return _insert_statement(1, key is not KeyKind.SEQUENTIAL, "$")
+
     # -- the table -------------------------------------------------------------------------------
 
     def create_table(self, conn: psycopg.Connection[Any], spec: LoadSpec) -> None:
@@ -813,14 +818,3 @@ def dialect(engine: Engine) -> PostgresPopulate:
         conn.close()
     assert row is not None
     return PostgresPopulate(engine.spaces(), int(row[0]), page_size=int(row[1]))
-
-
-def core_insert(key: KeyKind) -> str:
-    """The INSERT of one row the compiled driver core prepares (libpq's ``$n`` placeholders):
-    the statement :meth:`PostgresPopulate.load_multiplexed` prepares for one row."""
-    return _insert_statement(1, key is not KeyKind.SEQUENTIAL, "$")
-
-
-def core_error(code: int, message: str) -> str:
-    """A statement's failure in the core, as psycopg words it: the server's message."""
-    return message

@@ -624,7 +624,7 @@ def load_and_measure(
     timed = options.record_latency and options.mode is LoadMode.CLIENT
     latency = LatencyRecording(options.connections, pacing, timed=timed)
     core = drivercore.choose(
-        core_populate.supported(options.engine, spec),
+        core_populate.supported(dialect, spec),
         "populate's client mode with --method insert on postgres or mariadb",
     )
     outcome.summary.update(core.record())
@@ -683,7 +683,9 @@ def _load(
         events(Phase(f"opening {options.connections} loader connections"))
         shares = split(rows, options.connections) if fixed else [UNLIMITED] * options.connections
         if core.name == drivercore.NATIVE:
-            native = core_populate.NativeLoad(engine, spec, shares, latency, options.warmup_rows)
+            native = core_populate.NativeLoad(
+                engine, dialect, spec, shares, latency, options.warmup_rows
+            )
             native.open()  # each loader's connection, session and INSERT, in the core
             loaders = [_Loader(i, n, None) for i, n in enumerate(shares)]
         for i, n in enumerate(shares if native is None else []):

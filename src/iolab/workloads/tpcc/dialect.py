@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from iolab.drivercore import Target
 from iolab.workloads.parallel import Chunk
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.transactions import Input
@@ -24,6 +25,9 @@ class TpccDialect(Protocol):
     title: str
     modes: tuple[str, ...]  # the modes it runs; the first is its default
     for_update: str
+    # the engine's server as the compiled core reaches it (its core_target()): the core runs
+    # server mode there; None where it does not (SQLite)
+    core: Target | None
 
     def q(self, sql: str) -> str: ...
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from iolab import drivercore
-from iolab.drivercore import Core
+from iolab.drivercore import Core, Target
 from iolab.errors import RunFailed
 from iolab.latency.histogram import Histogram
 from iolab.latency.recording import Interval, OpKind, merged_by_kind
@@ -445,15 +445,15 @@ class Live:
 
 def choose_core(dialect: TpccDialect, options: DriverOptions) -> Core:
     """The compiled core runs server mode without think times on the engines whose dialect
-    gives it a connection (``core_engine``); everything else stays on the Python path."""
-    engine = getattr(dialect, "core_engine", None)
+    gives it a target (``core``); everything else stays on the Python path."""
     if options.mode != SERVER:
         what = f"TPC-C's {options.mode} mode"
     elif options.think:
         what = "TPC-C with --think"
     else:
         what = f"TPC-C on {dialect.title}"
-    return drivercore.choose(options.mode == SERVER and not options.think and bool(engine), what)
+    runs = options.mode == SERVER and not options.think and dialect.core is not None
+    return drivercore.choose(runs, what)
 
 
 # the compiled core's phases (tpcc.c)
@@ -470,17 +470,19 @@ def _drive_native(
     around: Callable[[list[Any], Live], AbstractContextManager[object]] | None,
 ) -> DriveResult:
     """:func:`drive` on the compiled core: the users are its threads, each with its own
-    connection opened from the monitor's parameters and the generator state a Python user of
-    the same index would have; the edges of the window are read here as on the Python path."""
-    module = drivercore.native()
+    connection opened from the engine's target (as populate's loaders) and the generator state
+    a Python user of the same index would have; the edges of the window are read here as on
+    the Python path."""
+    module, target = drivercore.native(), dialect.core
     assert module is not None  # choose() said native
+    assert target is not None
     monitor = connect()
     users: Any = None
     outer = ExitStack()
     try:
         users = module.Tpcc(
-            engine=getattr(dialect, "core_engine"),  # noqa: B009 (not on the protocol)
-            params=getattr(dialect, "core_connection")(monitor),  # noqa: B009
+            engine=target.library,
+            params=target.params(),
             mix=tuple(options.mix.get(k, 0) for k in spec.TRANSACTIONS),
             warehouses=options.warehouses,
             all_warehouses=options.all_warehouses,
@@ -492,12 +494,13 @@ def _drive_native(
             ],
             constants=(constants.c_last, constants.c_id, constants.ol_i_id),
         )
-        try:
-            users.connect()
-        except ConnectionError as exc:
+        refused = users.connect()
+        if refused is not None:
+            _, code, text = refused
             raise RunFailed(
-                f"{dialect.title} refused a connection during the TPC-C run: {exc}"
-            ) from None
+                f"{dialect.title} refused a connection during the TPC-C run: "
+                f"{target.error(code, text)}"
+            )
         sessions: list[int] = users.sessions()
         if around is not None:
             outer.enter_context(around(list(sessions), Live(users.live)))
@@ -506,12 +509,12 @@ def _drive_native(
         if on_phase is not None:
             on_phase(RAMPUP, options.rampup)
         users.wait(options.rampup)
-        _check_native(dialect, users)
+        _check_native(target, users)
         start, _ = _native_edge(dialect, users, monitor, sessions, MEASURED)
         if on_phase is not None:
             on_phase(MEASURED, options.duration)
         users.wait(options.duration)
-        _check_native(dialect, users)
+        _check_native(target, users)
         end, flushes = _native_edge(dialect, users, monitor, sessions, DONE)
     finally:
         if users is not None:
@@ -522,7 +525,7 @@ def _drive_native(
         if users is not None:
             users.disconnect()
         monitor.close()
-    _check_native(dialect, users)
+    _check_native(target, users)
     counts = {kind: TypeCounts() for kind in spec.TRANSACTIONS}
     for per_user in users.counts():
         for kind, (commits, rollbacks, retries) in zip(spec.TRANSACTIONS, per_user, strict=True):
@@ -560,14 +563,13 @@ def _native_edge(
     return found, flushes
 
 
-def _check_native(dialect: TpccDialect, users: Any) -> None:
-    """A failed user's error as :func:`_check` words the Python drivers' (MariaDB's as
-    PyMySQL's: ``(1213, '...')``)."""
+def _check_native(target: Target, users: Any) -> None:
+    """A failed user's error as :func:`_check` words the Python drivers' (the target words it:
+    MariaDB's as PyMySQL's, ``(1213, '...')``)."""
     found = users.error()
     if found is not None:
         index, code, text = found
-        said = str((code, text)) if code is not None else text
-        raise RunFailed(f"virtual user {index + 1}: {said}")
+        raise RunFailed(f"virtual user {index + 1}: {target.error(code, text)}")
 
 
 def _intervals(users: list[_User], options: DriverOptions) -> list[Interval]:

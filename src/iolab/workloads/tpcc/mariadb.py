@@ -29,11 +29,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from iolab.drivercore import Target
 from iolab.engines import catalog
 from iolab.engines.external import Objects
 from iolab.engines.innodb import checkpoint, sql_string
 from iolab.engines.interface import Engine
-from iolab.errors import RunFailed
 from iolab.workloads.parallel import run_parallel
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.dialect import Connect, Progress, distribute
@@ -225,11 +225,16 @@ def _column_type(sql_type: str) -> str:
 
 class MariaDBTpcc:
     title = TITLE
-    core_engine = "mariadb"  # the compiled core runs its server mode (driver.py)
     modes: tuple[str, ...] = (SERVER, CLIENT)
     for_update = " FOR UPDATE"
 
-    def __init__(self, data_dirs: list[Path], loader_connect: Connect, loaders: int = 2) -> None:
+    def __init__(
+        self,
+        data_dirs: list[Path],
+        loader_connect: Connect,
+        loaders: int = 2,
+        core: Target | None = None,
+    ) -> None:
         self.places: dict[str, Path | None] = (
             distribute(list(spec.TABLES), list(data_dirs))
             if data_dirs
@@ -237,6 +242,7 @@ class MariaDBTpcc:
         )
         self.loader_connect = loader_connect
         self.loaders = loaders
+        self.core = core  # the compiled core runs its server mode on it (driver.py)
 
     def q(self, sql: str) -> str:
         return sql
@@ -311,31 +317,6 @@ class MariaDBTpcc:
 
     def prepare(self, conn: Any, mode: str) -> None:
         conn.autocommit(False)
-
-    def core_connection(self, conn: Any) -> dict[str, str]:
-        """What PyMySQL's ``conn`` was opened with (a DSN and ``~/.my.cnf`` read), for the
-        compiled core's users: socket or host and port, user, password, database, charset.
-        A TLS the DSN requires is refused: the core does not set it up (PyMySQL's preferred
-        TLS, when nothing asks for it, is not required)."""
-        if getattr(conn, "_ssl_required", False):
-            raise RunFailed(
-                "the compiled driver core does not connect to MariaDB over TLS: give "
-                "IOLAB_DRIVER_CORE=python"
-            )
-
-        def text(value: Any) -> str:
-            return value.decode() if isinstance(value, bytes) else str(value)
-
-        found = {
-            "host": conn.host,
-            "port": conn.port,
-            "user": conn.user,
-            "password": conn.password,
-            "database": conn.db,
-            "unix_socket": conn.unix_socket,
-            "charset": conn.charset,
-        }
-        return {k: text(v) for k, v in found.items() if v not in (None, b"", "")}
 
     def begin(self, conn: Any, write: bool) -> None:
         pass  # InnoDB opens a transaction at the first statement
@@ -453,4 +434,6 @@ def _autocommit(connect: Connect) -> Connect:
 
 def dialect(engine: Engine, loaders: int) -> MariaDBTpcc:
     """TPC-C's SQL for a running server's data directories."""
-    return MariaDBTpcc([Path(d) for d in engine.spaces()], engine.load_connect, loaders)
+    return MariaDBTpcc(
+        [Path(d) for d in engine.spaces()], engine.load_connect, loaders, engine.core_target()
+    )

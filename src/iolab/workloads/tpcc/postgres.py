@@ -24,6 +24,7 @@ from typing import Any
 
 from psycopg import errors, pq
 
+from iolab.drivercore import Target
 from iolab.engines.external import Objects
 from iolab.engines.interface import Engine
 from iolab.engines.rights import may_checkpoint
@@ -246,13 +247,15 @@ def lost_reason(message: str) -> str:
 
 class PostgresTpcc:
     title = TITLE
-    core_engine = "postgres"  # the compiled core runs its server mode (driver.py)
     modes: tuple[str, ...] = (SERVER, CLIENT)
     for_update = " FOR UPDATE"
 
-    def __init__(self, tablespaces: list[str], loaders: int = 2) -> None:
+    def __init__(
+        self, tablespaces: list[str], loaders: int = 2, core: Target | None = None
+    ) -> None:
         self.places: dict[str, str] = distribute(list(spec.TABLES), tablespaces)
         self.loaders = loaders
+        self.core = core  # the compiled core runs its server mode on it (driver.py)
 
     def q(self, sql: str) -> str:
         return sql
@@ -318,11 +321,6 @@ class PostgresTpcc:
         if mode == SERVER:
             for name, text in CALLS.items():
                 _check(conn, conn.pgconn.prepare(name, text))
-
-    def core_connection(self, conn: Any) -> dict[str, str]:
-        """The libpq keywords ``conn`` was opened with, for the compiled core's users (its
-        password among them when it has one: kept in memory, never shown)."""
-        return {o.keyword.decode(): o.val.decode() for o in conn.pgconn.info if o.val is not None}
 
     def begin(self, conn: Any, write: bool) -> None:
         pass  # psycopg opens a transaction at the first statement
@@ -421,4 +419,4 @@ def _autocommit(connect: Connect) -> Connect:
 
 def dialect(engine: Engine, loaders: int) -> PostgresTpcc:
     """TPC-C's SQL for a running server's tablespaces."""
-    return PostgresTpcc(engine.spaces(), loaders)
+    return PostgresTpcc(engine.spaces(), loaders, engine.core_target())

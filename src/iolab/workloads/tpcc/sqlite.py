@@ -21,6 +21,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from iolab.drivercore import Target
 from iolab.engines.interface import Engine
 from iolab.workloads.tpcc import spec
 from iolab.workloads.tpcc.dialect import Connect, Progress, distribute
@@ -34,6 +35,7 @@ class SQLiteTpcc:
     title = TITLE
     modes: tuple[str, ...] = (CLIENT,)
     for_update = ""
+    core: Target | None = None  # the compiled core drives servers only
 
     def __init__(self, schemas: list[str]) -> None:
         self.places: dict[str, str] = distribute(list(spec.TABLES), schemas or ["main"])
