@@ -33,7 +33,7 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from iolab import drivercore
 from iolab.drivercore import Core, Target
@@ -46,10 +46,14 @@ from iolab.workloads.tpcc.modes import SERVER
 from iolab.workloads.tpcc.spec import Constants, RunRandom
 from iolab.workloads.tpcc.transactions import WRITES, UserRollback, draw, run_client
 
+if TYPE_CHECKING:
+    from iolab.drivercore._native import Tpcc
+
 INPUTS_AHEAD = 64  # transactions whose inputs a user draws at a time
 MAX_RETRIES = 100  # of one transaction; more is a livelock, reported as an error
 STOP_TIMEOUT = 60.0
 RAMPUP, MEASURED, DONE = "rampup", "measured", "done"
+PHASES = (RAMPUP, MEASURED, DONE)  # as the compiled core numbers them (tpcc.c)
 
 
 @dataclass(frozen=True)
@@ -404,12 +408,13 @@ def drive(
             on_phase(RAMPUP, options.rampup)
         shared.failed.wait(options.rampup)
         _check(users)
-        start, _ = _edge(dialect, shared, users, monitor, MEASURED)
+        held = _PythonUsers(dialect, shared, users)
+        start, _ = _edge(dialect, held, monitor, [u.conn for u in users], MEASURED)
         if on_phase is not None:
             on_phase(MEASURED, options.duration)
         shared.failed.wait(options.duration)
         _check(users)
-        end, flushes = _edge(dialect, shared, users, monitor, DONE)
+        end, flushes = _edge(dialect, held, monitor, [u.conn for u in users], DONE)
     finally:
         shared.stop.set()
         shared.gate.stop()
@@ -456,10 +461,6 @@ def choose_core(dialect: TpccDialect, options: DriverOptions) -> Core:
     return drivercore.choose(runs, what)
 
 
-# the compiled core's phases (tpcc.c)
-_PHASES = {RAMPUP: 0, MEASURED: 1, DONE: 2}
-
-
 def _drive_native(
     dialect: TpccDialect,
     connect: Connect,
@@ -477,7 +478,7 @@ def _drive_native(
     assert module is not None  # choose() said native
     assert target is not None
     monitor = connect()
-    users: Any = None
+    users: Tpcc | None = None
     outer = ExitStack()
     try:
         users = module.Tpcc(
@@ -510,12 +511,12 @@ def _drive_native(
             on_phase(RAMPUP, options.rampup)
         users.wait(options.rampup)
         _check_native(target, users)
-        start, _ = _native_edge(dialect, users, monitor, sessions, MEASURED)
+        start, _ = _edge(dialect, users, monitor, sessions, MEASURED)
         if on_phase is not None:
             on_phase(MEASURED, options.duration)
         users.wait(options.duration)
         _check_native(target, users)
-        end, flushes = _native_edge(dialect, users, monitor, sessions, DONE)
+        end, flushes = _edge(dialect, users, monitor, sessions, DONE)
     finally:
         if users is not None:
             users.stop()
@@ -548,21 +549,6 @@ def _drive_native(
     return DriveResult(t0_ns / 1e9, start, end, counts, flushes, intervals, core)
 
 
-def _native_edge(
-    dialect: TpccDialect, users: Any, monitor: Any, sessions: list[int], phase: str
-) -> tuple[Snapshot, int]:
-    """:func:`_edge` on the compiled core's users."""
-    users.close()
-    try:
-        flushes: int = users.flush_counter()
-        found = snapshot(dialect, monitor, sessions)
-        users.set_phase(_PHASES[phase])
-    finally:
-        if phase != DONE:
-            users.open()
-    return found, flushes
-
-
 def _check_native(target: Target, users: Any) -> None:
     """A failed user's error as :func:`_check` words the Python drivers' (the target words it:
     MariaDB's as PyMySQL's, ``(1213, '...')``)."""
@@ -585,18 +571,58 @@ def _intervals(users: list[_User], options: DriverOptions) -> list[Interval]:
     return out
 
 
+class Held(Protocol):
+    """The users as the window's edge holds them, on either core: the Python path's
+    (:class:`_PythonUsers`) or the compiled core's (``_native.Tpcc``, which has these calls)."""
+
+    def close(self) -> None:
+        """Return once no user is inside a transaction; none enters until :meth:`open`."""
+        ...
+
+    def open(self) -> None: ...
+
+    def flush_counter(self) -> int:
+        """Make every user's ended transactions visible to the engine's counter; the
+        transactions the flushes themselves added."""
+        ...
+
+    def set_phase(self, phase: int, /) -> None:
+        """The phase (``PHASES.index``) the transactions that start from now on count in."""
+        ...
+
+
+class _PythonUsers:
+    """The Python path's users as :class:`Held`: their gate, counter flushes and phase."""
+
+    def __init__(self, dialect: TpccDialect, shared: _Shared, users: list[_User]) -> None:
+        self._dialect, self._shared, self._users = dialect, shared, users
+
+    def close(self) -> None:
+        self._shared.gate.close()
+
+    def open(self) -> None:
+        self._shared.gate.open()
+
+    def flush_counter(self) -> int:
+        return sum(self._dialect.flush_counter(u.conn) for u in self._users)
+
+    def set_phase(self, phase: int, /) -> None:
+        self._shared.phase = PHASES[phase]
+
+
 def _edge(
-    dialect: TpccDialect, shared: _Shared, users: list[_User], monitor: Any, phase: str
+    dialect: TpccDialect, users: Held, monitor: Any, sessions: Sequence[Any], phase: str
 ) -> tuple[Snapshot, int]:
-    """Hold the users between transactions, flush their counts, read the database, go on."""
-    shared.gate.close()
+    """Hold the users between transactions, flush their counts, read the database, go on
+    (on either core: ``sessions`` are the users' connections or server-side ids)."""
+    users.close()
     try:
-        flushes = sum(dialect.flush_counter(u.conn) for u in users)
-        found = snapshot(dialect, monitor, [u.conn for u in users])
-        shared.phase = phase
+        flushes = users.flush_counter()
+        found = snapshot(dialect, monitor, sessions)
+        users.set_phase(PHASES.index(phase))
     finally:
         if phase != DONE:
-            shared.gate.open()
+            users.open()
     return found, flushes
 
 
