@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from compare import json_number, mark, ratio, spread
+from compare import json_number, mark, ratio, round_ratios, spread
 
 RATIO_TARGET = 0.99  # rows/s capped at least this fraction of rows/s free
 CAPPED, FREE = "capped", "free"
@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
                     args.rows, args.connections, caps if side == CAPPED else [], results, args.mode
                 )
                 samples[side].append(got)
-    paired = [ratio(a, b) for a, b in zip(samples[CAPPED], samples[FREE], strict=True)]
+    paired = round_ratios(samples[CAPPED], samples[FREE])
     med = {side: statistics.median(v) for side, v in samples.items()}
     whole = ratio(med[CAPPED], med[FREE])
     doc: dict[str, Any] = {

@@ -48,20 +48,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from compare import json_number, mark, ratio
+from compare import json_number, mark, ratio, round_ratios
 from driver_core import ThreadCpu, core_env, median_of, parse_cores
+from harness import load_average, machine, one_line, scratch_dir
 from iolab.drivercore import NATIVE
 from iolab.engines.interface import Engine, Layout, running
 from iolab.engines.mariadb import MariaDBEngine
@@ -171,6 +168,7 @@ def per_cpu_second(r: dict[str, Any]) -> float:
     return ratio(float(r["transactions"]), float(r["cpu_seconds"]))
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="transactions per client-CPU-second on no-op TPC-C routines: iolab vs peer"
@@ -185,19 +183,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     peer = PEERS[args.engine]
-    base: Path | None = None
     samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    cores = parse_cores(args.cores)
+    core_of = {f"iolab {k}": k for k in cores}
     try:
-        cores = parse_cores(args.cores)
-        core_of = {f"iolab {k}": k for k in cores}
-        try:
-            counts = [int(u) for u in args.users.split(",")]
-        except ValueError:
-            raise BadInput("--users", args.users, "give whole numbers, comma separated") from None
-        if min([args.duration, args.rounds, *counts]) < 1:
-            raise BadInput("--users/--duration/--rounds", 0, "give 1 or more")
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-ceiling-", dir="/var/tmp"))
-        base.chmod(0o755)
+        counts = [int(u) for u in args.users.split(",")]
+    except ValueError:
+        raise BadInput("--users", args.users, "give whole numbers, comma separated") from None
+    if min([args.duration, args.rounds, *counts]) < 1:
+        raise BadInput("--users/--duration/--rounds", 0, "give 1 or more")
+    with scratch_dir("iolab-bench-ceiling-") as base:
         layout = Layout(data_dirs=(base,), settings={"max_connections": "100"})
         engine: Engine = (
             PostgresEngine(layout) if args.engine == "postgres" else MariaDBEngine(layout)
@@ -241,16 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             f"{per_cpu_second(got):,.0f} per CPU-s{extra}"
                         )
             version = engine.version()
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
-    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    load = load_average()
     doc: dict[str, Any] = {
         "engine": version,
         "peer": peer,
@@ -270,10 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "per_cpu_second_rounds": [json_number(per_cpu_second(r)) for r in runs],
             }
             if side != peer:
-                pairs = [
-                    ratio(per_cpu_second(a), per_cpu_second(b))
-                    for a, b in zip(runs, by_side[peer], strict=True)
-                ]
+                pairs = round_ratios(
+                    [per_cpu_second(r) for r in runs], [per_cpu_second(r) for r in by_side[peer]]
+                )
                 paired = median_of(pairs)
                 entry[side] |= {
                     "driver_core": sorted({r["core"] for r in runs}),
@@ -298,8 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(
         f"The client's ceiling · {version} · no-op routines · against {peer} · "
-        f"{args.duration} s runs · {args.rounds} rounds · {os.cpu_count()} CPUs · load average "
-        f"{load} at the end\n"
+        f"{args.duration} s runs · {args.rounds} rounds · {machine()} at the end\n"
     )
     cols = "users", "side", "transactions", "client CPU s", "tx per CPU-s", "in window", "GIL held"
     row = "{:>5} {:<13} {:>12} {:>12} {:>12} {:>9} {:>8}  {}"

@@ -11,6 +11,12 @@ def ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
 
+def round_ratios(ours: Sequence[float], theirs: Sequence[float]) -> list[float]:
+    """Round by round, ours / theirs: the ratios a side-by-side bench judges by their median
+    (the two sides of a round ran in the same minute, so the machine's drift cancels)."""
+    return [ratio(a, b) for a, b in zip(ours, theirs, strict=True)]
+
+
 def spread(values: Sequence[float]) -> float:
     """(max - min) / median: how much the rounds of one side disagree."""
     mid = statistics.median(values)

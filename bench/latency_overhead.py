@@ -20,7 +20,8 @@ import sys
 from collections.abc import Sequence
 
 from compare import mark
-from iolab.errors import BadInput, IolabError
+from harness import one_line
+from iolab.errors import BadInput
 from probe_overhead import measure, render
 
 
@@ -34,23 +35,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        if args.engine not in ("postgres", "mariadb"):
-            raise BadInput.choice("--engine", args.engine, ("postgres", "mariadb"))
-        counts = [int(c) for c in args.connections.split(",") if c.strip().isdigit()]
-        if not counts or min(counts) < 1 or args.rows < max(counts):
-            raise BadInput("--connections", args.connections, "give counts from 1 to --rows")
-        if args.rounds < 1:
-            raise BadInput("--rounds", args.rounds, "give at least 1 round")
-        found = [measure(args.engine, args.rows, c, args.rounds, 1.0, "latency") for c in counts]
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
+    if args.engine not in ("postgres", "mariadb"):
+        raise BadInput.choice("--engine", args.engine, ("postgres", "mariadb"))
+    counts = [int(c) for c in args.connections.split(",") if c.strip().isdigit()]
+    if not counts or min(counts) < 1 or args.rows < max(counts):
+        raise BadInput("--connections", args.connections, "give counts from 1 to --rows")
+    if args.rounds < 1:
+        raise BadInput("--rounds", args.rounds, "give at least 1 round")
+    found = [measure(args.engine, args.rows, c, args.rounds, 1.0, "latency") for c in counts]
     if args.json:
         doc = {
             "engine_version": found[0][1],

@@ -27,20 +27,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from compare import json_number, mark, ratio
+from harness import machine, one_line, scratch_dir
 from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import PostgresEngine
-from iolab.errors import BadInput, IolabError, RunFailed
+from iolab.errors import BadInput, RunFailed
 from iolab.events import discard
 from iolab.latency.histogram import Histogram
 from iolab.results import RunOutcome, RunStatus
@@ -199,6 +197,7 @@ def render(results: Sequence[Comparison], header: str) -> str:
     return "\n".join(lines)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="iolab's latency vs pgbench's, same load")
     parser.add_argument("--rows", type=int, default=20000, help="rows per load (20000)")
@@ -206,15 +205,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per count (3)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    base: Path | None = None
-    try:
-        connections = parse_connections(args.connections)
-        if args.rounds < 1:
-            raise BadInput("--rounds", args.rounds, "give at least 1 round")
-        if args.rows < max(connections):
-            raise BadInput("--rows", args.rows, "give at least one row per connection")
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
-        base.chmod(0o755)  # the server user must reach its directories inside
+    connections = parse_connections(args.connections)
+    if args.rounds < 1:
+        raise BadInput("--rounds", args.rounds, "give at least 1 round")
+    if args.rows < max(connections):
+        raise BadInput("--rows", args.rows, "give at least one row per connection")
+    with scratch_dir() as base:
         layout = Layout(data_dirs=(base,), settings={"max_connections": str(MAX_CONNECTIONS)})
         engine = PostgresEngine(layout)
         progress(f"starting PostgreSQL in {base}")
@@ -222,18 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             results, version = measure(
                 engine, placement, layout, base, args.rows, connections, args.rounds
             )
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
     header = (
         f"iolab latency vs pgbench · {version} · one row per 8K page, one row per transaction · "
-        f"{args.rounds} rounds · {os.cpu_count()} CPUs"
+        f"{args.rounds} rounds · {machine()}"
     )
     if args.json:
         doc = {"engine": version, "results": [r.as_json() for r in results]}

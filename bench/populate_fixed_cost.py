@@ -40,20 +40,19 @@ import json
 import os
 import re
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import iolab
+from harness import load_average, machine, one_line, scratch_dir
 from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
-from iolab.errors import BadInput, IolabError, RunFailed
+from iolab.errors import BadInput, RunFailed
 
 TARGET = 0.5  # seconds: the whole process's wall time minus the load's own elapsed time
 COMMAND_TIMEOUT = 600.0
@@ -313,10 +312,9 @@ def measure(trees: list[Tree], engine: PostgresEngine, base: Path, rows: int, re
 
 
 def report(trees: list[Tree], rows: int, repeats: int) -> str:
-    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     lines = [
         f"iolab populate --dsn: fixed cost outside the load · {rows} rows, 1 connection · "
-        f"{repeats} runs per tree, alternating · {os.cpu_count()} CPUs · load average {load} "
+        f"{repeats} runs per tree, alternating · {machine()} "
         f"at the end · {time.strftime('%Y-%m-%d %H:%M')}",
     ]
     for tree in trees:
@@ -353,45 +351,30 @@ def progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     default_src = Path(iolab.__file__).resolve().parents[1]
-    try:
-        if args.rows < 1:
-            raise BadInput("--rows", args.rows, "give at least 1 row")
-        if args.repeats < 1:
-            raise BadInput("--repeats", args.repeats, "give at least 1 run")
-        srcs = [p.resolve() for p in args.src or [default_src]]
-        for src in srcs:
-            if not (src / "iolab" / "__init__.py").is_file():
-                raise BadInput("--src", str(src), "give a directory that holds iolab/")
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    if args.rows < 1:
+        raise BadInput("--rows", args.rows, "give at least 1 row")
+    if args.repeats < 1:
+        raise BadInput("--repeats", args.repeats, "give at least 1 run")
+    srcs = [p.resolve() for p in args.src or [default_src]]
+    for src in srcs:
+        if not (src / "iolab" / "__init__.py").is_file():
+            raise BadInput("--src", str(src), "give a directory that holds iolab/")
     trees = [Tree(src) for src in srcs]
-    base: Path | None = None
-    try:
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
-        base.chmod(0o755)  # the server user must reach its directories inside
+    with scratch_dir() as base:
         engine = PostgresEngine(Layout(data_dirs=(base,)))
         progress(f"starting PostgreSQL in {base}")
         with running(engine):
             measure(trees, engine, base, args.rows, args.repeats)
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
     if args.json:
         doc = {
             "rows": args.rows,
             "repeats": args.repeats,
             "target_seconds": TARGET,
-            "load_average": os.getloadavg(),
+            "load_average": load_average(),
             "trees": [
                 {
                     "src": str(t.src),

@@ -81,11 +81,9 @@ import os
 import re
 import resource
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -99,11 +97,12 @@ from psycopg import sql
 import iolab
 from compare import json_number, mark, median_interval, ratio, spread
 from driver_core import ThreadCpu, core_env, median_of, parse_cores
+from harness import load_average, machine, one_line, scratch_dir
 from iolab import drivercore
 from iolab.engines.interface import Engine, Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
-from iolab.errors import BadInput, IolabError, RunFailed
+from iolab.errors import BadInput, RunFailed
 from iolab.events import discard
 from iolab.results import RunOutcome, RunStatus
 from iolab.workloads.populate import dialects as populate_dialects
@@ -1357,39 +1356,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        connections = parse_connections(args.connections)
-        sides = parse_sides(args.sides, args.engine)
-        cores = parse_cores(args.cores)
-        if cores and CLIENT not in sides:
-            raise BadInput("--cores", args.cores, "it runs the client side per core: postgres only")
-        if cores:  # the client side once per core, where the client side was
-            sides = tuple(
-                part
-                for side in sides
-                for part in ([f"{CLIENT} {k}" for k in cores] if side == CLIENT else [side])
-            )
-        if args.rounds < 1:
-            raise BadInput("--rounds", args.rounds, "give at least 1 round")
-        if args.pgbench_threads is not None and args.pgbench_threads < 1:
-            raise BadInput("--pgbench-threads", args.pgbench_threads, "give at least 1 thread")
-        if args.rows < max(connections):
-            raise BadInput(
-                "--rows", args.rows, f"give at least one row per connection (>= {max(connections)})"
-            )
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    connections = parse_connections(args.connections)
+    sides = parse_sides(args.sides, args.engine)
+    cores = parse_cores(args.cores)
+    if cores and CLIENT not in sides:
+        raise BadInput("--cores", args.cores, "it runs the client side per core: postgres only")
+    if cores:  # the client side once per core, where the client side was
+        sides = tuple(
+            part
+            for side in sides
+            for part in ([f"{CLIENT} {k}" for k in cores] if side == CLIENT else [side])
+        )
+    if args.rounds < 1:
+        raise BadInput("--rounds", args.rounds, "give at least 1 round")
+    if args.pgbench_threads is not None and args.pgbench_threads < 1:
+        raise BadInput("--pgbench-threads", args.pgbench_threads, "give at least 1 thread")
+    if args.rows < max(connections):
+        raise BadInput(
+            "--rows", args.rows, f"give at least one row per connection (>= {max(connections)})"
+        )
 
-    base: Path | None = None
     scripts: list[str] = []
-    try:
-        if COMMAND in sides:
-            compile_iolab()
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
-        base.chmod(0o755)  # the server user must reach its directories inside
+    if COMMAND in sides:
+        compile_iolab()
+    with scratch_dir() as base:
         layout = Layout(data_dirs=(base,), settings={"max_connections": str(MAX_CONNECTIONS)})
         if args.engine == "postgres":
             engine = PostgresEngine(layout)
@@ -1415,20 +1408,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     maria, placement, layout, args.rows, connections, args.rounds, sides
                 )
             bare_sql = MARIADB_BARE_SQL
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
 
-    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     header = (
         f"iolab populate vs its peers · {version} · {base} · one row per transaction · "
-        f"{args.rounds} rounds · {os.cpu_count()} CPUs · load average {load} at the end"
+        f"{args.rounds} rounds · {machine()} at the end"
     )
     if args.json:
         doc: dict[str, object] = {
@@ -1436,7 +1419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "directory": str(base),
             "rounds": args.rounds,
             "rows_requested": args.rows,
-            "load_average": os.getloadavg(),
+            "load_average": load_average(),
             "ratio_target": RATIO_TARGET,
             "sides": list(sides),
             "bare_loop": bare_sql,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -36,10 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compare import json_number, mark, ratio, spread
+from compare import json_number, mark, ratio, round_ratios, spread
+from harness import machine, one_line
 from iolab.engines import catalog
 from iolab.engines.interface import Layout, running
-from iolab.errors import BadInput, IolabError
+from iolab.errors import BadInput
 from iolab.events import discard
 from iolab.probes.recorder import publishing
 from iolab.results import CellId, ExperimentId, RunOutcome, RunStatus
@@ -81,7 +81,7 @@ class Result:
     def paired(self) -> list[float]:
         """On / off within each round: drift between rounds cancels out."""
         on, off = (self.samples[s] for s in self.sides)
-        return [ratio(a, b) for a, b in zip(on, off, strict=True)]
+        return round_ratios(on, off)
 
     @property
     def passed(self) -> bool:
@@ -203,7 +203,7 @@ def render(r: Result, version: str) -> str:
     what = "probe overhead" if r.switch == "probes" else "latency timing overhead (probes on)"
     lines = [
         f"{what} · {version} · {r.rows:,} rows, {r.connections} connections, one row per "
-        f"transaction · sample interval {r.interval:g} s, waits at 10 Hz · {os.cpu_count()} CPUs",
+        f"transaction · sample interval {r.interval:g} s, waits at 10 Hz · {machine()}",
         "",
         f"{'':12} {'median rows/s':>14} {'spread':>8}   per round",
     ]
@@ -237,26 +237,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        if args.engine not in ("postgres", "mariadb"):
-            raise BadInput.choice("--engine", args.engine, ("postgres", "mariadb"))
-        if args.rounds < 1:
-            raise BadInput("--rounds", args.rounds, "give at least 1 round")
-        if args.connections < 1 or args.rows < args.connections:
-            raise BadInput("--rows", args.rows, "give at least one row per connection")
-        if args.interval < 0.1:
-            raise BadInput("--interval", args.interval, "give 0.1 s or more")
-        result, version = measure(
-            args.engine, args.rows, args.connections, args.rounds, args.interval
-        )
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
+    if args.engine not in ("postgres", "mariadb"):
+        raise BadInput.choice("--engine", args.engine, ("postgres", "mariadb"))
+    if args.rounds < 1:
+        raise BadInput("--rounds", args.rounds, "give at least 1 round")
+    if args.connections < 1 or args.rows < args.connections:
+        raise BadInput("--rows", args.rows, "give at least one row per connection")
+    if args.interval < 0.1:
+        raise BadInput("--interval", args.interval, "give 0.1 s or more")
+    result, version = measure(args.engine, args.rows, args.connections, args.rounds, args.interval)
     if args.json:
         print(json.dumps({"engine_version": version, **result.as_json()}, indent=2))
     else:

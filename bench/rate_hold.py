@@ -20,21 +20,19 @@ bad input, 1 when it could not run).
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from compare import mark
+from harness import machine, one_line, scratch_dir
 from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import PostgresEngine
-from iolab.errors import BadInput, IolabError, RunFailed
+from iolab.errors import BadInput, RunFailed
 from iolab.events import discard
 from iolab.latency.histogram import Histogram
 from iolab.results import RunOutcome, RunStatus
@@ -100,6 +98,7 @@ def run_pgbench(
     return (rows / min(wall, seconds) if wall > 0 else 0.0), found.percentile(99.0)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="iolab --rate against pgbench -R")
     parser.add_argument("--rates", default="1000,3000", help="target rows/s (1000,3000)")
@@ -107,16 +106,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=16, help="connections (16)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds per rate (2)")
     args = parser.parse_args(argv)
-    base: Path | None = None
     lines: list[str] = []
-    try:
-        rates = [float(r) for r in args.rates.split(",") if r.strip()]
-        if not rates or min(rates) <= 0:
-            raise BadInput("--rates", args.rates, "give rows per second above 0, e.g. 1000,3000")
-        if args.seconds < 2 or args.rounds < 1 or args.connections < 1:
-            raise BadInput("--seconds", args.seconds, "give 2 s or more, 1 round, 1 connection")
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
-        base.chmod(0o755)
+    rates = [float(r) for r in args.rates.split(",") if r.strip()]
+    if not rates or min(rates) <= 0:
+        raise BadInput("--rates", args.rates, "give rows per second above 0, e.g. 1000,3000")
+    if args.seconds < 2 or args.rounds < 1 or args.connections < 1:
+        raise BadInput("--seconds", args.seconds, "give 2 s or more, 1 round, 1 connection")
+    with scratch_dir() as base:
         layout = Layout(data_dirs=(base,), settings={"max_connections": str(MAX_CONNECTIONS)})
         engine = PostgresEngine(layout)
         script = base / SCRIPT_NAME
@@ -128,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             version = engine.version()
             lines.append(
                 f"--rate vs pgbench -R · {version} · {args.connections} connections · "
-                f"{args.seconds:g} s per load · {args.rounds} rounds · {os.cpu_count()} CPUs"
+                f"{args.seconds:g} s per load · {args.rounds} rounds · {machine()}"
             )
             lines.append(
                 f"{'target':>8} {'iolab':>9} {'pgbench':>9} {'iolab p99':>11} "
@@ -163,15 +159,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{statistics.median(theirs):>8.3f}x {statistics.median(p99s):>9,.0f}us "
                     f"{statistics.median(their_p99s):>10,.0f}us {p99_ratio:>10.3f} {mark(held)}"
                 )
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
     lines.append(
         f"achieved / target, median over rounds; iolab's target: within {HELD:.0%}. p99: from "
         "each transaction's scheduled start on both sides (pgbench: time + schedule lag)"

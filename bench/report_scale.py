@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from compare import mark
+from harness import machine
 from iolab import report
 from iolab.config import experiment as config
 from iolab.config.experiment import Cell
@@ -610,7 +611,7 @@ def render(result: dict[str, Any], args: argparse.Namespace, runs: int, cells: i
         f"report scale · {runs:,} runs in {cells} cells · {args.duration:g} s runs sampled every "
         f"{args.interval:g} s · results database {result['db_bytes'] / 1e6:,.0f} MB, "
         f"{'cold (evicted before every command)' if args.cold else 'warm'} · "
-        f"{os.cpu_count()} CPUs",
+        f"{machine()}",
         "",
         f"{'command':28} {'median s':>9}   per round",
     ]

@@ -29,11 +29,9 @@ import argparse
 import html
 import json
 import re
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -41,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from compare import mark
+from harness import one_line, scratch_dir
 from iolab.errors import BadInput, IolabError
 from report_scale import CONNECTIONS, FILES, LAYOUTS, NAME, build, progress
 
@@ -157,28 +156,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    base: Path | None = None
-    try:
-        if args.repetitions < 1:
-            raise BadInput("--repetitions", args.repetitions, "give at least 1")
-        if args.rounds < 1:
-            raise BadInput("--rounds", args.rounds, "give at least 1 round")
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-serve-", dir="/var/tmp"))
+    if args.repetitions < 1:
+        raise BadInput("--repetitions", args.repetitions, "give at least 1")
+    if args.rounds < 1:
+        raise BadInput("--rounds", args.rounds, "give at least 1 round")
+    with scratch_dir("iolab-bench-serve-") as base:
         progress(f"building report_scale.py's experiment in {base} (not timed)")
         db, runs = build(base, args.repetitions, 600.0, 1.0)
         cells = len(LAYOUTS) * len(FILES) * len(CONNECTIONS)
         result = measure(base, db, runs, cells, args.rounds)
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
     if args.json:
         print(json.dumps({"runs": runs, "cells": cells, "rounds": args.rounds, **result}, indent=2))
     else:

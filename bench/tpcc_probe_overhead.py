@@ -30,20 +30,18 @@ import argparse
 import json
 import random
 import resource
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from compare import json_number, mark, ratio
+from harness import load_average, one_line, scratch_dir
 from iolab.engines.interface import Layout, Placement, running
 from iolab.engines.postgres import PostgresEngine
-from iolab.errors import BadInput, IolabError
+from iolab.errors import BadInput
 from iolab.events import discard
 from iolab.probes.recorder import recording
 from iolab.results import RunOutcome, RunStatus
@@ -96,6 +94,7 @@ def run_side(
     }
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="iolab tpcc with the probes on and off")
     parser.add_argument("--warehouses", type=int, default=2)
@@ -104,14 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    base: Path | None = None
     rounds: list[dict[str, dict[str, float]]] = []
-    try:
-        if min(args.warehouses, args.users, args.duration, args.rounds) < 1:
-            raise BadInput("--warehouses/--users/--duration/--rounds", 0, "give 1 or more")
-        files = tpcc_data.ensure(args.warehouses, discard)
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-tpcc-probes-", dir="/var/tmp"))
-        base.chmod(0o755)
+    if min(args.warehouses, args.users, args.duration, args.rounds) < 1:
+        raise BadInput("--warehouses/--users/--duration/--rounds", 0, "give 1 or more")
+    files = tpcc_data.ensure(args.warehouses, discard)
+    with scratch_dir("iolab-bench-tpcc-probes-") as base:
         engine = PostgresEngine(Layout(data_dirs=(base,), settings={"max_connections": "100"}))
         progress(f"starting PostgreSQL in {base}; loading {args.warehouses} warehouses")
         with running(engine) as placement:
@@ -139,12 +135,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
                 )
             version = engine.version()
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
 
     def median(side: str, key: str) -> float:
         return statistics.median(r[side][key] for r in rounds)
@@ -163,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "target": RATIO_TARGET,
         "verdict": mark(paired >= RATIO_TARGET),
         "rounds": rounds,
-        "load": Path("/proc/loadavg").read_text().split()[:3],
+        "load": load_average(),
     }
     if args.json:
         print(json.dumps(doc, indent=2))
@@ -171,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu = doc["cpu_us_per_tx"]
     print(
         f"TPC-C probes · {version} · W {args.warehouses} · {args.users} users · "
-        f"{args.duration} s runs · {args.rounds} rounds · load {' '.join(doc['load'])}\n"
+        f"{args.duration} s runs · {args.rounds} rounds · load average {doc['load']}\n"
         f"  on {doc['median_nopm'][ON]:,.0f} NOPM, off {doc['median_nopm'][OFF]:,.0f} NOPM; "
         f"on / off, median of the pairs {paired:.3f} (target >= {RATIO_TARGET}) "
         f"{doc['verdict']}\n"

@@ -52,18 +52,17 @@ import os
 import random
 import re
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from compare import json_number, mark, ratio
+from compare import json_number, mark, ratio, round_ratios
 from driver_core import ThreadCpu, core_env, median_of, parse_cores
+from harness import load_average, one_line, scratch_dir
 from iolab.engines.clients import endpoint
 from iolab.engines.interface import Engine, Layout, running
 from iolab.engines.mariadb import MariaDBEngine
@@ -322,6 +321,7 @@ PEER_COUNT = {
 }
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="iolab tpcc's driver vs pgbench or sysbench")
     parser.add_argument("--engine", choices=tuple(PEERS), default="postgres")
@@ -342,19 +342,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     peer = PEERS[args.engine]
-    base: Path | None = None
     samples: dict[int, dict[str, list[dict[str, Any]]]] = {}
     ours: list[str] = [IOLAB]
-    try:
-        cores = parse_cores(args.cores)
-        core_of: dict[str, str | None] = {f"{IOLAB} {k}": k for k in cores} or {IOLAB: None}
-        ours = list(core_of)
-        counts = [int(u) for u in args.users.split(",")]
-        if min([args.warehouses, args.duration, args.rounds, *counts]) < 1:
-            raise BadInput("--warehouses/--users/--duration/--rounds", 0, "give 1 or more")
-        files = tpcc_data.ensure(args.warehouses, discard)
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-tpcc-", dir="/var/tmp"))
-        base.chmod(0o755)
+    cores = parse_cores(args.cores)
+    core_of: dict[str, str | None] = {f"{IOLAB} {k}": k for k in cores} or {IOLAB: None}
+    ours = list(core_of)
+    counts = [int(u) for u in args.users.split(",")]
+    if min([args.warehouses, args.duration, args.rounds, *counts]) < 1:
+        raise BadInput("--warehouses/--users/--duration/--rounds", 0, "give 1 or more")
+    files = tpcc_data.ensure(args.warehouses, discard)
+    with scratch_dir("iolab-bench-tpcc-") as base:
         layout = Layout(data_dirs=(base,), settings={"max_connections": "100"})
         engine: Engine = (
             PostgresEngine(layout) if args.engine == "postgres" else MariaDBEngine(layout)
@@ -401,13 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             f"{got['cpu_us_per_tx']:,.0f} us client CPU per transaction{extra}"
                         )
             version = engine.version()
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
-    load = Path("/proc/loadavg").read_text().split()[:3]
+    load = load_average()
     doc: dict[str, Any] = {
         "engine": version,
         "peer": peer,
@@ -420,11 +411,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         med = {s: statistics.median(r["nopm"] for r in v) for s, v in by_side.items()}
         cpu = {s: statistics.median(r["cpu_us_per_tx"] for r in v) for s, v in by_side.items()}
         entry: dict[str, Any] = {"median_nopm": med, "client_cpu_us_per_tx": cpu}
+        nopm = {s: [r["nopm"] for r in v] for s, v in by_side.items()}
         for side in ours:
-            pairs = [
-                ratio(a["nopm"], b["nopm"])
-                for a, b in zip(by_side[side], by_side[peer], strict=True)
-            ]
+            pairs = round_ratios(nopm[side], nopm[peer])
             paired = statistics.median(pairs)
             entry[side] = {
                 "driver_core": sorted({r["core"] for r in by_side[side]}),
@@ -441,8 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(
         f"TPC-C driver · {version} against {peer} · W {args.warehouses} · {args.duration} s "
-        f"runs{' · server and client each on its own CPU' if args.pin else ''} · load "
-        f"{' '.join(load)}\n"
+        f"runs{' · server and client each on its own CPU' if args.pin else ''} · load average "
+        f"{load}\n"
     )
     for users, d in doc["users"].items():
         m, cpu = d["median_nopm"], d["client_cpu_us_per_tx"]

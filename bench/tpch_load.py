@@ -26,19 +26,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from compare import json_number, mark, ratio, spread
+from harness import machine, one_line, scratch_dir
 from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import DATABASE, PORT, PostgresEngine
-from iolab.errors import BadInput, IolabError, RunFailed
+from iolab.errors import BadInput, RunFailed
 from iolab.events import discard
 from iolab.workloads.tpch import data as tpch_data
 from iolab.workloads.tpch import dialects as tpch_dialects
@@ -132,19 +130,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+@one_line
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    base: Path | None = None
     samples: dict[str, list[float]] = {s: [] for s in SIDES}
-    try:
-        if args.sf <= 0:
-            raise BadInput("--sf", args.sf, "give a positive scale factor")
-        if args.rounds < 1 or args.loaders < 1 or args.files < 1:
-            raise BadInput("--rounds/--loaders/--files", 0, "give 1 or more")
-        files = tpch_data.ensure(args.sf, discard)
-        size = files.total_bytes
-        base = Path(tempfile.mkdtemp(prefix="iolab-bench-", dir="/var/tmp"))
-        base.chmod(0o755)
+    if args.sf <= 0:
+        raise BadInput("--sf", args.sf, "give a positive scale factor")
+    if args.rounds < 1 or args.loaders < 1 or args.files < 1:
+        raise BadInput("--rounds/--loaders/--files", 0, "give 1 or more")
+    files = tpch_data.ensure(args.sf, discard)
+    size = files.total_bytes
+    with scratch_dir() as base:
         settings = {"max_wal_size": "4GB"}
         engine = PostgresEngine(Layout(data_dirs=(base,), files=args.files, settings=settings))
         progress(f"starting PostgreSQL in {base}; {size / 1e6:,.0f} MB of CSV at SF {args.sf:g}")
@@ -163,15 +159,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
             version = engine.version()
             command = psql_command(engine, files)
-    except IolabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted; server stopped and its files removed", file=sys.stderr)
-        return 130
-    finally:
-        if base is not None:
-            shutil.rmtree(base, ignore_errors=True)
 
     medians = {s: statistics.median(v) for s, v in samples.items()}
     result = ratio(medians[IOLAB], medians[PSQL])
@@ -195,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     print(
         f"TPC-H load · {version} · SF {args.sf:g} ({size / 1e6:,.0f} MB of CSV) · "
-        f"{args.files} partitions · {os.cpu_count()} CPUs · {args.rounds} rounds\n"
+        f"{args.files} partitions · {machine()} · {args.rounds} rounds\n"
     )
     for side in SIDES:
         values = " ".join(f"{v:8,.1f}" for v in samples[side])
