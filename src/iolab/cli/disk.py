@@ -23,7 +23,8 @@ PROFILE_HELP = (
     "default: CrystalDiskMark 8 (SEQ1M Q8T1, SEQ1M Q1T1, RND4K Q32T1, RND4K Q1T1); "
     "nvme: SEQ1M Q8T1, SEQ128K Q32T1, RND4K Q32T16, RND4K Q1T1; peak: SEQ1M Q8T1, RND4K Q32T16; "
     "real: SEQ1M Q1T1, RND4K Q1T1; db: 8K random at QD 1/8/32, 64K/256K scans, 1M writes and "
-    "the commit test (8K write + fdatasync); sweep: the SQLIO matrix of --bs x --qd x --threads "
+    "the commit test (8K write + fdatasync); quick: SEQ1M Q8T1, RND4K Q1T1 and the commit test "
+    "(iolab demo's headline); sweep: the SQLIO matrix of --bs x --qd x --threads "
     "x --rw."
 )
 

@@ -89,7 +89,7 @@ _CDM_SETS: dict[str, list[tuple[str, int, int, int]]] = {
     "peak": [("SEQ", MiB, 8, 1), ("RND", 4 * KiB, 32, 16)],
     "real": [("SEQ", MiB, 1, 1), ("RND", 4 * KiB, 1, 1)],
 }
-PROFILES = ("default", "nvme", "peak", "real", "db", "sweep")
+PROFILES = ("default", "nvme", "peak", "real", "db", "quick", "sweep")
 MIX_READ_PERCENT = 70
 
 
@@ -108,6 +108,16 @@ def db_tests() -> list[DiskTest]:
         DiskTest("COMMIT", "write", 8 * KiB, 1, 1, fdatasync=True),  # WAL: write + fdatasync
     ]
     return tests
+
+
+def quick_tests() -> list[DiskTest]:
+    """The figures a CrystalDiskMark user reads first and a database's commit, in five tests
+    (`iolab demo`'s headline): SEQ1M Q8T1 and RND4K Q1T1 read and write, then the commit test."""
+    return [
+        *_pair("SEQ", MiB, 8, 1, None),
+        *_pair("RND", 4 * KiB, 1, 1, None),
+        DiskTest("COMMIT", "write", 8 * KiB, 1, 1, fdatasync=True),
+    ]
 
 
 @dataclass(frozen=True)
@@ -147,6 +157,8 @@ def profile_tests(
         return tests
     if profile == "db":
         return db_tests()
+    if profile == "quick":
+        return quick_tests()
     if profile == "sweep":
         return sweep_tests(sweep or SweepSpec())
     raise BadInput.choice("--profile", profile, PROFILES)

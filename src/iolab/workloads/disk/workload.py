@@ -79,7 +79,7 @@ def _disk_estimate(params: Mapping[str, Any]) -> float:
     return options.estimated_seconds() + 10.0  # and writing the test file
 
 
-PROFILES_IN_ORDER = ("default", "nvme", "peak", "real", "db")  # a sweep's: give --metric
+PROFILES_IN_ORDER = ("default", "nvme", "peak", "real", "db", "quick")  # a sweep's: give --metric
 
 
 def _first_test(cells: Sequence[Mapping[str, Any]], summaries: Sequence[Mapping[str, Any]]) -> str:
