@@ -221,3 +221,20 @@ def test_off_in_a_matrix_is_the_engines_own_behaviour_and_names_its_cells(tmp_pa
     on = cells[-1]
     options = populate_options(on.params, layout_of(on.params, Path))
     assert (options.checkpoint_every, options.presize_wal) == (3.0, 64 << 20)
+
+
+def test_the_quick_profile_holds_the_demos_headline(tmp_path: Path) -> None:
+    """Issue 47: `iolab demo`'s headline in five tests: SEQ1M Q8T1 and RND4K Q1T1 read and
+    write (CrystalDiskMark's first and last rows), then the commit test (write + fdatasync)."""
+    params = {
+        **from_flags(DiskWorkload, {"kind": "disk", "profile": "quick"}).model_dump(),
+        **command_layout([tmp_path]),
+    }
+    tests = disk_options(params, tmp_path).tests()
+    assert [(t.rw, t.bs, t.qd, t.threads, t.fdatasync) for t in tests] == [
+        ("read", 1024 * 1024, 8, 1, False),
+        ("write", 1024 * 1024, 8, 1, False),
+        ("randread", 4096, 1, 1, False),
+        ("randwrite", 4096, 1, 1, False),
+        ("write", 8192, 1, 1, True),
+    ]
