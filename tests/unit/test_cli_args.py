@@ -126,7 +126,7 @@ DB = ["--results", "{db}"]
 DISK: list[tuple[list[str], str]] = [
     (
         ["disk", T, "--profile", "nope"],
-        "--profile: 'nope' {} choose one of: default, nvme, peak, real, db, sweep",
+        "--profile: 'nope' {} choose one of: default, nvme, peak, real, db, quick, sweep",
     ),
     (["disk", T, "--size", "lots"], f"--size: 'lots' {{}} {SIZE}"),
     (["disk", T, "--size", "-1GiB"], f"--size: '-1GiB' {{}} {SIZE}"),
@@ -332,11 +332,11 @@ TPCH: list[tuple[list[str], str]] = [
 DEMO: list[tuple[list[str], str]] = [
     (
         ["demo", "--rows", "0"],
-        "--rows: 0 {} give at least 8 rows (one per loader of the largest cell)",
+        "--rows: 0 {} give at least 8 rows (one per loader of the demo)",
     ),
     (
         ["demo", "--rows", "-5"],
-        "--rows: -5 {} give at least 8 rows (one per loader of the largest cell)",
+        "--rows: -5 {} give at least 8 rows (one per loader of the demo)",
     ),
     (
         ["demo", "--html", "/proc/x.html"],
@@ -1076,7 +1076,7 @@ EXPERIMENT_FILES: list[tuple[str, str, str]] = [
     (
         "disk-profile",
         exp('kind = "disk"\nprofile = "fast"'),
-        "workload.profile: 'fast' {} choose one of: default, nvme, peak, real, db, sweep",
+        "workload.profile: 'fast' {} choose one of: default, nvme, peak, real, db, quick, sweep",
     ),
     ("disk-size-word", exp('kind = "disk"\nsize = "huge"'), f"workload.size: 'huge' {{}} {SIZE}"),
     (
@@ -1464,7 +1464,7 @@ HELP: list[tuple[list[str], list[str]]] = [
     (["compare"], ["--metric", "--results"]),
     (["export"], ["--format", "--output", "--results"]),
     (["timeline"], ["RUN", "--output", "--results"]),
-    (["demo"], ["--html", "--rows", "--skip-disk", "--results"]),
+    (["demo"], ["--html", "--rows", "--skip-disk", "--details", "--results"]),
     (["results"], ["list", "show", "log"]),
     (["results", "show"], ["RUN", "--results", "--json"]),
     (["results", "list"], ["--limit", "--results", "--json"]),
