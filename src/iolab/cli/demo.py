@@ -270,7 +270,7 @@ def demo(
     waited = WAITED.search(status.captured)
     if waited:  # said in the experiment's own output, held back: it explains a long demo
         lines.insert(
-            -2,
+            -3,
             f"  [dim]the runs waited {waited[1]} s for this host while other iolab runs held it[/]",
         )
     for line in lines:
