@@ -12,10 +12,13 @@ want=(fio util-linux)
 # the compiled driver core's build (docs/architecture.md): optional, so only a root run installs
 # them; without them pip still installs iolab and its Python drivers run instead
 build=(gcc python3-dev libpq-dev libmariadb-dev)
-[[ $(id -u) -eq 0 ]] && want+=("${build[@]}")
+# the testbed's device models (docs/testbed.md): `iolab demo` puts PostgreSQL's WAL on an emulated
+# 7,200 rpm disk where they run (root, FUSE), else in memory; also only installed by a root run
+testbed=(nbdkit nbdkit-plugin-python libnbd-bin fuse3)
+[[ $(id -u) -eq 0 ]] && want+=("${build[@]}" "${testbed[@]}")
 if [[ "${1:-}" == "--tests" ]]; then
     want+=(mariadb-server e2fsprogs xfsprogs chromium)
-    want+=(nbdkit nbdkit-plugin-python libnbd-bin fuse3)  # testbed device models
+    want+=("${testbed[@]}")  # testbed device models (a non-root run lists them as missing)
     want+=(strace)  # a test delays a process's exit with it
     want+=(sysbench)  # `iolab sysbench`: the field's own driver (pgbench comes with PostgreSQL)
     want+=(nftables iproute2)  # the fleet's security tests: the documented firewall rules, ss

@@ -23,7 +23,6 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.mariadb import MariaDBEngine
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.events import Collect
-from iolab.latency.recording import RATE_TOLERANCE
 from iolab.units import format_bytes
 from iolab.workloads.tpcc import consistency, data, dialects, spec
 from iolab.workloads.tpcc import steps as tpcc
@@ -119,11 +118,13 @@ def test_postgres_server_then_client_mode_on_two_tablespaces(
         paced = measured(engine, SERVER, files, rate=40.0)
         assert paced["driver_core"] == core
         done = sum(t["count"] + t["rollbacks"] for t in paced["transactions"].values())
-        # never more than the schedule has due (the pacing); as many only where the machine
-        # keeps up: on a loaded 2-core machine the users fall a few slots behind in 3 s (the
-        # run then warns that the rate was not held: test_diagnosis_truth's held rate)
-        scheduled = 40.0 * paced["measured_seconds"]
-        assert 0.5 * scheduled <= done <= (1 + RATE_TOLERANCE) * scheduled + 1, done
+        # never more than the schedule has due by the window's end (the pacing: its 1 s warm-up,
+        # the window, and up to 1 s the users are held at its two edges); the window counts
+        # what ended in it, so slots the warm-up fell behind on a cold, loaded machine end in
+        # the window (170 for 120 in 3 s at load 5, the Python path), and the run then warns
+        # that the rate was not held (test_diagnosis_truth holds a rate over a longer window)
+        due_by_the_end = 40.0 * (1.0 + paced["measured_seconds"] + 1.0)
+        assert 0.5 * 40.0 * paced["measured_seconds"] <= done <= due_by_the_end, done
         monkeypatch.setenv(drivercore.ENV, "auto")  # native would refuse client mode
         client = measured(engine, CLIENT, files)
         assert client["driver_core"] == drivercore.PYTHON  # the core runs server mode only
