@@ -27,6 +27,7 @@ from iolab.errors import IolabError, RunFailed
 from iolab.events import EventSink, Measured
 from iolab.results import RunOutcome
 from iolab.workloads.interface import Body, Checked, Resolve, Workload
+from iolab.workloads.populate.metrics import METRICS as POPULATE_METRICS
 from iolab.workloads.populate.options import PopulateWorkload
 
 
@@ -58,6 +59,7 @@ class FakeWorkload:
             self.prepare,
             lambda _params: self.estimate_seconds,
             self.check,
+            metrics=POPULATE_METRICS,  # the numbers it records are populate's
         )
 
     def check(self, params: Mapping[str, Any], checked: Checked) -> None:

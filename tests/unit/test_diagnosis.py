@@ -3,7 +3,10 @@ resources, each threshold on both sides, cells and findings."""
 
 from __future__ import annotations
 
+import html
+
 from iolab.analysis import diagnosis as dx
+from iolab.analysis.findings import CellData, analyse
 from iolab.probes.data import ProbeData, Series
 from iolab.probes.interface import Checkpoint, Kind, SeriesKey, WaitStat
 
@@ -274,10 +277,25 @@ def test_the_why_section_renders_cells_and_flagged_findings() -> None:
     a = dx.cell_verdict("ssd", [wal, wal])
     b = dx.cell_verdict("hdd", [wal])
     finding = dx.finding_why(a, b, times="1.40x faster", significant=True, key="files")
+    assert finding.reason == "yet files does not move the wal device"
     w = dx.Why((a, b), (finding,))
     page = why_report.html_section(w)
     assert "<section id='why'>" in page and "the &lt;wal&gt; device 94 % busy" in page
-    assert "<li class='warn'>flagged: ssd 1.40x faster than hdd" in page
+    # with the findings: each significant difference, what became of the limit, the flag
+    ssd, hdd = (10.0, 10.2, 9.8), (14.0, 14.3, 13.7)  # elapsed seconds: ssd 1.40x faster
+    f = analyse(
+        [CellData("ssd", {"files": 2}, ssd), CellData("hdd", {"files": 1}, hdd)],
+        "elapsed_seconds",
+        True,
+    )
+    page = why_report.html_section(w, f)
+    line = next(x for x in why_report.finding_lines(f, w) if x.ratio is not None)
+    assert line.flagged and line.moved == "both limited by wal-device"
+    assert line.text.startswith("ssd was 1.40x faster than hdd (95% CI ")
+    assert line.text.endswith(
+        "; both limited by wal-device; yet files does not move the wal device"
+    )
+    assert f"<li class='warn'>flagged: {html.escape(line.text)}</li>" in page
     doc = why_report.document(w)
     assert doc is not None
     assert doc["cells"][0] == {  # type: ignore[index]
@@ -289,11 +307,15 @@ def test_the_why_section_renders_cells_and_flagged_findings() -> None:
     }
     assert doc["findings"][0]["flagged"] is True  # type: ignore[index]
     assert why_report.run_limits(w)["hdd"].startswith("cell limited by wal-device (1 of 1 runs)")
+    # the terminal's Why: each cell's verdict (the findings above it carry the flag)
     lines = [t.plain for t in why_report.text(w)]
-    assert lines[0] == "Why" and lines[1] == "  ssd: limited by wal-device (2 of 2 runs)"
-    assert lines[-1].startswith(
-        "flagged: ssd 1.40x faster than hdd: both cells were limited by wal-device"
-    )
+    assert lines == [
+        "Why",
+        "  ssd: limited by wal-device (2 of 2 runs)",
+        "    the <wal> device 94 % busy",
+        "  hdd: limited by wal-device (1 of 1 runs)",
+        "    the <wal> device 94 % busy",
+    ]
 
 
 def test_mariadb_waits_without_a_session_count_are_not_weighed() -> None:

@@ -1094,6 +1094,7 @@ class FindingWhy:
     b: str
     text: str
     flagged: bool  # the cells' limits contradict the finding's direction
+    reason: str = ""  # flagged: why, in a clause ("yet files does not move the wal device")
 
 
 def finding_why(
@@ -1107,19 +1108,20 @@ def finding_why(
     capacity or its latency) while ``key`` (the matrix key that differs, when known) changes
     another role's place (the change did not touch what limited both)."""
     what = f"{a.label} {times} than {b.label}" + ("" if significant else " (not significant)")
-    flagged = False
+    reasons: list[str] = []
     if a.limit == b.limit and a.limit not in (VARIES, NONE):
         text = f"{what}: both cells were limited by {a.limit}"
         ev = a.evidence[:2]
         if ev:
             text += " (" + "; ".join(ev) + ")"
         if significant and a.limit == RATE:
-            flagged = True
-            text += "; both were held by their offered rate, so the difference cannot be speed"
+            reasons.append(
+                "both were held by their offered rate, so the difference cannot be speed"
+            )
         touched, role = _roles_of_key(key), ROLE_OF_LIMIT.get(a.limit)
         if significant and role and touched and role not in touched:
-            flagged = True
-            text += f"; yet {key} does not move the {role} device"
+            reasons.append(f"yet {key} does not move the {role} device")
+        text += "".join(f"; {r}" for r in reasons)
     elif a.limit == b.limit:  # none or varies on both sides: nothing to say moved
         said = "no single limit" if a.limit == NONE else "limits that varied between runs"
         text = f"{what}: both cells had {said}, so the evidence does not say why"
@@ -1127,7 +1129,25 @@ def finding_why(
         text = f"{what}: the limit moved from {b.limit} ({b.label}) to {a.limit} ({a.label})"
         if not significant:
             text += ", without a significant change"
-    return FindingWhy(a.label, b.label, text, flagged)
+    return FindingWhy(a.label, b.label, text, bool(reasons), "; ".join(reasons))
+
+
+def limit_moved(a: CellVerdict, b: CellVerdict) -> str:
+    """What became of the limit from cell ``b`` to cell ``a`` (a finding worded "a ... than b"),
+    in a clause: "the limit moved from data-device to cpu", "both limited by cpu", "neither
+    cell had a single limit"; "" when a cell has no diagnosed run."""
+    if not a.runs or not b.runs:
+        return ""
+    single = {VARIES, NONE}
+    if a.limit in single and b.limit in single:
+        return "neither cell had a single limit"
+    if a.limit == b.limit:
+        return f"both limited by {a.limit}"
+
+    def said(v: CellVerdict) -> str:
+        return "no single limit" if v.limit in single else v.limit
+
+    return f"the limit moved from {said(b)} to {said(a)}"
 
 
 def _roles_of_key(key: str) -> set[str]:

@@ -26,6 +26,7 @@ from iolab.analysis.stats import (
     holm,
     p_value,
     summarize,
+    t_ppf,
 )
 from iolab.metrics import Quantity
 from iolab.units import format_seconds
@@ -581,3 +582,176 @@ def metric_of(summary: Mapping[str, Any], metric: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
+
+
+# -- the answer: significant differences first, the rest in one line ---------------------------
+
+POWER = 0.80  # the chance a power estimate asks for of finding a real difference significant
+TARGET_DIFFERENCE = 0.10  # the difference a power estimate is worked out for first (10 %)
+MOST_MORE_RUNS = 20  # runs per cell a power estimate proposes at most
+
+
+@dataclass(frozen=True)
+class Power:
+    """How many more runs per cell would resolve a difference, from the spread measured so far.
+
+    ``more_runs`` runs added to each cell (0: the runs made already suffice) would find a true
+    difference of ``difference`` (0.10 = 10 %, as a ratio 1.10x) significant with
+    :data:`POWER` chance, at the 5 % level divided over ``family`` comparisons (the strictest
+    step of Holm's adjustment). ``spread`` is the pooled standard deviation of the logarithm
+    of the metric over the cells (about their CV), ``runs`` the fewest runs a cell has now.
+    The test is Welch's on the logarithms with equal runs per side:
+    ``(t(1 - alpha / 2, 2n - 2) + t(POWER, 2n - 2)) * spread * sqrt(2 / n) <= ln(1 + difference)``.
+    """
+
+    more_runs: int
+    difference: float
+    runs: int
+    spread: float
+    family: int = 1
+
+
+def _needed(spread: float, difference: float, alpha: float, most: int) -> int:
+    """The fewest runs per cell (at least 2) that resolve ``difference`` at ``alpha``; past
+    ``most``, ``most + 1``."""
+    goal = math.log1p(difference)
+    n = 2
+    while n <= most and _resolves(spread, n, alpha) > goal:
+        n += 1
+    return n
+
+
+def _resolves(spread: float, n: int, alpha: float) -> float:
+    """The smallest difference (in logs) ``n`` runs per cell resolve: see :class:`Power`."""
+    df = 2.0 * (n - 1)
+    return (t_ppf(1.0 - alpha / 2.0, df) + t_ppf(POWER, df)) * spread * math.sqrt(2.0 / n)
+
+
+def power(
+    samples: Sequence[Sequence[float]],
+    family: int = 1,
+    target: float = TARGET_DIFFERENCE,
+    most: int = MOST_MORE_RUNS,
+) -> Power | None:
+    """The power estimate of :class:`Power` over cells' runs (``samples``, each a cell's
+    values: positive, two or more runs; others are left out): how many more runs per cell
+    resolve ``target``; when that is more than ``most``, the difference ``most`` more runs
+    resolve; when the runs suffice already, the smallest difference they resolve. None without
+    two such cells or with runs that do not vary at all."""
+    kept = [s for s in samples if len(s) >= 2 and min(s) > 0]
+    if len(kept) < 2:
+        return None
+    var = 0.0
+    df = 0
+    for s in kept:
+        logs = [math.log(v) for v in s]
+        mean = math.fsum(logs) / len(logs)
+        var += math.fsum((x - mean) ** 2 for x in logs)
+        df += len(logs) - 1
+    spread = math.sqrt(var / df)
+    if spread == 0:
+        return None
+    runs = min(len(s) for s in kept)
+    alpha = (1.0 - CONFIDENCE) / max(1, family)
+    need = _needed(spread, target, alpha, runs + most)
+    if need <= runs:
+        return Power(0, math.expm1(_resolves(spread, runs, alpha)), runs, spread, family)
+    if need - runs <= most:
+        return Power(need - runs, target, runs, spread, family)
+    return Power(most, math.expm1(_resolves(spread, runs + most, alpha)), runs, spread, family)
+
+
+def power_words(p: Power, per: str = "cell") -> str:
+    """ "about 3 more runs per cell would resolve a difference of 10 %" (or of what the most
+    runs proposed resolve); "the 8 runs per cell made would resolve a difference of 6 % or
+    more" when they suffice. ``per``: what gets the runs ("cell"; "side" in a comparison)."""
+    x = f"{p.difference * 100:.0f} %"
+    if p.more_runs == 0:
+        return f"the {p.runs} runs per {per} made would resolve a difference of {x} or more"
+    more = "run" if p.more_runs == 1 else "runs"
+    return f"about {p.more_runs} more {more} per {per} would resolve a difference of {x}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What an experiment's findings say, in the order a reader acts on: each significant
+    difference, the better cell first (``significant``, the largest first), then the pairs that
+    differ in nothing significant (``quiet``) as one line with a power estimate."""
+
+    significant: tuple[Ratio, ...]
+    quiet: tuple[Ratio, ...]
+    power: Power | None
+    comparisons: int  # the tests made (every family's), which the adjustment spans
+
+    @property
+    def quiet_sentence(self) -> str:
+        """ "12 pairs differ in nothing significant; about 6 more runs per cell would resolve
+        a difference of 10 %" ("" when every pair differs)."""
+        if not self.quiet:
+            return ""
+        n = len(self.quiet)
+        head = f"{n} pairs differ" if n > 1 else "1 pair differs"
+        head += " in nothing significant"
+        early = sum(1 for r in self.quiet if r.before_adjustment_only)
+        if early:
+            head += f" ({early} only before {self.quiet[0].adjustment} adjustment)"
+        if self.power is None:
+            return head
+        return f"{head}; {power_words(self.power)}"
+
+
+def compared(f: Findings) -> tuple[Ratio, ...]:
+    """Every pair of cells the findings compared, once each, as first worded: the pairs along
+    each matrix key (the experiment's questions, each key's family adjusted on its own), then
+    the best cell against the others and every cell against the baseline (all pairs of cells
+    one family)."""
+    seen: set[frozenset[str]] = set()
+    out = []
+    for r in (*(p for d in f.dimensions for p in d.pairs), *f.best_vs, *f.vs_baseline):
+        key = frozenset((r.a, r.b))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return tuple(out)
+
+
+def flipped(r: Ratio) -> Ratio:
+    """``r`` worded from its other side: b against a (the same test, the same p-values)."""
+    c = r.comparison
+    return replace(
+        r,
+        a=r.b,
+        b=r.a,
+        comparison=replace(
+            c,
+            ratio=1.0 / c.ratio,
+            ci_low=None if c.ci_high is None else 1.0 / c.ci_high,
+            ci_high=None if c.ci_low is None else 1.0 / c.ci_low,
+            n_a=c.n_b,
+            n_b=c.n_a,
+        ),
+        better=1.0 / r.better,
+        better_low=None if r.better_high is None else 1.0 / r.better_high,
+        better_high=None if r.better_low is None else 1.0 / r.better_low,
+    )
+
+
+def winner_first(r: Ratio) -> Ratio:
+    """``r`` worded with its better cell first ("A 1.8x faster than B", never "B 1.8x slower")."""
+    return r if r.better >= 1.0 else flipped(r)
+
+
+def answer(f: Findings, target: float = TARGET_DIFFERENCE) -> Answer:
+    """The findings' :class:`Answer`: the significant pairs, winner first and the largest
+    difference first; the rest in one line whose power estimate pools the spread of their
+    cells (``target``: the difference it is worked out for)."""
+    pairs = compared(f)
+    significant = sorted((winner_first(r) for r in pairs if r.significant), key=_unit, reverse=True)
+    quiet = tuple(r for r in pairs if not r.significant)
+    est = None
+    if quiet:
+        runs = {c.cell.label: c.cell.metric for c in f.cells}
+        labels = dict.fromkeys(x for r in quiet for x in (r.a, r.b))
+        est = power([runs[x] for x in labels if x in runs], max(r.family for r in quiet), target)
+    made = sum(x.comparisons for x in f.families) if f.families else len(pairs)
+    return Answer(tuple(significant), quiet, est, made)

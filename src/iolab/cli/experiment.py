@@ -18,6 +18,7 @@ from iolab.cli.options import JsonOption, ReadResultsOption, ResultsOption
 if TYPE_CHECKING:
     from iolab.analysis.stats import Summary
     from iolab.config import experiment as config
+    from iolab.report.value import ExperimentReport
     from iolab.results import ExperimentId
     from iolab.runner import experiment as runner
     from iolab.runner import hostlock
@@ -203,7 +204,23 @@ def run(
     runs are kept, interrupted ones run again. Two `iolab run` of one file share its runs, and
     every run on this host (of any iolab command) waits for the one before it to end: one run at
     a time per host. With --fleet, runs go to the hosts of a fleet, one at a time per host, and
-    are recorded here as they come back."""
+    are recorded here as they come back. It ends with the answer: the best cell, each
+    significant difference with where the limit moved, and one line for the pairs that differ
+    in nothing significant, with about how many more runs would resolve a difference of 10 %
+    (`iolab report` says the rest)."""
+    run_experiment(file, results, as_json, fleet)
+
+
+def run_experiment(
+    file: Path,
+    results: Path | None = None,
+    as_json: bool = False,
+    fleet: str | None = None,
+    *,
+    answer: bool = True,
+) -> None:
+    """``iolab run``; ``answer`` False leaves out the answer it ends with (a caller that prints
+    the report next: ``iolab demo``)."""
     from iolab.cli.progress import ProgressView
     from iolab.config import experiment as config
     from iolab.report import experiment as experiment_report
@@ -229,8 +246,11 @@ def run(
                     placed = fleet_executor.factory(ray, experiment.spec.fleet.hosts)
                     outcome = runner.run(experiment, store, view, executor=placed)
         rows = _cell_rows(experiment, store, outcome.experiment_id)
-    judged = _judged(experiment)
+        judged = _judged(experiment)
+        built = _answer(store, outcome.experiment_id, len(rows)) if judged and answer else None
     if as_json:
+        from iolab.report.document import answer_document
+
         doc: dict[str, Any] = {
             **outcome.as_json(experiment, store.path),
             "metric": judged.metric if judged else None,
@@ -247,6 +267,7 @@ def run(
                 for cell, s, statuses in rows
             ],
             "warnings": view.warnings,
+            "answer": None if built is None else answer_document(built.findings, built.why),
         }
         print(json.dumps(doc, indent=2))
         _exit_code(outcome)
@@ -255,12 +276,38 @@ def run(
     if judged is not None:
         out.print(experiment_report.cells_table(rows, judged.label, title))
     out.print(runs_line(outcome, rows))
+    if built is not None:
+        from rich.console import Group
+
+        from iolab.report.findings import answer_text
+
+        said = answer_text(built.findings, built.why)
+        if said:
+            out.print(Group(*said))
     if outcome.stopped:
         out.print(f"[red]stopped:[/] {escape(outcome.stopped)}")
     if outcome.skipped_cells:
         out.print("[yellow]skipped after failures:[/] " + escape(", ".join(outcome.skipped_cells)))
     out.print(f"[dim]experiment {outcome.experiment_id} in {escape(str(store.path))}[/]")
     _exit_code(outcome)
+
+
+ANSWER_CELLS = 200  # an experiment with more cells ends without the answer: `iolab report`
+
+
+def _answer(store: Store, exp: ExperimentId, cells: int) -> ExperimentReport | None:
+    """The experiment's report for the answer ``iolab run`` ends with (None: too many cells, or
+    none with a finished run of the metric)."""
+    from iolab import report as report_lib
+    from iolab.errors import BadInput
+
+    if cells > ANSWER_CELLS:
+        return None
+    try:
+        built = report_lib.build(store, exp)
+    except BadInput:  # e.g. no finished run has the metric: the table above says so
+        return None
+    return built if sum(c.summary is not None for c in built.findings.cells) >= 2 else None
 
 
 def runs_line(

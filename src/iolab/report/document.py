@@ -5,7 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from iolab.analysis.findings import DimensionGain, Ratio, direction, gain_sentence, sentence
+from iolab.analysis import diagnosis as dx
+from iolab.analysis.findings import (
+    POWER,
+    DimensionGain,
+    Findings,
+    Ratio,
+    answer,
+    direction,
+    gain_sentence,
+    sentence,
+)
 from iolab.report import why
 from iolab.report.comparison import Comparison
 from iolab.report.spectrum import Spectrum
@@ -47,14 +57,47 @@ def dimension_document(d: DimensionGain) -> dict[str, object]:
     }
 
 
+def answer_document(f: Findings, verdicts: dx.Why | None) -> dict[str, object]:
+    """The answer (:func:`iolab.report.why.finding_lines`): each significant difference, its
+    better cell first, with where the limit moved (``limit``) and its line; the pairs that
+    differ in nothing significant in one line, with the power estimate's numbers."""
+    ans = answer(f)
+    lines = why.finding_lines(f, verdicts)
+    p = ans.power
+    return {
+        "significant": [
+            ratio_document(x.ratio) | {"limit": x.moved, "flagged": x.flagged, "line": x.text}
+            for x in lines
+            if x.ratio is not None
+        ],
+        "not_significant": {
+            "pairs": len(ans.quiet),
+            "sentence": ans.quiet_sentence,
+            "power": None
+            if p is None
+            else {
+                "more_runs_per_cell": p.more_runs,
+                "difference": p.difference,
+                "runs_per_cell": p.runs,
+                "log_sd": p.spread,
+                "family_size": p.family,
+                "power": POWER,
+            },
+        },
+        "comparisons": ans.comparisons,
+    }
+
+
 def report_document(report: ExperimentReport) -> dict[str, object]:
-    """The findings of ``iolab report --json``: best cell, ratios, gains per matrix key,
-    warnings, efficiency, drift, per-query times and every cell's statistics."""
+    """The findings of ``iolab report --json``: best cell, the answer (significant differences
+    first, the rest in one line), ratios, gains per matrix key, warnings, efficiency, drift,
+    per-query times and every cell's statistics."""
     f = report.findings
     return {
         "metric": f.metric,
         "lower_is_better": f.lower_is_better,
         "best": f.best.cell.label if f.best else None,
+        "answer": answer_document(f, report.why),
         "best_vs": [ratio_document(r) for r in f.best_vs],
         "baseline": f.baseline,
         "vs_baseline": [ratio_document(r) for r in f.vs_baseline],

@@ -6,27 +6,34 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from iolab.analysis import diagnosis as dx
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
-from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentence, sentence
+from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentence
 from iolab.analysis.queries import fastest
 from iolab.report.value import ExperimentReport
-
-PAIRS_SHOWN = 6  # paired comparisons listed under each dimension's average gain
 
 
 def report_text(report: ExperimentReport) -> Group:
     """``iolab report`` in the terminal: the title (experiment, metric, direction), then the
-    findings and the tables."""
+    findings (each significant difference with where the limit moved), the tables and each
+    cell's verdict."""
     from iolab.report import why
 
-    found = findings_text(report.findings, f"{report.name} · {report.metric} ({report.direction})")
+    found = findings_text(
+        report.findings, f"{report.name} · {report.metric} ({report.direction})", report.why
+    )
     if report.why is None or not report.why.cells:
         return found
     return Group(*found.renderables, *why.text(report.why))
 
 
-def findings_text(f: Findings, title: str) -> Group:
-    parts: list[Text | Table] = [Text(title, style="bold")]
+def answer_text(f: Findings, verdicts: dx.Why | None = None) -> list[Text]:
+    """The answer alone (``iolab report``'s first lines, ``iolab run``'s last): the best cell,
+    each significant difference with where the limit moved (from ``verdicts``), and one line
+    for the pairs that differ in nothing significant, with its power estimate."""
+    from iolab.report.why import finding_lines, line_markup
+
+    parts = []
     if f.best is not None and f.best.summary is not None:
         s = f.best.summary
         ci = (
@@ -35,15 +42,22 @@ def findings_text(f: Findings, title: str) -> Group:
             else ""
         )
         parts.append(Text(f"best: {f.best.cell.label}: {f.metric} {s.mean:,.4g}{ci}, n = {s.n}"))
-    for r in f.best_vs:
-        parts.append(Text("  " + sentence(r)))
+    for line in finding_lines(f, verdicts):
+        style = "" if line.ratio is not None else "dim"
+        parts.append(Text.from_markup("  " + line_markup(line), style=style))
+    return parts
+
+
+def findings_text(f: Findings, title: str, verdicts: dx.Why | None = None) -> Group:
+    """The best cell; each significant difference, the largest first, with where the limit
+    moved between its cells (from ``verdicts``, the cells' stored verdicts); one line for every
+    pair that differs in nothing significant, with how many more runs would resolve a
+    difference; each matrix key's gain; efficiency, drift, the comparisons made; the warnings
+    and the cells."""
+    parts: list[Text | Table] = [Text(title, style="bold"), *answer_text(f, verdicts)]
     for d in f.dimensions:
-        parts.append(Text("  " + gain_sentence(d)))
-        for r in d.pairs[:PAIRS_SHOWN]:
-            parts.append(Text("    " + sentence(r), style="dim" if not r.significant else ""))
-        if len(d.pairs) > PAIRS_SHOWN:
-            more = len(d.pairs) - PAIRS_SHOWN
-            parts.append(Text(f"    ... and {more} more pair(s): --json or --html", style="dim"))
+        if len(d.pairs) > 1:  # one pair's gain is its line above
+            parts.append(Text("  " + gain_sentence(d)))
     for e in f.best_efficiency():
         parts.append(Text("  " + efficiency_sentence(e)))
     if f.drift is not None and not f.drift.trend.significant:

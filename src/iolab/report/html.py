@@ -1,15 +1,16 @@
 """The HTML report: one self-contained file (inline SVG and CSS, no network).
 
 Sections, the answer first: a few lines of findings (the best cell, the significant
-comparisons, how many were made), then the charts, filling the page's width: the grouped
-charts of :mod:`iolab.report.grouped` (the metric per cell with 95% confidence intervals, one
-matrix key on x and another in colour, and the speed-up against the baseline) and the
-baseline's drift over time. Then the rest: every finding and the warnings, the Why, the
-per-cell table, each cell's device write MB/s against the device's sequential write
-(efficiency), disk profiles (the CrystalDiskMark grid), a timeline with wait statistics and
-checkpoints for one run of each cell (its median run; SVG, each series thinned to
-:data:`TIMELINE_POINTS`; interactive in ``iolab serve``'s page), and the environment and
-settings. Statistics come from :mod:`iolab.analysis`; nothing is recomputed.
+differences with where the limit moved, one line for the pairs that differ in nothing
+significant with a power estimate, how many comparisons were made), then the charts, filling
+the page's width: the grouped charts of :mod:`iolab.report.grouped` (the metric per cell
+with 95% confidence intervals, one matrix key on x and another in colour, and the speed-up
+against the baseline) and the baseline's drift over time. Then the rest: every finding and
+the warnings, the Why, the per-cell table, each cell's device write MB/s against the
+device's sequential write (efficiency), disk profiles (the CrystalDiskMark grid), a timeline
+with wait statistics and checkpoints for one run of each cell (its median run; SVG, each
+series thinned to :data:`TIMELINE_POINTS`; interactive in ``iolab serve``'s page), and the
+environment and settings. Statistics come from :mod:`iolab.analysis`; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -20,9 +21,17 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from iolab.analysis import diagnosis as dx
 from iolab.analysis.disk import DiskTestSummary
 from iolab.analysis.efficiency import drift_sentence, efficiency_sentence
-from iolab.analysis.findings import Findings, comparisons_sentence, gain_sentence, sentence
+from iolab.analysis.findings import (
+    Findings,
+    Ratio,
+    answer,
+    comparisons_sentence,
+    gain_sentence,
+    sentence,
+)
 from iolab.analysis.queries import fastest
 from iolab.report import interactive, spectrum, timeline
 from iolab.report.charts import GroupedBar, Line, Plot, grouped_bar_chart, stack
@@ -33,6 +42,7 @@ from iolab.report.grouped import charts as grouped_charts
 from iolab.report.grouped import matrix_keys
 from iolab.report.signature import HTML_MARK
 from iolab.report.value import ExperimentReport, ReportCell, RunView
+from iolab.report.why import finding_lines, line_html
 from iolab.report.why import html_section as why_html
 from iolab.report.why import run_limits as why_limits
 
@@ -52,26 +62,24 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], css: str = "cells
     return f"<table class='{css}'><tr>{th}</tr>{trs}</table>"
 
 
-HEADLINE_SHOWN = 3  # significant comparisons in the headline; every one is under Findings
+HEADLINE_SHOWN = 3  # significant differences in the headline; every one is under Findings
 
 
-def headline_html(f: Findings) -> str:
+def headline_html(f: Findings, verdicts: dx.Why | None = None) -> str:
     """The page's first block, read before the charts: the best cell, the significant
-    comparisons (the best cell's first, then each matrix key's pairs; at most
-    :data:`HEADLINE_SHOWN`), and one line saying how many comparisons were made and what the
-    rest of the page holds."""
-    items = _best_item(f)
-    ratios = [*f.best_vs, *(r for d in f.dimensions for r in d.pairs)]
-    seen: set[frozenset[str]] = set()
-    significant = []
-    for r in ratios:
-        if r.significant and frozenset((r.a, r.b)) not in seen:
-            seen.add(frozenset((r.a, r.b)))
-            significant.append(r)
-    items += [f"<li>{_e(sentence(r))}</li>" for r in significant[:HEADLINE_SHOWN]]
-    made = sum(x.comparisons for x in f.families) if f.families else len(ratios)
+    differences (the largest first, at most :data:`HEADLINE_SHOWN`, each with where the limit
+    moved between its cells when ``verdicts`` holds them), the one line of the pairs that differ
+    in nothing significant with its power estimate, and one line saying how many comparisons
+    were made and what the rest of the page holds."""
+    lines = finding_lines(f, verdicts)
+    significant = [x for x in lines if x.ratio is not None]
+    items = _best_item(f) + [line_html(x) for x in significant[:HEADLINE_SHOWN]]
+    items += [line_html(x) for x in lines if x.ratio is None]
+    made = answer(f).comparisons
     kept = sum(x.significant for x in f.families) if f.families else len(significant)
     rest = [f"{kept} of {made} comparison(s) significant" if made else "no comparison made"]
+    if len(significant) > HEADLINE_SHOWN:
+        rest.append(f"{len(significant) - HEADLINE_SHOWN} more significant below")
     if f.warnings:
         rest.append(f"{len(f.warnings)} warning(s)")
     items.append(
@@ -93,14 +101,19 @@ def _best_item(f: Findings) -> list[str]:
     ]
 
 
-def findings_html(f: Findings) -> str:
-    items = _best_item(f)
-    items += [f"<li>{_e(sentence(r))}</li>" for r in f.best_vs]
-    for d in f.dimensions:
-        pairs = "".join(f"<li>{_e(sentence(r))}</li>" for r in d.pairs)
+def findings_html(f: Findings, verdicts: dx.Why | None = None) -> str:
+    """Every finding: each significant difference with where the limit moved, the one line of
+    the pairs that differ in nothing significant, each matrix key's gain, and every comparison
+    made in its own line (folded), then efficiency, drift, the comparisons' count and the
+    warnings."""
+    items = _best_item(f) + [line_html(x) for x in finding_lines(f, verdicts)]
+    items += [f"<li>{_e(gain_sentence(d))}</li>" for d in f.dimensions if len(d.pairs) > 1]
+    every = _every_comparison(f)
+    if every:
+        pairs = "".join(f"<li>{_e(sentence(r))}</li>" for r in every)
         items.append(
-            f"<li>{_e(gain_sentence(d))}<details><summary>the {len(d.pairs)} paired "
-            f"cell(s)</summary><ul>{pairs}</ul></details></li>"
+            f"<li><details><summary>every comparison ({len(every)})</summary><ul>{pairs}</ul>"
+            "</details></li>"
         )
     items += [f"<li>{_e(efficiency_sentence(e))}</li>" for e in f.best_efficiency()]
     if f.drift is not None and not f.drift.trend.significant:  # significant: a warning
@@ -115,6 +128,19 @@ def findings_html(f: Findings) -> str:
         + (f"<h3>Warnings</h3><ul>{warnings}</ul>" if warnings else "")
         + "</section>"
     )
+
+
+def _every_comparison(f: Findings) -> list[Ratio]:
+    """Each comparison made, in each family it was made in (the best cell's and the baseline's
+    among all pairs of cells, each matrix key's pairs among its own), once."""
+    seen: set[tuple[frozenset[str], float | None]] = set()
+    out = []
+    for r in (*f.best_vs, *f.vs_baseline, *(p for d in f.dimensions for p in d.pairs)):
+        key = (frozenset((r.a, r.b)), r.p_adjusted)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 def efficiency_table(f: Findings) -> str:
@@ -407,11 +433,13 @@ def page(
     scripts_at: str | None = None,
     why: str = "",
     limits: Mapping[str, str] | None = None,
+    verdicts: dx.Why | None = None,
 ) -> str:
     """The report page. ``figure_src``: where the page fetches each run's timeline figure
     (``iolab serve``); without it, every figure is in the page. ``scripts_at``: where a
     server serves the page's scripts (``iolab serve``'s /static, whose policy runs no inline
-    script); without it, every script is in the page."""
+    script); without it, every script is in the page. ``verdicts``: the cells' stored
+    verdicts, for where the limit moved in each significant difference."""
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>{HTML_MARK}",
         f"<title>{_e(title)}</title><style>{timeline.STYLE}{PAGE_STYLE}"
@@ -419,7 +447,7 @@ def page(
         "details{margin:6px 0}p.caption{color:#555;margin:0 0 18px}li.note{color:#555}"
         f"{TILE_STYLE}{SAVE_STYLE}</style><link rel='icon' href='data:,'></head><body>",
         f"<header><h1>{_e(title)}</h1><p>{_e(subtitle)}</p></header><main>",
-        headline_html(findings),
+        headline_html(findings, verdicts),
         "<section id='charts'><h2>Charts</h2>",
         figures(
             grouped_charts(
@@ -428,7 +456,7 @@ def page(
             + drift_chart(findings, unit)
         ),
         "</section>",
-        findings_html(findings),
+        findings_html(findings, verdicts),
         why,
         "<section id='cells'><h2>Cells</h2>",
         cells_table(findings),
@@ -525,6 +553,7 @@ def report_page(
         chart_by=chart_by,
         figure_src=figure_src,
         scripts_at=scripts_at,
-        why=why_html(report.why),
+        why=why_html(report.why, report.findings),
         limits=why_limits(report.why),
+        verdicts=report.why,
     )

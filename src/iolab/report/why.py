@@ -15,7 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from iolab.analysis import diagnosis as dx
-from iolab.analysis.findings import Ratio, times
+from iolab.analysis.findings import Findings, Ratio, answer, sentence, times
 from iolab.report.value import ExperimentReport
 from iolab.results import RunId
 from iolab.store import Store, verdicts
@@ -83,22 +83,71 @@ def _key(values: Mapping[str, Mapping[str, Any]], r: Ratio) -> str:
     return differ[0] if len(differ) == 1 else ""
 
 
+@dataclass(frozen=True)
+class FindingLine:
+    """One line of an experiment's answer: a significant difference, its better cell first,
+    with what became of the limit between its cells (``moved``), or (``ratio`` None) the one
+    line of every pair that differs in nothing significant, with its power estimate."""
+
+    text: str
+    ratio: Ratio | None = None
+    moved: str = ""  # "the limit moved from data-device to cpu", "both limited by cpu", ""
+    flagged: bool = False  # the cells' limits contradict the difference (dx.finding_why)
+
+
+def finding_lines(f: Findings, why: dx.Why | None = None) -> list[FindingLine]:
+    """The answer as a reader acts on it (:func:`iolab.analysis.findings.answer`): each
+    significant difference, the largest first, worded "A was 1.80x faster than B (95% CI ...);
+    the limit moved from data-device to cpu" (the limit from each cell's stored verdict, when
+    ``why`` holds both cells'), then one line for the pairs that differ in nothing significant:
+    "12 pairs differ in nothing significant; about 6 more runs per cell would resolve a
+    difference of 10 %"."""
+    ans = answer(f)
+    verdicts = {c.label: c for c in why.cells} if why is not None else {}
+    values = {c.cell.label: c.cell.values for c in f.cells}
+    out = []
+    for r in ans.significant:
+        va, vb = verdicts.get(r.a), verdicts.get(r.b)
+        moved, flagged, clauses = "", False, [sentence(r)]
+        if va is not None and vb is not None:
+            moved = dx.limit_moved(va, vb)
+            fw = dx.finding_why(va, vb, times=times(r), significant=True, key=_key(values, r))
+            flagged = fw.flagged
+            clauses += [x for x in (moved, fw.reason) if x]
+        out.append(FindingLine("; ".join(clauses), r, moved, flagged))
+    if ans.quiet:
+        out.append(FindingLine(ans.quiet_sentence))
+    return out
+
+
+def line_markup(line: FindingLine) -> str:
+    """A finding line for the terminal (rich markup): a flagged one says so in yellow."""
+    return ("[yellow]flagged:[/] " if line.flagged else "") + _markup(line.text)
+
+
+def line_html(line: FindingLine) -> str:
+    """A finding line as an HTML list item; a flagged one says so."""
+    if line.flagged:
+        return f"<li class='warn'>flagged: {html.escape(line.text)}</li>"
+    css = " class='note'" if line.ratio is None else ""
+    return f"<li{css}>{html.escape(line.text)}</li>"
+
+
 def text(why: dx.Why) -> list[Text]:
-    """The "Why" section of ``iolab report`` in the terminal."""
+    """The "Why" section of ``iolab report`` in the terminal: each cell's verdict and its
+    evidence (the findings above say what became of the limit in each significant one)."""
     parts = [Text("Why", style="bold")]
     for c in why.cells:
         parts.append(Text(f"  {c.label}: limited by {c.text}"))
         for s in c.evidence[:3]:
             parts.append(Text(f"    {s}", style="dim"))
-    for f in why.findings:
-        parts.append(
-            Text.from_markup(("[yellow]flagged:[/] " if f.flagged else "  ") + _markup(f.text))
-        )
     return parts
 
 
-def html_section(why: dx.Why | None) -> str:
-    """The "Why" section of the HTML report ("" without one)."""
+def html_section(why: dx.Why | None, findings: Findings | None = None) -> str:
+    """The "Why" section of the HTML report ("" without one): each cell's verdict, then (with
+    ``findings``) each significant difference with what became of the limit and the one line
+    of the pairs that differ in nothing significant."""
     if why is None or not why.cells:
         return ""
     e = html.escape
@@ -106,11 +155,8 @@ def html_section(why: dx.Why | None) -> str:
         f"<tr><td>{e(c.label)}</td><td>{e(c.text)}</td><td>{e('; '.join(c.evidence))}</td></tr>"
         for c in why.cells
     )
-    items = "".join(
-        f"<li class='{'warn' if f.flagged else ''}'>{'flagged: ' if f.flagged else ''}"
-        f"{e(f.text)}</li>"
-        for f in why.findings
-    )
+    lines = finding_lines(findings, why) if findings is not None else []
+    items = "".join(line_html(x) for x in lines)
     return (
         "<section id='why'><h2>Why</h2><table><tr><th>cell</th><th>limited by</th>"
         f"<th>evidence (first run with the verdict)</th></tr>{rows}</table>"
@@ -152,19 +198,26 @@ def document(why: dx.Why | None) -> dict[str, object] | None:
 
 @dataclass(frozen=True)
 class Compared:
-    """``iolab compare``'s why: each side's verdict and whether the limit moved."""
+    """``iolab compare``'s why: each side's verdict and whether the limit moved; ``line``: the
+    ratio's sentence with, when significant, what became of the limit, and when not, how many
+    more runs would resolve a difference (:func:`iolab.analysis.findings.power`)."""
 
     a: dx.CellVerdict
     b: dx.CellVerdict
     why: dx.FindingWhy
+    line: str = ""
+    moved: str = ""  # dx.limit_moved: "the limit moved from rate to wal-device", ""
 
     @property
     def lines(self) -> list[str]:
+        """Each side's verdict with its evidence, then the flag when its limits contradict the
+        difference."""
         out = []
         for v in (self.a, self.b):
             out.append(f"{v.label}: limited by {v.text}")
             out += [f"  {s}" for s in v.evidence[:3]]
-        out.append(("flagged: " if self.why.flagged else "") + self.why.text)
+        if self.why.flagged:
+            out.append("flagged: " + self.why.text)
         return out
 
     @property
@@ -173,18 +226,44 @@ class Compared:
             "a": {"limit": self.a.limit, "runs": self.a.runs, "counts": dict(self.a.counts)},
             "b": {"limit": self.b.limit, "runs": self.b.runs, "counts": dict(self.b.counts)},
             "why": self.why.text,
+            "moved": self.moved,
             "flagged": self.why.flagged,
+            "line": self.line,
         }
 
 
 def compare(
-    store: Store, a: tuple[str, Sequence[int]], b: tuple[str, Sequence[int]], ratio: Ratio
+    store: Store,
+    a: tuple[str, Sequence[int]],
+    b: tuple[str, Sequence[int]],
+    ratio: Ratio,
+    values: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> Compared:
-    """The verdicts of both sides' runs (label, run ids) and the why of their ratio."""
+    """The verdicts of both sides' runs (label, run ids) and the why of their ratio;
+    ``values``: each side's numbers, for the power estimate of a difference not significant."""
 
     def side(label: str, runs: Sequence[int]) -> dx.CellVerdict:
         return dx.cell_verdict(label, [run_diagnosis(store, store.run(RunId(r))) for r in runs])
 
     va, vb = side(*a), side(*b)
     why = dx.finding_why(va, vb, times=times(ratio), significant=ratio.significant)
-    return Compared(va, vb, why)
+    moved = dx.limit_moved(va, vb)
+    return Compared(va, vb, why, compared_line(ratio, moved, values), moved)
+
+
+def compared_line(
+    ratio: Ratio, moved: str, values: tuple[Sequence[float], Sequence[float]] | None = None
+) -> str:
+    """``iolab compare``'s verdict in one line: "A was 1.80x faster than B (95% CI ...); the
+    limit moved from data-device to cpu", or "A vs B: no significant difference (...); about
+    4 more runs per side would resolve a difference of 10 %"."""
+    from iolab.analysis.findings import power, power_words
+
+    clauses = [sentence(ratio)]
+    if ratio.significant:
+        clauses += [moved] if moved else []
+    elif values is not None:
+        est = power(values)
+        if est is not None:
+            clauses.append(power_words(est, "side"))
+    return "; ".join(clauses)
