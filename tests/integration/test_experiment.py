@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -252,12 +253,29 @@ drop_caches = false
 rows = [100, 6000]
 """,
     )
-    assert iolab("run", str(exp)).returncode == 0
+    ran = iolab("run", str(exp))
+    assert ran.returncode == 0, ran.stderr
+    # the run ends with its answer: the significant difference, better cell first, with what
+    # became of the limit between the cells' stored verdicts
+    moved = (
+        r"(; (the limit moved from \S+ to \S+|both limited by \S+"
+        r"|neither cell had a single limit))?"
+    )
+    said = re.search(
+        r"^  rows=100 was [\d.]+x faster than rows=6000 \(95% CI .*\)" + moved + "$",
+        ran.stdout,
+        re.M,
+    )
+    assert said, ran.stdout
     done = iolab("report", str(exp), "--json")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["metric"] == "elapsed_seconds"
     assert doc["best"] == "rows=100"
+    (first,) = doc["answer"]["significant"]
+    assert (first["a"], first["b"], first["direction"]) == ("rows=100", "rows=6000", "faster")
+    assert first["line"] == said.group(0).strip()
+    assert doc["answer"]["not_significant"] == {"pairs": 0, "sentence": "", "power": None}
     (ratio,) = doc["best_vs"]
     assert ratio["a"] == "rows=100" and ratio["b"] == "rows=6000"
     assert ratio["significant"] is True
@@ -267,7 +285,7 @@ rows = [100, 6000]
     assert [c["n"] for c in doc["cells"]] == [3, 3]
     text = iolab("report", "sizes").stdout
     assert "best: rows=100" in text
-    assert "faster than rows=6000" in text
+    assert said.group(0) in text.splitlines()
 
     compared = json.loads(iolab("compare", "sizes:rows=6000", "sizes:rows=100", "--json").stdout)
     assert compared["speedup"] < 1

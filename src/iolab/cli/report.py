@@ -92,9 +92,11 @@ def report(
         ),
     ] = None,
 ) -> None:
-    """The findings of an experiment (best cell, the ratios that matter with their 95%
-    confidence intervals, device efficiency, the baseline's drift, warnings), then every cell's
-    statistics and the Why (what limited each cell, whether each finding moved the limit:
+    """The findings of an experiment: the best cell, each significant difference with its 95%
+    confidence interval and where the limit moved between its cells, one line for the pairs
+    that differ in nothing significant with about how many more runs per cell would resolve a
+    difference of 10 %, each matrix key's gain, device efficiency, the baseline's drift and
+    warnings; then every cell's statistics and the Why (what limited each cell:
     docs/diagnosis.md); --html writes them with charts, a timeline of each cell's median run, each
     operation kind's latency by percentile (with the fdatasync latency of the WAL device's
     `iolab disk` commit test) and the environment, into one file."""
