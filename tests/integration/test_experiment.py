@@ -275,7 +275,12 @@ rows = [100, 6000]
     (first,) = doc["answer"]["significant"]
     assert (first["a"], first["b"], first["direction"]) == ("rows=100", "rows=6000", "faster")
     assert first["line"] == said.group(0).strip()
-    assert doc["answer"]["not_significant"] == {"pairs": 0, "sentence": "", "power": None}
+    assert doc["answer"]["not_significant"] == {
+        "pairs": 0,
+        "untested": 0,
+        "sentence": "",
+        "power": None,
+    }
     (ratio,) = doc["best_vs"]
     assert ratio["a"] == "rows=100" and ratio["b"] == "rows=6000"
     assert ratio["significant"] is True

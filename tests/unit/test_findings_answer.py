@@ -117,7 +117,12 @@ def test_a_significant_difference_says_where_the_limit_moved() -> None:
     (sig,) = doc["significant"]  # type: ignore[misc]
     assert (sig["a"], sig["b"], sig["direction"]) == ("two-files", "one-file", "faster")
     assert sig["times"] == pytest.approx(1.80, abs=0.005) and sig["limit"] == line.moved
-    assert doc["not_significant"] == {"pairs": 0, "sentence": "", "power": None}
+    assert doc["not_significant"] == {
+        "pairs": 0,
+        "untested": 0,
+        "sentence": "",
+        "power": None,
+    }
 
 
 def test_the_limit_kept_or_unknown_in_words() -> None:
@@ -192,6 +197,20 @@ def test_a_power_estimate_beyond_its_most_runs_says_what_they_would_resolve() ->
     assert power_words(p).startswith("the 9 runs per cell made would resolve a difference of ")
     # too few runs, or none that vary: no estimate
     assert power([(1.0,), (2.0,)]) is None and power([(1.0, 1.0), (2.0, 2.0)]) is None
+
+
+def test_pairs_with_one_run_on_a_side_are_counted_apart_not_called_equal() -> None:
+    cells = [
+        CellData("layout=a", {"layout": "a"}, _spread(10.0, 0.05)),
+        CellData("layout=b", {"layout": "b"}, _spread(10.1, 0.05)),
+        CellData("layout=c", {"layout": "c"}, (30.0,)),
+    ]
+    ans = answer(analyse(cells, "elapsed_seconds", True))
+    assert ans.significant == ()
+    assert [(r.a, r.b) for r in ans.quiet] == [("layout=b", "layout=a")]
+    assert len(ans.untested) == 1
+    assert ans.quiet_sentence.endswith("; 1 pair has one run on a side: no test (add repetitions)")
+    assert ans.quiet_sentence.startswith("1 pair differs in nothing significant; about ")
 
 
 def test_mixed_significant_first_then_one_line() -> None:

@@ -682,22 +682,27 @@ class Answer:
     quiet: tuple[Ratio, ...]
     power: Power | None
     comparisons: int  # the tests made (every family's), which the adjustment spans
+    untested: tuple[Ratio, ...] = ()  # pairs with one run on a side: no test, no verdict
 
     @property
     def quiet_sentence(self) -> str:
         """ "12 pairs differ in nothing significant; about 6 more runs per cell would resolve
-        a difference of 10 %" ("" when every pair differs)."""
-        if not self.quiet:
-            return ""
-        n = len(self.quiet)
-        head = f"{n} pairs differ" if n > 1 else "1 pair differs"
-        head += " in nothing significant"
-        early = sum(1 for r in self.quiet if r.before_adjustment_only)
-        if early:
-            head += f" ({early} only before {self.quiet[0].adjustment} adjustment)"
-        if self.power is None:
-            return head
-        return f"{head}; {power_words(self.power)}"
+        a difference of 10 %"; pairs with one run on a side are counted apart ("2 pairs have
+        one run on a side: no test"); "" when every pair differs."""
+        parts = []
+        if self.quiet:
+            n = len(self.quiet)
+            head = f"{n} pairs differ" if n > 1 else "1 pair differs"
+            head += " in nothing significant"
+            early = sum(1 for r in self.quiet if r.before_adjustment_only)
+            if early:
+                head += f" ({early} only before {self.quiet[0].adjustment} adjustment)"
+            parts.append(head if self.power is None else f"{head}; {power_words(self.power)}")
+        if self.untested:
+            n = len(self.untested)
+            parts.append(f"{n} pairs have" if n > 1 else "1 pair has")
+            parts[-1] += " one run on a side: no test (add repetitions)"
+        return "; ".join(parts)
 
 
 def compared(f: Findings) -> tuple[Ratio, ...]:
@@ -747,11 +752,12 @@ def answer(f: Findings, target: float = TARGET_DIFFERENCE) -> Answer:
     cells (``target``: the difference it is worked out for)."""
     pairs = compared(f)
     significant = sorted((winner_first(r) for r in pairs if r.significant), key=_unit, reverse=True)
-    quiet = tuple(r for r in pairs if not r.significant)
+    quiet = tuple(r for r in pairs if not r.significant and r.comparison.p_value is not None)
+    untested = tuple(r for r in pairs if r.comparison.p_value is None)
     est = None
     if quiet:
         runs = {c.cell.label: c.cell.metric for c in f.cells}
         labels = dict.fromkeys(x for r in quiet for x in (r.a, r.b))
         est = power([runs[x] for x in labels if x in runs], max(r.family for r in quiet), target)
     made = sum(x.comparisons for x in f.families) if f.families else len(pairs)
-    return Answer(tuple(significant), quiet, est, made)
+    return Answer(tuple(significant), quiet, est, made, untested)

@@ -72,6 +72,7 @@ def answer_document(f: Findings, verdicts: dx.Why | None) -> dict[str, object]:
         ],
         "not_significant": {
             "pairs": len(ans.quiet),
+            "untested": len(ans.untested),
             "sentence": ans.quiet_sentence,
             "power": None
             if p is None

@@ -115,7 +115,7 @@ def finding_lines(f: Findings, why: dx.Why | None = None) -> list[FindingLine]:
             flagged = fw.flagged
             clauses += [x for x in (moved, fw.reason) if x]
         out.append(FindingLine("; ".join(clauses), r, moved, flagged))
-    if ans.quiet:
+    if ans.quiet or ans.untested:
         out.append(FindingLine(ans.quiet_sentence))
     return out
 
