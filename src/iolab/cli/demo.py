@@ -244,7 +244,7 @@ def demo(
             out.rule(f"2. {question.title}")
         incomplete: typer.Exit | None = None
         try:
-            experiment_cli.run(file, results=results, as_json=False)
+            experiment_cli.run_experiment(file, results=results, as_json=False, answer=False)
         except typer.Exit as exc:  # some cells failed: report what finished, then say so
             incomplete = exc
         status.show("3/3 the findings and report.html")
