@@ -49,6 +49,13 @@ def owned_name(kind: str) -> str:
     return f".iolab-{kind}-{os.getpid()}-{_boot_tag()}-{secrets.token_hex(4)}"
 
 
+def owned_kind(path: Path) -> str | None:
+    """The kind of an entry named by :func:`owned_name` (``populate`` for a scratch
+    directory), or None for any other name."""
+    m = _PATTERN.match(path.name)
+    return m.group("kind") if m else None
+
+
 def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -1170,6 +1170,8 @@ class Why:
 
     cells: tuple[CellVerdict, ...]
     findings: tuple[FindingWhy, ...]
+    # per cell label, the newest check of a verdict of its runs (`iolab why RUN --check`)
+    checked: tuple[tuple[str, str], ...] = ()
 
     @property
     def flagged(self) -> tuple[FindingWhy, ...]:

@@ -40,6 +40,7 @@ COMMANDS = {
     "pgbench": "iolab.cli.pgbench:pgbench",
     "sysbench": "iolab.cli.sysbench:sysbench",
     "timeline": "iolab.cli.timeline:timeline",
+    "why": "iolab.cli.why:why",
     "serve": "iolab.cli.serve:serve",
     "results": "iolab.cli.results:app",
     "testbed": "iolab.cli.testbed:app",

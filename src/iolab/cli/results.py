@@ -96,7 +96,7 @@ def show(
     from iolab.report import tpcc as tpcc_report
     from iolab.report import tpch as tpch_report
     from iolab.report import why
-    from iolab.store import open_store, verdicts
+    from iolab.store import checks, open_store, verdicts
 
     check_id(run_id, "RUN")
     for disk in with_disk or []:
@@ -109,6 +109,7 @@ def show(
         probes = store.probes(run.id, values=False)
         logs = store.logs(run.id)
         kept = verdicts.of_run(store, run)
+        checked = checks.newest(store, run.id)
         verdict = kept
         if with_disk:
             disk_runs = [verdicts.disk_run(store, d) for d in dict.fromkeys(with_disk)]
@@ -131,6 +132,8 @@ def show(
             doc["verdict"] = verdict.document()
             if verdict is not kept and kept.diagnosis is not None:
                 doc["verdict"]["kept"] = kept.diagnosis.as_json() | kept.document()
+        if checked is not None:
+            doc["checked_verdict"] = checked.document()
         doc["logs"] = sorted(logs)
         print(json.dumps(doc, indent=2))
         return
@@ -165,6 +168,8 @@ def show(
         out.print(f"  [dim]{escape(verdict.origin())}[/]")
         if verdict is not kept and kept.diagnosis is not None:
             out.print(f"  [dim]the verdict kept with the run: {escape(kept.diagnosis.line)}[/]")
+    if checked is not None:
+        out.print(f"  {escape(why.checked_line(checked))}")
     if probes is not None:
         for table in probes_report.tables(probes):
             out.print(table)

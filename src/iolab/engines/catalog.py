@@ -58,6 +58,9 @@ class EngineKind:
     # a share of the cap: (setting, default bytes, share); see fitted()
     fitted_to_memory: tuple[tuple[str, int, float], ...] = ()
     megabytes: str = "MB"  # how its settings write 2**20 bytes (PostgreSQL MB, DuckDB MiB)
+    # it keeps its WAL / redo log in a directory of its own when a layout gives one (SQLite's
+    # and DuckDB's sit beside the data: their wal_dir is refused)
+    own_wal_dir: bool = True
 
     def fitted(self, settings: Mapping[str, object], memory: int) -> dict[str, str]:
         """The settings this engine gets under a ``memory`` cap (bytes) beside ``settings``:
@@ -199,6 +202,7 @@ KINDS: dict[str, EngineKind] = {
             counts_pages=True,
             files_per_connection=0,
             files_per_data_file=2,  # the database and its WAL
+            own_wal_dir=False,
             # populate (2 loaders, 2,000 rows) ran at 8 MiB and was killed at 4; TPC-C (W = 1,
             # 2 users) ran at 16 and was killed at 8 (2026-11-27): four times that
             least_memory=64 << 20,
@@ -252,6 +256,7 @@ KINDS: dict[str, EngineKind] = {
             check_installed=_duckdb_installed,
             probes=None,
             check_layout=_duckdb_check,
+            own_wal_dir=False,
             needs=("duckdb",),
             # its own limit (80 % of the machine unless set) knows nothing of a cap: past the
             # cap the OOM killer ends iolab, in whose process it runs; it allocates beyond its

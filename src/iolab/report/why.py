@@ -15,6 +15,7 @@ from typing import Any
 from rich.text import Text
 
 from iolab.analysis import diagnosis as dx
+from iolab.analysis import whycheck
 from iolab.analysis.findings import Findings, Ratio, answer, sentence, times
 from iolab.report.value import ExperimentReport
 from iolab.results import RunId
@@ -39,6 +40,12 @@ def show_lines(d: dx.Diagnosis) -> list[str]:
     return lines
 
 
+def checked_line(check: whycheck.Check) -> str:
+    """The newest check of a run's verdict in one line (``results show``, ``iolab why``,
+    serve's run page): when, and what it said."""
+    return f"checked ({check.checked_at}): {check.line}"
+
+
 def _markup(s: str) -> str:
     return s.replace("[", r"\[")
 
@@ -49,7 +56,10 @@ def _markup(s: str) -> str:
 def build(store: Store, report: ExperimentReport) -> dx.Why:
     """Per cell the verdict of its done runs; per finding (best against the others, against
     the baseline, each pair along a matrix key) whether the limit moved."""
+    from iolab.store import checks
+
     cells: list[dx.CellVerdict] = []
+    checked: list[tuple[str, str]] = []
     for c in report.cells:
         runs = []
         for run in c.runs:
@@ -57,6 +67,10 @@ def build(store: Store, report: ExperimentReport) -> dx.Why:
                 continue
             runs.append(run_diagnosis(store, store.run(run.id)))
         cells.append(dx.cell_verdict(c.label, runs))
+        found = checks.of_runs(store, [r.id for r in c.runs])
+        if found:  # the newest check of a run of the cell
+            newest = max(found.values(), key=lambda k: (k.checked_at, k.run))
+            checked.append((c.label, f"run {newest.run} {checked_line(newest)}"))
     by_label = {v.label: v for v in cells}
     values = {c.label: c.values for c in report.cells}
     f = report.findings
@@ -73,7 +87,7 @@ def build(store: Store, report: ExperimentReport) -> dx.Why:
                 by_label[r.a], by_label[r.b], times=times(r), significant=r.significant, key=key
             )
         )
-    return dx.Why(tuple(cells), tuple(whys))
+    return dx.Why(tuple(cells), tuple(whys), tuple(checked))
 
 
 def _key(values: Mapping[str, Mapping[str, Any]], r: Ratio) -> str:
@@ -137,10 +151,13 @@ def text(why: dx.Why) -> list[Text]:
     """The "Why" section of ``iolab report`` in the terminal: each cell's verdict and its
     evidence (the findings above say what became of the limit in each significant one)."""
     parts = [Text("Why", style="bold")]
+    checked = dict(why.checked)
     for c in why.cells:
         parts.append(Text(f"  {c.label}: limited by {c.text}"))
         for s in c.evidence[:3]:
             parts.append(Text(f"    {s}", style="dim"))
+        if c.label in checked:
+            parts.append(Text(f"    {checked[c.label]}"))
     return parts
 
 
@@ -151,8 +168,11 @@ def html_section(why: dx.Why | None, findings: Findings | None = None) -> str:
     if why is None or not why.cells:
         return ""
     e = html.escape
+    checked = dict(why.checked)
     rows = "".join(
-        f"<tr><td>{e(c.label)}</td><td>{e(c.text)}</td><td>{e('; '.join(c.evidence))}</td></tr>"
+        f"<tr><td>{e(c.label)}</td><td>{e(c.text)}</td><td>{e('; '.join(c.evidence))}"
+        + (f"<br><span class='checked'>{e(checked[c.label])}</span>" if c.label in checked else "")
+        + "</td></tr>"
         for c in why.cells
     )
     lines = finding_lines(findings, why) if findings is not None else []
@@ -187,6 +207,7 @@ def document(why: dx.Why | None) -> dict[str, object] | None:
                 "runs": c.runs,
                 "counts": dict(c.counts),
                 "evidence": list(c.evidence),
+                "checked": dict(why.checked).get(c.label),
             }
             for c in why.cells
         ],

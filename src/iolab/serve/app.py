@@ -56,6 +56,7 @@ from iolab.serve.access import TokenGuard
 from iolab.store import Store, open_readonly
 from iolab.store import browse as browse_store
 from iolab.store import live as live_store
+from iolab.store.database import RunRecord
 
 # Pages load nothing but what this server sends, and run no inline script and no eval: the
 # timelines' traces (scatter, drawn in SVG) need neither.
@@ -206,8 +207,23 @@ def _run(store: Store, request: Request) -> Response:
     marks = timeline_report.query_marks(store.query_results(run.id))
     probes = _probes(store, run.id)
     steady = timeline_report.steady_span(run.summary, probes)
-    page = pages.run_page(run, environment, probes, store.logs(run.id), marks, steady)
+    verdict, checked = _verdict(store, run)
+    page = pages.run_page(
+        run, environment, probes, store.logs(run.id), marks, steady, verdict, checked
+    )
     return _html(page)
+
+
+def _verdict(store: Store, run: RunRecord) -> tuple[str, str]:
+    """The verdict kept with a finished run (its line), and the newest check of it."""
+    from iolab.report.why import checked_line
+    from iolab.store import checks, verdicts
+
+    if run.status.value == "running":
+        return "", ""
+    d = verdicts.of_run(store, run).diagnosis
+    found = checks.newest(store, run.id)
+    return (d.line if d is not None else ""), (checked_line(found) if found else "")
 
 
 def _timeline_json(store: Store, request: Request) -> Response:

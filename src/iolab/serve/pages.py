@@ -202,8 +202,11 @@ def run_page(
     logs: Mapping[str, str],
     marks: Sequence[Mark],
     steady: tuple[float, float, float] | None,
+    verdict: str = "",
+    checked: str = "",
 ) -> str:
-    """A run: parameters, environment, devices, counters (its summary), the driver core that
+    """A run: its verdict (what limited it) and the newest check of it, parameters,
+    environment, devices, counters (its summary), the driver core that
     ran its load, the timeline, waits, checkpoints and the server log (escaped). A running
     run's timeline, waits and checkpoints are drawn from what its recorder flushes, and
     redrawn every second."""
@@ -216,6 +219,8 @@ def run_page(
         f" started {_e(run.started_at or '-')}, ended {_e(run.ended_at or '-')}</p>"
         + (f"<p class='failed'>{_e(run.error)}</p>" if run.error else "")
         + (f"<p id='driver-core'>{_e(core)}</p>" if core else "")
+        + (f"<p id='verdict'>{_e(verdict)}</p>" if verdict else "")
+        + (f"<p id='checked'>{_e(checked)}</p>" if checked else "")
         + f"<p><a href='/compare?{urlencode({'a': str(run.id)})}'>compare this run</a></p>"
     )
     parts = [head, "<h2>Timeline</h2>"]
