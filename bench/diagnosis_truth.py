@@ -32,8 +32,15 @@ Bar: at least 9 of every 10 induced limits named right, and no uncapped load giv
 capacity as its limit (its latency, ``wal-latency``, is right). Exits 0 whatever
 the verdict (1 when it could not run).
 
+With ``--check N`` each run's verdict is then checked as ``iolab why RUN --check --runs N``
+checks it (:mod:`iolab.runner.whycheck`: the cell again, N times as it was and N times with
+the named limit relieved), and each ``wal-device`` run also gets a wrong verdict planted on
+purpose, ``data-device``, checked the same way (not kept with the run). Bar (issue 46): each
+right verdict confirmed (relieving it raises the rate by at least 1.3x), each planted one
+refuted (relieving the data changes the rate by less than 10 %), "unknown" at most 1 in 10.
+
     .venv/bin/python bench/diagnosis_truth.py [--engines postgres,mariadb] [--repeat 2]
-        [--json]
+        [--check 3] [--json]
 """
 
 from __future__ import annotations
@@ -49,7 +56,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iolab.analysis import diagnosis as dx
+from iolab.analysis import whycheck as wc
+from iolab.errors import IolabError
+from iolab.events import discard
 from iolab.report.why import run_diagnosis
+from iolab.runner import whycheck
 from iolab.store import open_store
 
 DEVICES = """
@@ -235,10 +246,75 @@ def iolab(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A check of one run's verdict (or of one planted on purpose)."""
+
+    case: str
+    limit: str  # the limit checked
+    planted: bool
+    outcome: str  # confirmed, refuted, unknown
+    ratio: float | None
+    sentence: str
+
+
+CHECKS: list[tuple[str, Checked]] = []  # (engine, check), as they are made
+
+
+def check_run(engine: str, case: str, db: Path, run_id: int, runs: int) -> None:
+    """Check the verdict of ``run_id`` (and, on a WAL-bound case, a planted data-device)."""
+    with open_store(db, create=False) as store:
+        try:
+            planned = whycheck.plan(store, run_id)
+        except IolabError as exc:
+            CHECKS.append((engine, Checked(case, "?", False, wc.UNKNOWN, None, str(exc))))
+            print(f"    check: {exc}", flush=True)
+            return
+        tries = [(planned, False)]
+        if case == dx.WAL:
+            tries.append((whycheck.planted(planned, dx.DATA), True))
+        for p, plant in tries:
+            try:
+                c = whycheck.check(store, p, runs, discard, keep=not plant)
+            except IolabError as exc:
+                found = Checked(case, p.diagnosis.limit, plant, wc.UNKNOWN, None, str(exc))
+            else:
+                d = c.deciding
+                found = Checked(case, c.limit, plant, c.outcome, d.ratio if d else None, c.line)
+            CHECKS.append((engine, found))
+            what = "planted " if plant else ""
+            print(f"    check of {what}{found.limit}: {found.sentence}", flush=True)
+
+
+def check_table(engine: str) -> str:
+    """The checks of one engine: outcomes, right verdicts confirmed at 1.3x, planted ones
+    refuted under 10 %."""
+    mine = [c for e, c in CHECKS if e == engine]
+    if not mine:
+        return ""
+    count = Counter(c.outcome for c in mine)
+    right_ones = [c for c in mine if not c.planted and c.case != "uncapped"]
+    strong = [c for c in right_ones if c.outcome == wc.CONFIRMED and (c.ratio or 0) >= 1.3]
+    halved = [c for c in right_ones if c.limit == dx.CPU and c.outcome == wc.CONFIRMED]
+    plants = [c for c in mine if c.planted]
+    refuted = [c for c in plants if c.outcome == wc.REFUTED and abs((c.ratio or 9) - 1) < 0.10]
+    return (
+        f"checks: {count[wc.CONFIRMED]} confirmed, {count[wc.REFUTED]} refuted, "
+        f"{count[wc.UNKNOWN]} unknown of {len(mine)}; right verdicts confirmed (1.3x or more, "
+        f"or the CPU's about half): {len(strong) + len(halved)} of {len(right_ones)}; planted "
+        f"data-device on a WAL-bound run refuted (under 10 %): {len(refuted)} of {len(plants)}"
+    )
+
+
 def run_engine(
-    engine: str, repeat: int, work: Path, env: dict[str, str], only: set[str]
+    engine: str,
+    repeat: int,
+    work: Path,
+    env: dict[str, str],
+    only: set[str],
+    check: int = 0,
 ) -> list[tuple[str, str]]:
-    """(induced, verdict) of every run of every case."""
+    """(induced, verdict) of every run of every case; with ``check``, each verdict checked."""
     db = work / f"{engine}.db"
     out: list[tuple[str, str]] = []
     for case in cases(engine):
@@ -259,6 +335,8 @@ def run_engine(
             print(f"{engine} {case.name} #{i + 1}: {d.line if d else verdict}", flush=True)
             for s in d.sentences() if d else []:
                 print(f"    {s}", flush=True)
+            if check:
+                check_run(engine, case.name, db, int(run.id), check)
     return out
 
 
@@ -300,6 +378,9 @@ def main() -> int:
     ap.add_argument(
         "--cases", default="", help='only these induced limits, e.g. cpu,"data-device (reads)"'
     )
+    ap.add_argument(
+        "--check", type=int, default=0, help="check each verdict with N re-runs a side (0: no)"
+    )
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     engines = [e for e in a.engines.split(",") if e]
@@ -317,16 +398,19 @@ def main() -> int:
         results: dict[str, list[tuple[str, str]]] = {}
         try:
             for engine in engines:
-                results[engine] = run_engine(engine, a.repeat, work, env, only)
+                results[engine] = run_engine(engine, a.repeat, work, env, only, a.check)
         finally:
             iolab("testbed", "down", env=env)
     load = Path("/proc/loadavg").read_text().split()[:3]
     if a.json:
-        print(json.dumps({"load": load, "runs": results}, indent=2))
+        checks = [{"engine": e, **c.__dict__} for e, c in CHECKS]
+        print(json.dumps({"load": load, "runs": results, "checks": checks}, indent=2))
         return 0
     print(f"load {' '.join(load)}")
     for engine, found in results.items():
         print(table(engine, found))
+        if a.check:
+            print(check_table(engine))
     return 0
 
 

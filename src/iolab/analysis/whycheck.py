@@ -329,7 +329,9 @@ def judge(
 
 
 def _x(v: float) -> str:
-    return f"{v:.2f}" if v < 10 else f"{v:.1f}"
+    """2.4, 1.02, 0.97, 12.3: two decimals, one where the second is a zero."""
+    text = f"{v:.2f}" if v < 10 else f"{v:.1f}"
+    return text[:-1] if v < 10 and text.endswith("0") else text
 
 
 def sentence(
@@ -351,8 +353,9 @@ def sentence(
             return f"{doing} cut it to {_x(ratio)}x (95 % CI {ci}), about half: confirmed"
         if outcome == REFUTED:
             return f"{doing} cut it only to {_x(ratio)}x ({ci}): {r.name} was not the limit"
+        verb = "cut" if ratio < 1 else "moved"
         return (
-            f"{doing} cut it to {_x(ratio)}x (95 % CI {ci}), not about half: unknown (about "
+            f"{doing} {verb} it to {_x(ratio)}x (95 % CI {ci}), not about half: unknown (about "
             f"half, {HALVED[0]:g}-{HALVED[1]:g}x, confirms)"
         )
     if outcome == CONFIRMED:

@@ -251,9 +251,12 @@ def check(
     *,
     resolve: Resolve = default_resolve,
     shm: Path = SHM,
+    keep: bool = True,
 ) -> wc.Check:
     """Run the check :func:`plan` made, ``runs`` times each side, and keep its result with
-    the run. For ``none``, the candidates are relieved in turn until one moves the run."""
+    the run (``keep``; a check of a limit other than the verdict's, as the truth bench plants
+    one, is not kept). For ``none``, the candidates are relieved in turn until one moves the
+    run."""
     if runs < 2:
         raise BadInput("--runs", runs, "give 2 or more: the interval needs two runs a side")
     run = planned.run
@@ -298,8 +301,17 @@ def check(
         datetime.now(UTC).isoformat(timespec="seconds"),
         experiment,
     )
-    store_checks.save(store, result)
+    if keep:
+        store_checks.save(store, result)
     return result
+
+
+def planted(planned: Planned, limit: str) -> Planned:
+    """The same check of another limit than the verdict's (the truth bench plants a wrong
+    verdict to see the check refute it)."""
+    wrong = dx.Diagnosis(limit, None, ())
+    steps = tuple(wc.reliefs(wrong, facts_of(planned.run, planned.kind)))
+    return Planned(planned.run, wrong, steps, planned.kind, planned.metric, planned.lower_is_better)
 
 
 def _step(
