@@ -61,6 +61,7 @@ from iolab.errors import IolabError
 from iolab.events import discard
 from iolab.report.why import run_diagnosis
 from iolab.runner import whycheck
+from iolab.runner.experiment import default_resolve
 from iolab.store import open_store
 
 DEVICES = """
@@ -275,7 +276,7 @@ def check_run(engine: str, case: str, db: Path, run_id: int, runs: int) -> None:
             tries.append((whycheck.planted(planned, dx.DATA), True))
         for p, plant in tries:
             try:
-                c = whycheck.check(store, p, runs, discard, keep=not plant)
+                c = whycheck.check(store, p, runs, discard, resolve=default_resolve, keep=not plant)
             except IolabError as exc:
                 found = Checked(case, p.diagnosis.limit, plant, wc.UNKNOWN, None, str(exc))
             else:

@@ -559,3 +559,40 @@ def test_a_timed_populate_is_estimated_by_its_duration_and_warm_up() -> None:
     assert WORKLOAD.estimate({"duration": 15.0}) == pytest.approx(20.0)
     assert WORKLOAD.estimate({"duration": "1min", "warmup": "10s"}) == pytest.approx(75.0)
     assert WORKLOAD.estimate({"duration": 15.0, "warmup": 5000}) == pytest.approx(20.0)
+
+
+# --- check_why -------------------------------------------------------------------------------
+
+
+def test_check_why_checks_each_cell_once_after_its_repetitions(
+    fake: FakeWorkload, store: Store, tmp_path: Path
+) -> None:
+    """The fake records no probes, so no verdict: each cell's newest run is said to be
+    unchecked, once per cell, after every repetition ran, and the experiment ends as it would."""
+    path = experiment_file(
+        tmp_path, experiment=SEQUENTIAL + "repetitions = 2\ncheck_why = true\ncheck_runs = 2"
+    )
+    events = Collect()
+    outcome = run_file(path, store, events)
+    assert (outcome.done, outcome.failed, outcome.checked) == (6, 0, [])
+    said = [w for w in events.warnings() if "not checked" in w]
+    newest = [2, 4, 6]  # each cell's second run, in matrix order
+    assert said == [
+        f"rows={rows}: the verdict of run {run} not checked: cannot check run {run}: it "
+        "recorded no probes, so it has no verdict"
+        for rows, run in zip((100, 200, 300), newest, strict=True)
+    ]
+    phases = [e.text for e in events.events if isinstance(e, Phase) and "checking" in e.text]
+    assert phases == [
+        f"checking the verdict of rows={r} (run {n})"
+        for r, n in zip((100, 200, 300), newest, strict=True)
+    ]
+    assert outcome.as_json(config.load(path), store.path)["checked"] == []
+
+
+def test_check_why_is_a_boolean_and_check_runs_two_or_more(tmp_path: Path) -> None:
+    for text, field in [("check_why = 3", "check_why"), ("check_runs = 1", "check_runs")]:
+        path = experiment_file(tmp_path, experiment=text)
+        with pytest.raises(BadInput) as caught:
+            config.load(path)
+        assert caught.value.field == f"experiment.{field}"

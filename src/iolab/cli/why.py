@@ -94,8 +94,9 @@ def why(
 def _check(store: Store, run_id: int, runs: int) -> Check:
     from iolab.cli.progress import ProgressView
     from iolab.runner import whycheck
+    from iolab.runner.experiment import default_resolve
 
     planned = whycheck.plan(store, run_id)
     view = ProgressView()
     with view:
-        return whycheck.check(store, planned, runs, view)
+        return whycheck.check(store, planned, runs, view, resolve=default_resolve)

@@ -61,6 +61,9 @@ class ExperimentSection(Section):
     timeout: str | float | None = None  # per run: seconds or "10min"
     baseline: dict[str, Any] | None = None  # matrix values naming the baseline cell
     baseline_every: int = Field(default=0, ge=0)  # re-run the baseline every N runs (drift)
+    # after the cells' repetitions, check each cell's verdict once (`iolab why RUN --check`)
+    check_why: bool = False
+    check_runs: int = Field(default=3, ge=2)  # ... with this many re-runs a side
 
     @field_validator("repetitions")
     @classmethod

@@ -176,6 +176,7 @@ class Outcome:
     saved_by_auto: int = 0  # runs auto repetitions did not need (max_repetitions - runs)
     failures: list[dict[str, Any]] = field(default_factory=list)
     waited_seconds: float = 0.0  # for the host's lock, while other runs held it
+    checked: list[dict[str, Any]] = field(default_factory=list)  # check_why: each cell's
 
     def as_json(self, experiment: Experiment, results: Path) -> dict[str, Any]:
         return {
@@ -194,6 +195,7 @@ class Outcome:
             "saved_by_auto": self.saved_by_auto,
             "failures": self.failures,
             "waited_seconds": round(self.waited_seconds, 3),
+            "checked": self.checked,
         }
 
 
@@ -532,6 +534,13 @@ def _run(experiment: Experiment, store: Store, events: EventSink, executor: Exec
                 for c in experiment.cells
                 if c.id not in skipped
             )
+        if e.check_why:
+            if isinstance(executor, LocalExecutor):
+                outcome.checked = _check_cells(
+                    experiment, store, exp_id, skipped, events, executor.resolve
+                )
+            else:
+                events(Warning("check_why runs here only: the fleet's cells are not checked"))
         return outcome
     except KeyboardInterrupt:
         outcome.aborted = True
@@ -543,6 +552,45 @@ def _run(experiment: Experiment, store: Store, events: EventSink, executor: Exec
                 store.finish_run(task.run_id, aborted)
         if not outcome.aborted and not outcome.stopped:
             _hook(spec.hooks.on_complete, outcome.as_json(experiment, store.path), events)
+
+
+def _check_cells(
+    experiment: Experiment,
+    store: Store,
+    exp_id: ExperimentId,
+    skipped: set[str],
+    events: EventSink,
+    resolve: Resolve,
+) -> list[dict[str, Any]]:
+    """``check_why``: each cell's verdict checked once, after its repetitions, on its newest
+    finished run (:mod:`iolab.runner.whycheck`); a cell one of whose runs has a check already
+    (a resumed experiment) is not checked again. A cell that cannot be checked is said, and
+    the experiment goes on."""
+    from iolab.runner import whycheck
+    from iolab.store import checks
+
+    e = experiment.spec.experiment
+    out: list[dict[str, Any]] = []
+    for cell in experiment.cells:
+        if cell.id in skipped:
+            continue
+        runs = [
+            r
+            for r in store.runs(experiments=[exp_id])
+            if r.cell_id == cell.id and r.status is RunStatus.DONE
+        ]
+        if not runs or checks.of_runs(store, [r.id for r in runs]):
+            continue
+        newest = runs[0]  # store.runs: newest first
+        events(Phase(f"checking the verdict of {cell.label} (run {newest.id})"))
+        try:
+            planned = whycheck.plan(store, newest.id)
+            found = whycheck.check(store, planned, e.check_runs, events, resolve=resolve)
+        except IolabError as exc:
+            events(Warning(f"{cell.label}: the verdict of run {newest.id} not checked: {exc}"))
+            continue
+        out.append({"cell": cell.label, "run": int(newest.id), **found.document()})
+    return out
 
 
 def _order(items: list[tuple[Cell, int]], order: str, rng: random.Random) -> list[Cell]:

@@ -30,7 +30,6 @@ from iolab.ownership import owned_dir, owned_kind
 from iolab.probes.recorder import LiveSink
 from iolab.results import RunId, RunStatus, cell_id
 from iolab.runner.executors import Resolve, execute_cell
-from iolab.runner.experiment import default_resolve
 from iolab.runner.single import commit
 from iolab.store import checks as store_checks
 from iolab.store import verdicts
@@ -249,7 +248,7 @@ def check(
     runs: int,
     events: EventSink,
     *,
-    resolve: Resolve = default_resolve,
+    resolve: Resolve,
     shm: Path = SHM,
     keep: bool = True,
 ) -> wc.Check:
