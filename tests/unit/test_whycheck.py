@@ -179,3 +179,24 @@ def test_a_check_reads_back_as_it_was_kept() -> None:
     back = wc.Check.from_document(doc)
     assert back.line == check.line and back.outcome == check.outcome
     assert back.experiment_id == 3 and back.checked_at == check.checked_at
+
+
+def test_the_checked_verdict_shows_in_the_why_section_and_on_the_run_page() -> None:
+    from iolab.report import why as why_report
+    from iolab.serve.pages import run_page
+    from tests.unit.test_serve_pages import _run
+
+    step = wc.judge(WAL, [11, 14], [12, 13], [100, 102, 98], [240, 245, 238], False)
+    check = wc.Check(7, dx.WAL, (step,), "2026-11-28T00:20:00+00:00", 4)
+    line = why_report.checked_line(check)
+    assert line == f"checked (2026-11-28T00:20:00+00:00): {step.sentence}"
+    wal = dx.Diagnosis(dx.WAL, 0.9, (dx.Evidence("x", 1, "%", "the wal device at its cap"),))
+    cell = dx.cell_verdict("ssd", [wal])
+    w = dx.Why((cell,), (), (("ssd", f"run 7 {line}"),))
+    assert [t.plain for t in why_report.text(w)][-1] == f"    run 7 {line}"
+    assert f"<span class='checked'>run 7 {line}</span>" in why_report.html_section(w)
+    doc = why_report.document(w)
+    assert doc is not None and doc["cells"][0]["checked"] == f"run 7 {line}"  # type: ignore[index]
+    page = run_page(_run(), {}, None, {}, (), None, wal.line, line)
+    assert "<p id='verdict'>limited by wal-device (90% of session time)</p>" in page
+    assert f"<p id='checked'>{line}</p>" in page

@@ -199,6 +199,7 @@ def document(why: dx.Why | None) -> dict[str, object] | None:
     """``iolab report --json``'s ``why``."""
     if why is None:
         return None
+    checked = dict(why.checked)
     return {
         "cells": [
             {
@@ -207,7 +208,7 @@ def document(why: dx.Why | None) -> dict[str, object] | None:
                 "runs": c.runs,
                 "counts": dict(c.counts),
                 "evidence": list(c.evidence),
-                "checked": dict(why.checked).get(c.label),
+                **({"checked": checked[c.label]} if c.label in checked else {}),
             }
             for c in why.cells
         ],
