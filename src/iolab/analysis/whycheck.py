@@ -337,8 +337,8 @@ def _x(v: float) -> str:
 def sentence(
     r: Relief, ratio: float | None, low: float | None, high: float | None, outcome: Outcome
 ) -> str:
-    """One sentence: "relieving the WAL device (...) made it 2.40x faster (95 % CI
-    2.10-2.80x): confirmed", or "... changed nothing (1.02x, 0.97-1.07x): the WAL device was
+    """One sentence: "relieving the WAL device (...) made it 2.4x faster (95 % CI
+    2.1-2.8x): confirmed", or "... changed nothing (1.02x, 0.97-1.07x): the WAL device was
     not the limit"."""
     doing = (
         f"halving the CPU cap ({r.what.split('(')[-1].rstrip(')')})"

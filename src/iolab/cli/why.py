@@ -45,8 +45,8 @@ def why(
 ) -> None:
     """Say what limited a run, with its evidence (the verdict stored with the run, as `iolab
     results show` prints it, and the newest check of it), and with --check test the verdict
-    by the runs that relieve it: "relieving the WAL device (...) made it 2.40x faster (95 % CI
-    2.10-2.80x): confirmed", or "changed nothing (1.02x, 0.97-1.07x): the WAL device was not
+    by the runs that relieve it: "relieving the WAL device (...) made it 2.4x faster (95 % CI
+    2.1-2.8x): confirmed", or "changed nothing (1.02x, 0.97-1.07x): the WAL device was not
     the limit". A verdict iolab has no relief for says "cannot check: WHY". A run that cannot
     be run again (its server was yours, --dsn, and the relief needs iolab's own layout) is
     refused in one line, exit 2 (docs/diagnosis.md, "The check")."""
