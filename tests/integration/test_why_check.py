@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from iolab import testbed
+from iolab.ownership import is_orphan
 
 pytestmark = pytest.mark.integration
 NO_TESTBED = testbed.unavailable_reason(limits=True)
@@ -67,7 +68,8 @@ def slowbed(open_tmp: Path, results_db: Path) -> Iterator[dict[str, str]]:
 
 
 def whycheck_dirs() -> set[str]:
-    return {p.name for p in Path("/dev/shm").glob(".iolab-whycheck-*")}
+    """The check's RAM directories whose process is gone (another check may run meanwhile)."""
+    return {p.name for p in Path("/dev/shm").glob(".iolab-whycheck-*") if is_orphan(p, "whycheck")}
 
 
 def check_and_show(
@@ -113,7 +115,12 @@ def test_a_capped_wal_device_is_confirmed_by_its_relief(slowbed: dict[str, str])
     assert found is not None, out
     ratio, low, high = (float(g) for g in found.groups())
     assert 1.0 < low <= ratio <= high and ratio >= 1.3, sentence
-    assert lines[2] == f"checked verdict stored with run {run}: confirmed"
+    assert lines[3] == f"checked verdict stored with run {run}: confirmed"
+    assert re.fullmatch(
+        r"  rows_per_second: as it was (run \d+ [\d,.]+(, )?){3}; "
+        r"relieved (run \d+ [\d,.]+(, )?){3}",
+        lines[2],
+    ), lines[2]
 
     kept = doc["checked_verdict"]
     assert isinstance(kept, dict)

@@ -247,6 +247,18 @@ class Step:
     def sentence(self) -> str:
         return sentence(self.relief, self.ratio, self.ci_low, self.ci_high, self.outcome)
 
+    def figures(self, metric: str) -> str:
+        """Each re-run's figure: "rows_per_second: as it was run 2 103, run 5 105; relieved
+        run 3 8,243, run 4 8,922"."""
+
+        def side(ids: Sequence[int], values: Sequence[float]) -> str:
+            return ", ".join(f"run {i} {v:,.4g}" for i, v in zip(ids, values, strict=True))
+
+        return (
+            f"{metric}: as it was {side(self.base_runs, self.base_values)}; relieved "
+            f"{side(self.relieved_runs, self.relieved_values)}"
+        )
+
     def document(self) -> dict[str, Any]:
         return {
             "limit": self.limit,

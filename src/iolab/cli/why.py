@@ -50,6 +50,7 @@ def why(
     the limit". A verdict iolab has no relief for says "cannot check: WHY". A run that cannot
     be run again (its server was yours, --dsn, and the relief needs iolab's own layout) is
     refused in one line, exit 2 (docs/diagnosis.md, "The check")."""
+    from iolab.analysis.whycheck import Step
     from iolab.report import why as why_report
     from iolab.store import checks, open_store, verdicts
 
@@ -59,9 +60,9 @@ def why(
     with open_store(results, create=False) as store:
         run = store.run(run_id)
         verdict = verdicts.of_run(store, run)
-        found = None
+        found, metric = None, ""
         if check:
-            found = _check(store, run_id, runs)
+            found, metric = _check(store, run_id, runs)
         kept = checks.newest(store, run.id)
     d = verdict.diagnosis
     if as_json:
@@ -88,10 +89,13 @@ def why(
         out.print(f"[bold]run {run.id}[/]  {escape(d.line)}")
     for sentence in found.sentences():
         out.print(escape(sentence))
+    for step in found.steps:
+        if isinstance(step, Step):
+            out.print(f"  [dim]{escape(step.figures(metric))}[/]")
     out.print(f"[dim]checked verdict stored with run {run.id}: {found.outcome}[/]")
 
 
-def _check(store: Store, run_id: int, runs: int) -> Check:
+def _check(store: Store, run_id: int, runs: int) -> tuple[Check, str]:
     from iolab.cli.progress import ProgressView
     from iolab.runner import whycheck
     from iolab.runner.experiment import default_resolve
@@ -99,4 +103,5 @@ def _check(store: Store, run_id: int, runs: int) -> Check:
     planned = whycheck.plan(store, run_id)
     view = ProgressView()
     with view:
-        return whycheck.check(store, planned, runs, view, resolve=default_resolve)
+        found = whycheck.check(store, planned, runs, view, resolve=default_resolve)
+    return found, planned.metric
