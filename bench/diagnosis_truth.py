@@ -390,6 +390,8 @@ def main() -> int:
         work = Path(tmp)
         os.chmod(work, 0o755)
         env = dict(os.environ, IOLAB_TESTBED_DIR=str(work / "testbed"))
+        # the checks run in this process: their runs must find this testbed (its throttles)
+        os.environ["IOLAB_TESTBED_DIR"] = env["IOLAB_TESTBED_DIR"]
         spec = work / "testbed.toml"
         spec.write_text(DEVICES)
         up = iolab("testbed", "up", str(spec), env=env)

@@ -200,3 +200,10 @@ def test_the_checked_verdict_shows_in_the_why_section_and_on_the_run_page() -> N
     page = run_page(_run(), {}, None, {}, (), None, wal.line, line)
     assert "<p id='verdict'>limited by wal-device (90% of session time)</p>" in page
     assert f"<p id='checked'>{line}</p>" in page
+
+
+def test_each_rerun_s_figure_in_one_line() -> None:
+    step = wc.judge(WAL, [2, 5], [3, 4], [189.6, 186.1], [7161.4, 12110.2], False)
+    assert step.figures("rows_per_second") == (
+        "rows_per_second: as it was run 2 189.6, run 5 186.1; relieved run 3 7,161, run 4 12,110"
+    )

@@ -252,7 +252,7 @@ class Step:
         run 3 8,243, run 4 8,922"."""
 
         def side(ids: Sequence[int], values: Sequence[float]) -> str:
-            return ", ".join(f"run {i} {v:,.4g}" for i, v in zip(ids, values, strict=True))
+            return ", ".join(f"run {i} {_figure(v)}" for i, v in zip(ids, values, strict=True))
 
         return (
             f"{metric}: as it was {side(self.base_runs, self.base_values)}; relieved "
@@ -273,6 +273,11 @@ class Step:
             "outcome": self.outcome,
             "sentence": self.sentence,
         }
+
+
+def _figure(v: float) -> str:
+    """12,110, 189.6, 0.0123: whole above 1,000, four digits below."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
 def _outcome(text: str) -> Outcome:

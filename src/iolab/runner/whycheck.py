@@ -101,11 +101,32 @@ def plan(store: Store, run_id: int) -> Planned:
             f"cannot check run {run.id}: a {run.workload} run's verdict names the device "
             "it measures; there is no figure of a load to compare"
         )
+    _same_devices(run, store.environment(run.env_id) if run.env_id else {})
     steps = tuple(wc.reliefs(diagnosis, facts_of(run, kind)))
     refused = [s for s in steps if isinstance(s, wc.CannotCheck) and not s.rerun]
     if refused and len(refused) == len(steps):
         raise CannotRerun(f"cannot check run {run.id}: {refused[0].why}")
     return Planned(run, diagnosis, steps, kind, headline.key, declared.lower_is_better)
+
+
+def _same_devices(run: RunRecord, environment: Mapping[str, Any]) -> None:
+    """A role the run had on a testbed device must be on it again: a device taken down leaves
+    its mount point, an empty directory on another filesystem, and the runs "as it was" would
+    run elsewhere without a word."""
+    from iolab.testbed import device_of
+
+    for role, st in (environment.get("storage") or {}).items():
+        bed = ((st or {}).get("testbed") or {}).get("name")
+        path = (st or {}).get("path")
+        if not bed or not path:
+            continue
+        now = device_of(Path(str(path)))
+        if now is None or now.name != bed:
+            raise CannotRerun(
+                f"cannot re-run run {run.id} as it was: its {role} directory {path} was on "
+                f"testbed device {bed}, which is not up here; bring it up (`iolab testbed up`) "
+                "and check again"
+            )
 
 
 def base_params(run: RunRecord) -> dict[str, Any]:
@@ -359,7 +380,7 @@ def _step(
         if value is None:
             raise IolabError(f"re-run {done.id} recorded no {planned.metric}: cannot compare")
         got[label].append((int(done.id), float(value)))
-        events(Measured(f"run {done.id}", f"{label}: {planned.metric} {value:,.4g}"))
+        events(Measured(f"run {done.id}", f"{label}: {planned.metric} {value:,.6g}"))
     a, b = got["as it was"], got[r.what]
     return wc.judge(
         r,
