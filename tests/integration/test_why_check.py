@@ -31,12 +31,13 @@ size = "256MiB"
 write_iops = 100
 """
 SENTENCE = re.compile(
-    r"(relieving .+ \(.+\) (made it [\d.]+x faster \(95 % CI [\d.]+-[\d.]+x\): confirmed"
-    r"|changed (nothing|little) \([\d.]+x, [\d.]+-[\d.]+x\): .+ was not the limit"
-    r"|made it slower \([\d.]+x, [\d.]+-[\d.]+x\): .+ was not the limit"
+    r"relieving .+ \(.+\)"
+    r"( made it [\d.]+x faster \(95 % CI [\d.]+-[\d.]+x\): confirmed"
+    r"| changed (nothing|little) \([\d.]+x, [\d.]+-[\d.]+x\): .+ was not the limit"
+    r"| made it slower \([\d.]+x, [\d.]+-[\d.]+x\): .+ was not the limit"
     r"|: [\d.]+x \(95 % CI [\d.]+-[\d.]+x\): unknown, the runs vary too much to say.*)"
     r"|halving the CPU cap \(.+\) (cut|moved) it .*to [\d.]+x .*"
-    r"|cannot check: .+)"
+    r"|cannot check: .+"
 )
 
 
