@@ -158,6 +158,14 @@ def test_a_check_on_a_plain_directory_says_one_sentence_and_is_kept(
     run = int(json.loads(done.stdout)["run"])
     out, doc, shown = check_and_show(run, env)
     lines = out.splitlines()
+    figures = [line for line in lines if line.startswith("  rows_per_second: as it was run ")]
+    lines = [line for line in lines if line not in figures]
+    tried = [
+        line
+        for line in lines[1:-1]
+        if "cannot check: " not in line and ("relieving" in line or "halving" in line)
+    ]
+    assert len(figures) == len(tried), out  # each relief tried: its runs' figures
     assert lines[0].startswith(f"run {run}  limited by ")
     assert re.fullmatch(
         r"checked verdict stored with run \d+: (confirmed|refuted|unknown)", lines[-1]
