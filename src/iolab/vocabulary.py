@@ -95,6 +95,7 @@ PER_COMMAND: Mapping[str, str] = {
     "--port": "the server that listens",
     "--rows": "what the rows make",
     "--with-disk": "what the disk run is used for",
+    "--runs": "what is repeated: a disk test's passes, a check's re-runs",
 }
 
 _OLD = {old: idea for idea in IDEAS for old in idea.old}
