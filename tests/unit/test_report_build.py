@@ -322,3 +322,16 @@ def test_the_driver_core_of_a_run_is_shown_by_results_show_and_the_html_report(
     older = iolab("results", "show", str(ids["sqlite"][0]), "--results", db)
     assert older.code == 0
     assert "driver core" not in older.stdout
+
+
+def test_a_summarys_count_of_queries_is_no_table_of_query_times() -> None:
+    """sysbench's summary counts its statements under ``queries`` (an int): not TPC-H's
+    per-query list, so no table of query times and no crash (`iolab run` of a sysbench
+    experiment ended in a TypeError once its answer built the report)."""
+    from iolab.analysis.queries import query_times
+
+    sysbench = {"tps": 100.0, "queries": 2000}
+    tpch = {"queries": [{"query": 1, "seconds": 2.0}]}
+    assert query_times([("a", [sysbench]), ("b", [sysbench, {"queries": None}])]) == []
+    (times,) = query_times([("c", [tpch])])
+    assert (times.cell, times.seconds) == ("c", {1: 2.0})

@@ -19,13 +19,16 @@ class QueryTimes:
 
 def query_times(cells: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> list[QueryTimes]:
     """From (cell label, summaries of its done runs), each summary with its ``queries`` list
-    (query, seconds, error); cells whose runs have no queries are left out."""
+    (query, seconds, error); cells whose runs have no queries are left out, and so is a
+    ``queries`` that is not such a list (sysbench's count of its statements: issue 45's
+    presentation by name, until the report asks each workload for its tables)."""
     out = []
     for label, summaries in cells:
         times: dict[int, list[float]] = {}
         seen: set[int] = set()
         for s in summaries:
-            for q in s.get("queries") or ():
+            queries = s.get("queries")
+            for q in queries if isinstance(queries, list) else ():
                 number = int(q["query"])
                 seen.add(number)
                 if q.get("seconds") is not None and not q.get("error"):
