@@ -5,6 +5,8 @@ the build fails."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from iolab import drivercore
@@ -89,3 +91,14 @@ def test_a_runs_core_is_recorded_and_said() -> None:
 def test_each_runs_environment_says_whether_the_core_is_built() -> None:
     assert drivercore.built() is BUILT
     assert capture({}, {})["driver_core_built"] is BUILT
+
+
+def test_a_role_whose_directory_is_gone_fails_the_run_in_one_line(tmp_path: Path) -> None:
+    """A testbed device another experiment took down under a run: the run fails saying which
+    directory is gone, not with a traceback (FileNotFoundError from statvfs)."""
+    from iolab.errors import IolabError
+
+    gone = tmp_path / "wal"
+    with pytest.raises(IolabError) as failed:
+        capture({"data": tmp_path, "wal": gone}, {})
+    assert str(failed.value) == f"the wal directory {gone} is gone: No such file or directory"

@@ -23,6 +23,7 @@ directories live in a scratch directory under the current one, removed at the en
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
@@ -62,7 +63,10 @@ NAME_TIME = "%Y-%m-%dT%H.%M.%S"
 # (bench/README.md: 2 x 2 s took 48 s and disagreed as much on this shared VM)
 DISK = {"profile": "quick", "size": "256MiB", "runs": "3", "duration": "1s", "interval": "1s"}
 SPREAD_LIMIT = 0.10  # passes of a test that differ more are flagged under the headline
-HDD_DEVICE = "demo-hdd"
+# the demo's own device, by its pid: an experiment keeps a device another brought up and the
+# other takes it down when it ends, so two demos at once (or a demo beside its test) under one
+# name took each other's WAL away (a FileNotFoundError mid-run, 2026-11-28)
+HDD_DEVICE = f"demo-hdd-{os.getpid()}"
 WAITED = re.compile(r"waited ([0-9,]+) s for the host while other runs held it")
 BESIDE = "wal-beside-data"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from iolab import __version__
 from iolab.drivercore import built as driver_core_built
+from iolab.errors import IolabError
 from iolab.system.devices import PathDevice, describe
 from iolab.testbed import device_on
 
@@ -89,5 +90,14 @@ def capture(roles: Mapping[str, Path], versions: Mapping[str, str]) -> dict[str,
         "iolab": __version__,
         "driver_core_built": driver_core_built(),
         "versions": dict(versions),
-        "storage": {role: device_record(describe(path)) for role, path in roles.items()},
+        "storage": {role: device_record(_described(role, path)) for role, path in roles.items()},
     }
+
+
+def _described(role: str, path: Path) -> PathDevice:
+    """:func:`describe`, or the run's one-line failure when the role's directory is gone (a
+    testbed device another experiment took down, a directory removed under the run)."""
+    try:
+        return describe(path)
+    except OSError as exc:
+        raise IolabError(f"the {role} directory {path} is gone: {exc.strerror or exc}") from None
