@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,22 @@ def iolab(
         env={**os.environ, **(env or {})},
         cwd=cwd,
     )
+
+
+@contextmanager
+def private_testbed(directory: Path, devices: str) -> Iterator[dict[str, str]]:
+    """``devices`` (a [devices] TOML) up in a testbed of ``directory``'s own, taken down after;
+    the environment that points iolab at it."""
+    env = {"IOLAB_TESTBED_DIR": str(directory / "testbed")}
+    spec = directory / "bed.toml"
+    spec.write_text(devices)
+    up = iolab("testbed", "up", str(spec), env=env)
+    assert up.returncode == 0, up.stderr
+    try:
+        yield {**os.environ, **env}
+    finally:
+        down = iolab("testbed", "down", env=env)
+        assert down.returncode == 0, down.stderr
 
 
 def tpch_json(*args: str) -> dict[str, object]:

@@ -20,6 +20,7 @@ from iolab.engines.interface import Layout, running
 from iolab.engines.postgres import PORT, PostgresEngine
 from iolab.system.devices import describe
 from tests.conftest import make_dirs, requires_mariadb
+from tests.integration.conftest import private_testbed
 
 pytestmark = pytest.mark.integration
 NO_TESTBED = testbed.unavailable_reason(limits=True)
@@ -46,16 +47,8 @@ def iolab(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def walbed(open_tmp: Path, results_db: Path) -> Iterator[dict[str, str]]:
     """A private testbed with one WAL device capped at 100 write IOPS; taken down after."""
-    env = {**os.environ, "IOLAB_TESTBED_DIR": str(open_tmp / "testbed")}
-    spec = open_tmp / "bed.toml"
-    spec.write_text(DEVICES)
-    up = iolab("testbed", "up", str(spec), env=env)
-    assert up.returncode == 0, up.stderr
-    try:
+    with private_testbed(open_tmp, DEVICES) as env:
         yield env
-    finally:
-        down = iolab("testbed", "down", env=env)
-        assert down.returncode == 0, down.stderr
 
 
 def diagnosis(run: int, env: dict[str, str]) -> tuple[dict[str, object], str]:

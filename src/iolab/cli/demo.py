@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -175,7 +174,7 @@ def demo(
     fail, report.html still shows what finished and why each failed cell failed, and the demo
     exits non-zero."""
     from iolab.engines import catalog
-    from iolab.ownership import owned_name, reap
+    from iolab.ownership import owned_dir
     from iolab.store import open_store
 
     _check(rows, html, results)
@@ -215,18 +214,9 @@ def demo(
             )
             with open_store(results) as store:
                 disk_run = next((r.id for r in store.runs(limit=1) if r.workload == "disk"), None)
-        reap(here, KIND)
-        scratch = here / owned_name(KIND)
-        scratch.mkdir(mode=0o755)
-        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        scratch = stack.enter_context(owned_dir(here, KIND, 0o755))
         (scratch / "data").mkdir(mode=0o755)
-        wal_dir = question.wal_dir
-        if not wal_dir:
-            reap(MEMORY, KIND)
-            memory = MEMORY / owned_name(KIND)
-            memory.mkdir(mode=0o755)
-            stack.callback(shutil.rmtree, memory, ignore_errors=True)
-            wal_dir = str(memory)
+        wal_dir = question.wal_dir or str(stack.enter_context(owned_dir(MEMORY, KIND, 0o755)))
         file = scratch / "demo.toml"
         name = experiment_name(datetime.now())
         file.write_text(
